@@ -1,0 +1,36 @@
+# Two commands for a new machine:  `make demo`  and  `make test`.
+# Each creates .venv (Python 3.11+, default python3) and installs what it needs.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: test lint demo bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]" $(EXTRA_REQUIREMENTS)
+	touch $(STAMP)
+
+## Lint, type-check and run the whole suite (it starts its own local DynamoDB endpoint).
+test: lint
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+## The support-desk test project on an embedded local DynamoDB endpoint: http://127.0.0.1:8000/
+demo: $(STAMP)
+	$(BIN)/python manage.py demo
+
+## Benchmarks: print tables of requests per operation and timings.
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

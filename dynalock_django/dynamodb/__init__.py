@@ -1,0 +1,50 @@
+"""The DynamoDB lock protocol, usable without Django.
+
+    from dynalock_django.dynamodb import LockClient
+
+    client = LockClient(boto3.client("dynamodb"), "locks")
+    with client.lock("nightly-billing", timeout=10.0) as lease:
+        ...
+
+Nothing in this package imports Django.
+"""
+
+from .client import LockClient, ScanPage
+from .clock import Clock, SystemClock
+from .exceptions import (
+    ClientClosed,
+    ConfigurationError,
+    DynalockError,
+    DynamoDBError,
+    DynamoDBUnavailable,
+    InvalidLockRequest,
+    LockLost,
+    LockNotAcquired,
+    LockTimeout,
+    TableNotFound,
+    TableSchemaError,
+)
+from .item import LockInfo
+from .lease import Lease
+from .schema import TableDescription
+
+__all__ = [
+    "ClientClosed",
+    "Clock",
+    "ConfigurationError",
+    "DynalockError",
+    "DynamoDBError",
+    "DynamoDBUnavailable",
+    "InvalidLockRequest",
+    "Lease",
+    "LockClient",
+    "LockInfo",
+    "LockLost",
+    "LockNotAcquired",
+    "LockTimeout",
+    "ScanPage",
+    "SystemClock",
+    "TableDescription",
+    "TableNotFound",
+    "TableSchemaError",
+]

@@ -1,0 +1,78 @@
+"""Errors raised by the lock protocol.
+
+The Django layer re-exports this tree from :mod:`dynalock_django.exceptions`,
+adding its own branches; that module's docstring draws the whole tree.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .item import LockInfo
+
+
+class DynalockError(Exception):
+    """Root of every error this library raises on purpose."""
+
+
+class ConfigurationError(DynalockError, ValueError):
+    """A client option or setting is invalid; the message names the fix."""
+
+
+class InvalidLockRequest(DynalockError, ValueError):
+    """One call's arguments cannot make a valid lock (empty key, oversized data...)."""
+
+
+class LockNotAcquired(DynalockError):
+    """The lock is held by someone else.
+
+    ``holder`` is the item that stood in the way, as last read, when known.
+    """
+
+    def __init__(self, message: str, holder: LockInfo | None = None) -> None:
+        super().__init__(message)
+        self.holder = holder
+
+
+class LockTimeout(LockNotAcquired):
+    """``acquire`` waited for its whole timeout and the lock stayed held."""
+
+
+class LockLost(DynalockError):
+    """A lease we held is no longer ours.
+
+    ``current`` is the item that replaced ours (another holder, a forced
+    release), or None when it was deleted or could not be read.
+    """
+
+    def __init__(self, message: str, current: LockInfo | None = None) -> None:
+        super().__init__(message)
+        self.current = current
+
+
+class ClientClosed(DynalockError):
+    """The LockClient was closed; build a new one."""
+
+
+class DynamoDBError(DynalockError):
+    """DynamoDB refused a request for a reason that is not ours to interpret.
+
+    The botocore exception is attached as ``original`` (and as ``__cause__``).
+    """
+
+    def __init__(self, message: str, original: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.original = original
+
+
+class DynamoDBUnavailable(DynamoDBError):
+    """DynamoDB kept answering with throttling, server errors or time-outs."""
+
+
+class TableNotFound(DynamoDBError):
+    """The lock table does not exist (or is not visible with these credentials)."""
+
+
+class TableSchemaError(DynamoDBError):
+    """The lock table exists, but its key schema does not match the client's."""

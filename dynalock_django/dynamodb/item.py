@@ -1,0 +1,184 @@
+"""The lock item: the AWS DynamoDB Lock Client's wire format, plus our extras.
+
+A Java client and this one share a table, so attribute names, types and units
+are exactly the Java client's: ``leaseDuration`` is milliseconds in a string,
+``recordVersionNumber`` a string, ``data`` binary, ``isReleased`` the string
+``"1"``. The Java client ignores the attributes it does not know, which is
+where the fencing token, TTL and display timestamps live.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
+
+    Item = dict[str, AttributeValueTypeDef]
+else:
+    Item = dict[str, Any]
+
+OWNER_NAME = "ownerName"
+LEASE_DURATION = "leaseDuration"
+RECORD_VERSION_NUMBER = "recordVersionNumber"
+DATA = "data"
+IS_RELEASED = "isReleased"
+IS_RELEASED_VALUE = "1"
+
+# Ours; the Java client carries them along as "additional attributes".
+FENCING_TOKEN = "fencingToken"
+ACQUIRED_AT = "acquiredAt"  # epoch milliseconds, holder's wall clock, display only
+RENEWED_AT = "renewedAt"  # idem
+RELEASED_BY = "releasedBy"  # who forced a release, shown to the holder who lost it
+
+# DynamoDB's documented limits.
+MAX_PARTITION_KEY_BYTES = 2048
+MAX_SORT_KEY_BYTES = 1024
+MAX_ITEM_BYTES = 400 * 1024
+
+# How long an item we cannot parse is presumed held. Such an item may be a live
+# lock written by a client we do not understand, so it must not be taken over
+# quickly; a person can always clear it with a forced release.
+MALFORMED_ITEM_LEASE_SECONDS = 300.0
+
+_DIGITS = re.compile(r"[0-9]{1,18}")
+
+
+@dataclass(frozen=True)
+class LockInfo:
+    """A read-only snapshot of one lock item, as stored.
+
+    ``lease_duration`` is in seconds. For a malformed item it is the safe
+    default :data:`MALFORMED_ITEM_LEASE_SECONDS` and ``problems`` says what is
+    wrong; such an item is treated as held by an unknown owner.
+    Timestamps come from the holder's wall clock and are for display only.
+    """
+
+    key: str
+    sort_key: str | None
+    owner_name: str | None
+    lease_duration: float
+    record_version_number: str | None
+    fencing_token: int | None
+    data: bytes | None
+    is_released: bool
+    acquired_at: datetime | None
+    renewed_at: datetime | None
+    released_by: str | None
+    problems: tuple[str, ...] = ()
+    # A non-numeric fencingToken cannot be incremented: whoever takes this item
+    # over must overwrite the token instead.
+    bad_fencing_token: bool = False
+    # The stored version exactly as DynamoDB returned it, whatever its type, so
+    # a takeover can be conditioned on it even for a malformed item.
+    raw_version: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def is_malformed(self) -> bool:
+        return bool(self.problems)
+
+
+def parse_item(item: Item, partition_key_name: str, sort_key_name: str | None) -> LockInfo:
+    """Read a lock item, never failing: what cannot be read goes to ``problems``."""
+    problems: list[str] = []
+
+    def string(name: str, *, required: bool) -> str | None:
+        value = item.get(name)
+        if value is None:
+            if required:
+                problems.append(f"{name} is missing")
+            return None
+        if "S" not in value:
+            problems.append(f"{name} is not a string (type {_type_of(value)})")
+            return None
+        return str(value["S"])
+
+    key = string(partition_key_name, required=True) or ""
+    sort_key = string(sort_key_name, required=True) if sort_key_name else None
+    owner_name = string(OWNER_NAME, required=True)
+    version = string(RECORD_VERSION_NUMBER, required=True)
+
+    lease_duration = MALFORMED_ITEM_LEASE_SECONDS
+    lease_text = string(LEASE_DURATION, required=True)
+    if lease_text is not None:
+        if _DIGITS.fullmatch(lease_text):
+            lease_duration = int(lease_text) / 1000.0
+        else:
+            problems.append(f"{LEASE_DURATION} {lease_text[:40]!r} is not a whole number of milliseconds")
+
+    data: bytes | None = None
+    if DATA in item:
+        if "B" in item[DATA]:
+            data = bytes(item[DATA]["B"])
+        else:
+            problems.append(f"{DATA} is not binary (type {_type_of(item[DATA])})")
+
+    released_text = string(IS_RELEASED, required=False)
+    is_released = released_text == IS_RELEASED_VALUE
+    if released_text is not None and not is_released:
+        problems.append(f"{IS_RELEASED} is {released_text[:40]!r}, expected {IS_RELEASED_VALUE!r}")
+
+    fencing_token = _number(item, FENCING_TOKEN, problems)
+    if problems:
+        # Whatever the item says about its lease cannot be trusted. A release
+        # mark stays authoritative: every client, Java's too, treats it as free.
+        lease_duration = MALFORMED_ITEM_LEASE_SECONDS
+
+    return LockInfo(
+        key=key,
+        sort_key=sort_key,
+        owner_name=owner_name,
+        lease_duration=lease_duration,
+        record_version_number=version,
+        fencing_token=fencing_token,
+        data=data,
+        is_released=is_released,
+        acquired_at=_timestamp(item, ACQUIRED_AT),
+        renewed_at=_timestamp(item, RENEWED_AT),
+        released_by=string(RELEASED_BY, required=False),
+        problems=tuple(problems),
+        bad_fencing_token=FENCING_TOKEN in item and fencing_token is None,
+        raw_version=item.get(RECORD_VERSION_NUMBER),
+    )
+
+
+def _type_of(value: Any) -> str:
+    return next(iter(value), "?") if isinstance(value, dict) else type(value).__name__
+
+
+def _number(item: Item, name: str, problems: list[str]) -> int | None:
+    value = item.get(name)
+    if value is None:
+        return None
+    try:
+        return int(value["N"])
+    except (KeyError, TypeError, ValueError):
+        problems.append(f"{name} is not a whole number")
+        return None
+
+
+def _timestamp(item: Item, name: str) -> datetime | None:
+    """Display-only attributes: a bad value is shown as unknown, not as a problem."""
+    try:
+        return datetime.fromtimestamp(int(item[name]["N"]) / 1000.0, tz=UTC)
+    except (KeyError, TypeError, ValueError, OverflowError, OSError):
+        return None
+
+
+def item_size(item: Item) -> int:
+    """An upper bound of DynamoDB's item size for the attributes we write."""
+    size = 0
+    for name, value in item.items():
+        size += len(name.encode())
+        if "S" in value:
+            size += len(value["S"].encode())
+        elif "B" in value:
+            size += len(value["B"])
+        elif "N" in value:
+            size += len(value["N"]) // 2 + 2
+        else:
+            size += 1
+    return size

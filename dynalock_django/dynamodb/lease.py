@@ -1,0 +1,196 @@
+"""A held lock: what the holder knows about it and how long it may trust it."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from types import TracebackType
+from typing import TYPE_CHECKING, Literal
+
+from .exceptions import DynalockError, LockLost
+
+if TYPE_CHECKING:
+    from .client import LockClient
+    from .item import LockInfo
+
+logger = logging.getLogger("dynalock_django.heartbeat")
+
+LostCallback = Callable[["Lease"], None]
+State = Literal["held", "released", "lost"]
+
+
+class Lease:
+    """A lock this process holds, renewed in the background until released.
+
+    ``remaining()`` is the *safe* time left: counted from the start of the
+    last successful write, so the holder always believes its lease ends
+    earlier than any waiter does. When it reaches zero, or the heartbeat finds
+    the lock taken over or released by someone else, the lease is lost: the
+    ``on_lost`` callbacks run (on the heartbeat thread) and
+    ``wait_until_lost()`` returns.
+
+    Use it as a context manager to release it at the end of a block.
+    """
+
+    def __init__(
+        self,
+        client: LockClient,
+        *,
+        key: str,
+        sort_key: str | None,
+        owner_name: str,
+        version: str,
+        fencing_token: int,
+        data: bytes | None,
+        lease_duration: float,
+        valid_from: float,
+        acquired_at: datetime,
+    ) -> None:
+        self.key = key
+        self.sort_key = sort_key
+        self.owner_name = owner_name
+        self.fencing_token = fencing_token
+        self.data = data
+        self.lease_duration = lease_duration
+        self.acquired_at = acquired_at
+        self.lost_reason: str | None = None
+        self.lost_to: LockInfo | None = None
+
+        self._client = client
+        self._pid = os.getpid()
+        # The version we last confirmed, then versions we tried to write whose
+        # outcome is unknown: the next write is conditioned on any of them.
+        self._versions: list[str] = [version]
+        self._valid_from = valid_from
+        self._next_renewal_at = valid_from + client.heartbeat_period
+        self._renewal_failures = 0
+        self._last_error: BaseException | None = None
+        self._state: State = "held"
+        # Lost because another writer changed the item (not merely expired):
+        # a release would only fail its condition, so it is not attempted.
+        self._superseded = False
+        self._lost = threading.Event()
+        self._callbacks: list[LostCallback] = []
+        # Serializes writes to this lease (heartbeat, extend, release); re-entrant
+        # because an on_lost callback may release the lease it is told about.
+        self._write_lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return (
+            f"<Lease {self.key!r} owner={self.owner_name!r} token={self.fencing_token} "
+            f"{self._state} remaining={self.remaining():.2f}s>"
+        )
+
+    @property
+    def record_version_number(self) -> str:
+        return self._versions[0]
+
+    @property
+    def lock_id(self) -> tuple[str, str | None]:
+        return (self.key, self.sort_key)
+
+    def is_held(self) -> bool:
+        return self.remaining() > 0
+
+    def remaining(self) -> float:
+        """Seconds this holder may still rely on the lock; 0 once lost or released."""
+        if self._state != "held" or self._pid != os.getpid():
+            return 0.0
+        return max(0.0, self.safe_until - self._client.clock.monotonic())
+
+    @property
+    def safe_until(self) -> float:
+        """The monotonic time at which the holder must stop trusting the lease."""
+        return self._valid_from + self.lease_duration
+
+    def ensure_held(self) -> None:
+        """Raise LockLost unless the lease is still safely held."""
+        if not self.is_held():
+            raise LockLost(
+                f"Lock {self.key!r} is no longer held: {self.lost_reason or self._state}",
+                self.lost_to,
+            )
+
+    def release(self, *, best_effort: bool = False) -> bool:
+        """Release the lock; see :meth:`LockClient.release`."""
+        return self._client.release(self, best_effort=best_effort)
+
+    def extend(self, lease_duration: float | None = None) -> None:
+        """Renew now (a manual heartbeat), optionally with a new lease duration."""
+        self._client.extend(self, lease_duration)
+
+    def add_lost_callback(self, callback: LostCallback) -> None:
+        """Call ``callback(lease)`` when the lease is lost (at once if it already is)."""
+        self._callbacks.append(callback)
+        if self._lost.is_set():
+            self._run_callback(callback)
+
+    def wait_until_lost(self, timeout: float | None = None) -> bool:
+        """Block until the lease is lost; False on time-out. A release does not count."""
+        return self._lost.wait(timeout)
+
+    def __enter__(self) -> Lease:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        try:
+            self.release()
+        except DynalockError as error:
+            if exc is None:
+                raise
+            # The block's own exception wins; keep the release failure visible on it.
+            exc.add_note(f"dynalock: releasing {self.key!r} also failed: {error}")
+            logger.warning("Releasing %r after an error in its block failed: %s", self.key, error)
+
+    # State changes, called by the client with _write_lock held.
+
+    def _mark_renewed(self, version: str, started: float, lease_duration: float) -> None:
+        self._versions = [version]
+        self._valid_from = started
+        self.lease_duration = lease_duration
+        self._next_renewal_at = started + self._client.heartbeat_period
+        self._renewal_failures = 0
+        self._last_error = None
+
+    def _mark_released(self) -> None:
+        self._state = "released"
+
+    def _mark_lost(self, reason: str, current: LockInfo | None = None, *, superseded: bool) -> None:
+        if self._state != "held":
+            return
+        self._state = "lost"
+        self._superseded = superseded
+        self.lost_reason = reason
+        self.lost_to = current
+        logger.warning("Lost lock %r (token %s): %s", self.key, self.fencing_token, reason)
+        self._lost.set()
+        for callback in list(self._callbacks):
+            self._run_callback(callback)
+
+    def _run_callback(self, callback: LostCallback) -> None:
+        try:
+            callback(self)
+        except Exception:
+            # A broken callback must not stop the heartbeat of other leases.
+            logger.exception("on_lost callback %r for %r raised", callback, self.key)
+
+    @property
+    def _belongs_to_this_process(self) -> bool:
+        return self._pid == os.getpid()
+
+
+def lost_message(lease: Lease, current: LockInfo | None) -> str:
+    if current is None:
+        return f"the lock item {lease.key!r} was deleted by someone else"
+    if current.is_released:
+        by = f" by {current.released_by}" if current.released_by else ""
+        return f"the lock {lease.key!r} was released{by}"
+    return f"the lock {lease.key!r} was taken over by {current.owner_name!r}"

@@ -1,0 +1,101 @@
+"""A DynamoDB-compatible endpoint on 127.0.0.1 for tests and the demo (moto, one request at a time).
+
+moto's own server is threaded, and then two conditional writes can both pass
+their condition: served one request at a time, "check the condition, then
+write" is atomic, as it is in DynamoDB. Needs ``moto[server]``.
+
+    python -m dynalock_django.dynamodb.local_server --port 8765
+
+or, from Python, ``with LocalDynamoDB() as endpoint_url: ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import time
+from types import TracebackType
+
+STARTUP_TIMEOUT_SECONDS = 30.0
+
+
+def serve(host: str, port: int) -> None:
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+    from werkzeug.serving import run_simple
+
+    run_simple(host, port, DomainDispatcherApplication(create_backend_app), threaded=False)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class LocalDynamoDB:
+    """Starts the endpoint in a child process; ``endpoint_url`` is set while it runs."""
+
+    def __init__(self, port: int | None = None, *, log_path: str | None = None) -> None:
+        self.port = port or free_port()
+        self.endpoint_url = f"http://127.0.0.1:{self.port}"
+        self._log_path = log_path
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> str:
+        log = open(self._log_path, "ab") if self._log_path else subprocess.DEVNULL  # noqa: SIM115
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", __name__, "--port", str(self.port)],
+            stdout=log,
+            stderr=log,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError(
+                    f"The local DynamoDB endpoint exited with code {self._process.returncode}; "
+                    'is moto installed (pip install "moto[server]")?'
+                )
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return self.endpoint_url
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(
+            f"The local DynamoDB endpoint did not listen on port {self.port} within {STARTUP_TIMEOUT_SECONDS:g}s."
+        )
+
+    def stop(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        self._process = None
+
+    def __enter__(self) -> str:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8765)
+    args = parser.parse_args(argv)
+    print(f"Local DynamoDB endpoint on http://{args.host}:{args.port} (one request at a time)", flush=True)
+    serve(args.host, args.port)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""How long one botocore call may block, from the client's configuration.
+
+A heartbeat is one botocore call, retries included. If that call can block
+longer than the lease's slack (lease minus heartbeat period), one bad
+moment loses the lease, so the client warns at construction.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any
+
+# botocore's standard mode: 4 attempts for DynamoDB; throttling backoff is
+# rand(0, 1) * min(1 s * 2**i, 20 s) before retry i+1.
+_STANDARD_DYNAMODB_ATTEMPTS = 4
+_LEGACY_DYNAMODB_ATTEMPTS = 11
+_MAX_BACKOFF = 20.0
+
+RECOMMENDED_CONFIG = 'Config(connect_timeout=1, read_timeout=2, retries={"mode": "standard", "total_max_attempts": 3})'
+
+
+class RetryBudgetWarning(UserWarning):
+    """A botocore call may block longer than a lease can wait for its renewal."""
+
+
+def worst_case_call_seconds(config: Any) -> float:
+    """The longest one call can take: every attempt timing out, with the longest backoffs."""
+    retries = dict(config.retries or {})
+    mode = retries.get("mode") or os.environ.get("AWS_RETRY_MODE") or "standard"
+    if "total_max_attempts" in retries:
+        attempts = int(retries["total_max_attempts"])
+    elif "max_attempts" in retries:
+        attempts = int(retries["max_attempts"]) + 1
+    elif os.environ.get("AWS_MAX_ATTEMPTS", "").isdigit():
+        attempts = int(os.environ["AWS_MAX_ATTEMPTS"])
+    else:
+        attempts = _LEGACY_DYNAMODB_ATTEMPTS if mode == "legacy" else _STANDARD_DYNAMODB_ATTEMPTS
+    attempts = max(1, attempts)
+    if mode == "legacy":
+        backoff = sum(0.05 * 2.0**i for i in range(attempts - 1))
+    else:
+        backoff = sum(min(2.0**i, _MAX_BACKOFF) for i in range(attempts - 1))
+    per_attempt = float(config.connect_timeout or 60) + float(config.read_timeout or 60)
+    return attempts * per_attempt + backoff
+
+
+def warn_if_too_slow(config: Any, *, lease_duration: float, heartbeat_period: float) -> None:
+    budget = worst_case_call_seconds(config)
+    slack = lease_duration - heartbeat_period
+    if budget > slack:
+        warnings.warn(
+            f"One DynamoDB call with this botocore config may block for {budget:g}s (timeouts x attempts + "
+            f"backoff), longer than the {slack:g}s a lease can wait for its renewal "
+            f"(lease_duration {lease_duration:g}s - heartbeat_period {heartbeat_period:g}s). "
+            f"Build the boto3 client with {RECOMMENDED_CONFIG}, or raise lease_duration.",
+            RetryBudgetWarning,
+            stacklevel=4,
+        )

@@ -1,0 +1,120 @@
+"""The lock table: how it is created and what a usable one looks like."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .exceptions import ConfigurationError
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import CreateTableInputTypeDef
+
+_TABLE_NAME = re.compile(r"[A-Za-z0-9_.\-]{3,255}")
+
+
+def validate_table_name(table_name: object) -> str:
+    if not isinstance(table_name, str) or not _TABLE_NAME.fullmatch(table_name):
+        raise ConfigurationError(
+            f"Invalid DynamoDB table name {table_name!r}: use 3 to 255 characters "
+            "from letters, digits, '_', '-' and '.'."
+        )
+    return table_name
+
+
+def create_table_request(
+    table_name: str,
+    *,
+    partition_key_name: str,
+    sort_key_name: str | None,
+    provisioned: tuple[int, int] | None = None,
+) -> CreateTableInputTypeDef:
+    """The CreateTable request for a lock table: on-demand unless ``provisioned=(read, write)``."""
+    key_schema: list[Any] = [{"AttributeName": partition_key_name, "KeyType": "HASH"}]
+    attributes: list[Any] = [{"AttributeName": partition_key_name, "AttributeType": "S"}]
+    if sort_key_name:
+        key_schema.append({"AttributeName": sort_key_name, "KeyType": "RANGE"})
+        attributes.append({"AttributeName": sort_key_name, "AttributeType": "S"})
+    request: CreateTableInputTypeDef = {
+        "TableName": table_name,
+        "KeySchema": key_schema,
+        "AttributeDefinitions": attributes,
+        "BillingMode": "PAY_PER_REQUEST",
+    }
+    if provisioned is not None:
+        read, write = provisioned
+        if read < 1 or write < 1:
+            raise ConfigurationError(f"Provisioned capacity must be at least 1 (got read={read}, write={write}).")
+        request["BillingMode"] = "PROVISIONED"
+        request["ProvisionedThroughput"] = {"ReadCapacityUnits": read, "WriteCapacityUnits": write}
+    return request
+
+
+@dataclass(frozen=True)
+class TableDescription:
+    """What DescribeTable and DescribeTimeToLive say, and what is wrong for locks."""
+
+    name: str
+    status: str
+    partition_key: tuple[str, str] | None  # (name, type)
+    sort_key: tuple[str, str] | None
+    billing_mode: str
+    item_count: int  # approximate: DynamoDB refreshes it about every six hours
+    ttl_status: str
+    ttl_attribute: str | None
+    problems: tuple[str, ...]
+
+    @property
+    def is_usable(self) -> bool:
+        return self.status in {"ACTIVE", "UPDATING"} and not self.problems
+
+
+def describe(
+    table: Any,
+    ttl: Any,
+    *,
+    partition_key_name: str,
+    sort_key_name: str | None,
+    ttl_attribute: str | None,
+) -> TableDescription:
+    """Build a TableDescription from DescribeTable's ``Table`` and DescribeTimeToLive's description."""
+    types = {a["AttributeName"]: a["AttributeType"] for a in table.get("AttributeDefinitions", [])}
+    keys = {k["KeyType"]: k["AttributeName"] for k in table.get("KeySchema", [])}
+    partition = (keys["HASH"], types.get(keys["HASH"], "?")) if "HASH" in keys else None
+    sort = (keys["RANGE"], types.get(keys["RANGE"], "?")) if "RANGE" in keys else None
+
+    problems: list[str] = []
+    if partition != (partition_key_name, "S"):
+        problems.append(
+            f"partition key is {_show(partition)}, the client expects {partition_key_name} (S): "
+            "set partition_key_name to match, or use another table"
+        )
+    expected_sort = (sort_key_name, "S") if sort_key_name else None
+    if sort != expected_sort:
+        problems.append(
+            f"sort key is {_show(sort)}, the client expects {_show(expected_sort)}: "
+            "set sort_key_name to match, or use another table"
+        )
+    ttl_status = ttl.get("TimeToLiveStatus", "DISABLED")
+    stored_ttl_attribute = ttl.get("AttributeName")
+    if ttl_attribute and ttl_status in {"ENABLED", "ENABLING"} and stored_ttl_attribute != ttl_attribute:
+        problems.append(
+            f"TTL is enabled on {stored_ttl_attribute!r}, not on {ttl_attribute!r}: released locks "
+            "will never be cleaned up; set ttl_attribute to match"
+        )
+    return TableDescription(
+        name=table["TableName"],
+        status=table.get("TableStatus", "UNKNOWN"),
+        partition_key=partition,
+        sort_key=sort,
+        billing_mode=table.get("BillingModeSummary", {}).get("BillingMode", "PROVISIONED"),
+        item_count=int(table.get("ItemCount", 0)),
+        ttl_status=ttl_status,
+        ttl_attribute=stored_ttl_attribute,
+        problems=tuple(problems),
+    )
+
+
+def _show(key: tuple[str, str] | None) -> str:
+    return f"{key[0]} ({key[1]})" if key else "none"

@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from dynalock_django.dynamodb import LockClient
+from dynalock_django.dynamodb.local_server import LocalDynamoDB
+
+from .dynamodb_support import ENDPOINT_ENV, HEARTBEAT, LEASE, REFRESH, make_dynamodb, unique
+
+# moto accepts any credentials; real endpoints use the normal boto3 chain.
+if not os.environ.get(ENDPOINT_ENV):
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+
+
+@pytest.fixture(scope="session")
+def endpoint_url() -> Iterator[str]:
+    """A DynamoDB-compatible endpoint: $DYNALOCK_TEST_ENDPOINT_URL, or moto started here."""
+    external = os.environ.get(ENDPOINT_ENV)
+    if external:
+        yield external
+        return
+    with LocalDynamoDB() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def table_name(endpoint_url: str) -> str:
+    name = unique("dynalock-test")
+    client = LockClient(make_dynamodb(endpoint_url), name)
+    client.create_table()
+    client.close()
+    return name
+
+
+@pytest.fixture
+def dynamodb(endpoint_url: str) -> Any:
+    return make_dynamodb(endpoint_url)
+
+
+@pytest.fixture
+def make_client(endpoint_url: str, table_name: str) -> Iterator[Callable[..., LockClient]]:
+    """Build LockClients with short leases, each with its own boto3 client; closed after the test."""
+    clients: list[LockClient] = []
+
+    def build(dynamodb: Any = None, **options: Any) -> LockClient:
+        options.setdefault("lease_duration", LEASE)
+        options.setdefault("heartbeat_period", HEARTBEAT)
+        options.setdefault("refresh_period", REFRESH)
+        client = LockClient(dynamodb or make_dynamodb(endpoint_url), options.pop("table", table_name), **options)
+        clients.append(client)
+        return client
+
+    yield build
+    for client in clients:
+        client.close(release=False)
+
+
+@pytest.fixture
+def key() -> str:
+    return unique()

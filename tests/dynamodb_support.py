@@ -1,0 +1,145 @@
+"""Shared pieces of the protocol tests: endpoint, clients, request counting, fault injection.
+
+Everything runs against a real DynamoDB-compatible HTTP server on 127.0.0.1.
+Faults are injected into the real botocore client with its event hooks.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import boto3
+from botocore.awsrequest import AWSResponse
+from botocore.config import Config
+from botocore.exceptions import ReadTimeoutError
+from botocore.httpsession import URLLib3Session
+
+ENDPOINT_ENV = "DYNALOCK_TEST_ENDPOINT_URL"
+REGION = os.environ.get("AWS_DEFAULT_REGION", "us-east-1")
+
+# Short leases keep the suite fast; the ratios match the defaults (20 s / 5 s).
+LEASE = 1.0
+HEARTBEAT = 0.25
+REFRESH = 0.1
+
+# One attempt per call fits a 1 s lease (the client warns otherwise): the
+# protocol's own retries are what the tests exercise.
+BOTO_CONFIG = Config(
+    retries={"mode": "standard", "total_max_attempts": 1},
+    connect_timeout=0.25,
+    read_timeout=0.5,
+)
+
+
+def make_dynamodb(endpoint_url: str, **config: Any) -> Any:
+    return boto3.session.Session().client(
+        "dynamodb",
+        region_name=REGION,
+        endpoint_url=endpoint_url,
+        config=BOTO_CONFIG.merge(Config(**config)) if config else BOTO_CONFIG,
+    )
+
+
+def unique(prefix: str = "k") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+class RequestCounter:
+    """Counts the DynamoDB operations a botocore client sends (retries included)."""
+
+    def __init__(self, dynamodb: Any) -> None:
+        self.calls: collections.Counter[str] = collections.Counter()
+        self._lock = threading.Lock()
+        dynamodb.meta.events.register("before-send.dynamodb", self._count)
+
+    def _count(self, request: Any, **_: Any) -> None:
+        operation = request.headers.get("X-Amz-Target", b"")
+        if isinstance(operation, bytes):
+            operation = operation.decode()
+        with self._lock:
+            self.calls[operation.rsplit(".", 1)[-1]] += 1
+
+    @property
+    def total(self) -> int:
+        return sum(self.calls.values())
+
+    def reset(self) -> None:
+        with self._lock:
+            self.calls.clear()
+
+
+def error_response(code: str, status: int, message: str = "injected") -> AWSResponse:
+    body = ('{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":"%s"}' % (code, message)).encode()
+    response = AWSResponse("http://127.0.0.1/", status, {"Content-Type": "application/x-amz-json-1.0"}, None)
+    response._content = body  # type: ignore[attr-defined]
+    return response
+
+
+class FaultInjector:
+    """Makes a real botocore client fail some requests, by operation name.
+
+    ``fail(op, code, status, times)`` answers the next ``times`` sends of
+    ``op`` with that error without sending them; ``lose_response(op, times)``
+    sends them for real, then raises a read time-out as if the answer was lost.
+    """
+
+    def __init__(self, dynamodb: Any) -> None:
+        self._rules: list[tuple[str, Callable[[Any], Any], list[int]]] = []
+        self._lock = threading.Lock()
+        self._http = URLLib3Session()
+        self.injected: collections.Counter[str] = collections.Counter()
+        dynamodb.meta.events.register_first("before-send.dynamodb", self._before_send)
+
+    def fail(self, operation: str, code: str = "ThrottlingException", status: int = 400, times: int = 1) -> None:
+        self._add(operation, lambda request: error_response(code, status), times)
+
+    def lose_response(self, operation: str, times: int = 1) -> None:
+        def send_then_lose(request: Any) -> Any:
+            self._http.send(request)
+            raise ReadTimeoutError(endpoint_url=request.url)
+
+        self._add(operation, send_then_lose, times)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._rules.clear()
+
+    def _add(self, operation: str, action: Callable[[Any], Any], times: int) -> None:
+        with self._lock:
+            self._rules.append((operation, action, [times]))
+
+    def _before_send(self, request: Any, **_: Any) -> Any:
+        target = request.headers.get("X-Amz-Target", b"")
+        operation = (target.decode() if isinstance(target, bytes) else target).rsplit(".", 1)[-1]
+        with self._lock:
+            for name, action, left in self._rules:
+                if name in (operation, "*") and left[0] != 0:
+                    left[0] -= 1
+                    self.injected[operation] += 1
+                    break
+            else:
+                return None
+        return action(request)
+
+
+@contextmanager
+def without_old_item_on_refusal(dynamodb: Any) -> Iterator[None]:
+    """Act like an endpoint that ignores ReturnValuesOnConditionCheckFailure."""
+
+    def strip(parsed: dict[str, Any], **_: Any) -> None:
+        parsed.pop("Item", None)
+
+    events = ["after-call.dynamodb.UpdateItem", "after-call.dynamodb.DeleteItem"]
+    for event in events:
+        dynamodb.meta.events.register(event, strip)
+    try:
+        yield
+    finally:
+        for event in events:
+            dynamodb.meta.events.unregister(event, strip)

@@ -1,0 +1,118 @@
+"""Background renewal, loss detection and its reporting."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from dynalock_django.dynamodb import LockLost
+
+from ..dynamodb_support import HEARTBEAT, LEASE, FaultInjector, RequestCounter
+
+
+def test_heartbeat_renews_once_per_period_with_a_new_version(make_client, dynamodb, key):
+    client = make_client(dynamodb)
+    lease = client.acquire(key)
+    counter = RequestCounter(dynamodb)
+    versions = {lease.record_version_number}
+    for _ in range(8):
+        time.sleep(HEARTBEAT / 2)
+        versions.add(client.get(key).record_version_number)
+    elapsed_periods = 8 * (HEARTBEAT / 2) / HEARTBEAT
+    renewals = counter.calls["UpdateItem"]
+    assert elapsed_periods - 1 <= renewals <= elapsed_periods + 1
+    assert len(versions) >= renewals  # each renewal wrote a fresh version
+    assert lease.is_held()
+    assert lease.remaining() > LEASE - HEARTBEAT - 0.1
+    lease.release()
+
+
+def test_lease_outlives_its_duration_while_renewed(make_client, key):
+    client = make_client()
+    lease = client.acquire(key)
+    time.sleep(3 * LEASE)
+    assert lease.is_held()
+    assert client.get(key).record_version_number == lease.record_version_number
+    lease.release()
+
+
+def test_lock_taken_away_is_reported_lost_at_the_next_renewal(make_client, key):
+    client, operator = make_client(), make_client()
+    lost = threading.Event()
+    seen: list[str] = []
+    lease = client.acquire(key, on_lost=lambda lease: (seen.append(lease.lost_reason), lost.set()))
+    operator.force_release(operator.get(key), released_by="alice (support)")
+    assert lost.wait(HEARTBEAT + 0.5)
+    assert lease.wait_until_lost(0)
+    assert not lease.is_held()
+    assert "released by alice (support)" in seen[0]
+    assert lease.lost_to.released_by == "alice (support)"
+    with pytest.raises(LockLost):
+        lease.release()
+
+
+def test_transient_errors_are_retried_without_losing_the_lease(make_client, dynamodb, key):
+    client = make_client(dynamodb)
+    faults = FaultInjector(dynamodb)
+    lease = client.acquire(key)
+    # Three renewals in a row are throttled, then DynamoDB recovers.
+    faults.fail("UpdateItem", "ThrottlingException", 400, times=3)
+    time.sleep(2 * LEASE)
+    assert faults.injected["UpdateItem"] == 3
+    assert lease.is_held()
+    assert client.get(key).record_version_number == lease.record_version_number
+    lease.release()
+
+
+def test_a_lease_that_cannot_be_renewed_is_lost_when_its_safe_time_ends(make_client, dynamodb, key):
+    client = make_client(dynamodb)
+    faults = FaultInjector(dynamodb)
+    lease = client.acquire(key)
+    acquired = time.monotonic()
+    faults.fail("UpdateItem", "InternalServerError", 500, times=-1)
+    assert lease.wait_until_lost(LEASE + 1)
+    lost_after = time.monotonic() - acquired
+    assert LEASE - 0.1 <= lost_after <= LEASE + 0.3
+    assert "ran out" in lease.lost_reason
+    assert "InternalServerError" in lease.lost_reason
+    faults.clear()
+    # Nobody took it meanwhile, so the release still frees it.
+    assert lease.release() is True
+
+
+def test_a_failing_callback_does_not_stop_other_leases(make_client, key):
+    client, operator = make_client(), make_client()
+
+    def broken(lease):
+        raise RuntimeError("callback bug")
+
+    first = client.acquire(key, on_lost=broken)
+    second = client.acquire(key + "-2")
+    operator.force_release(operator.get(key), released_by="test")
+    assert first.wait_until_lost(HEARTBEAT + 0.5)
+    time.sleep(2 * LEASE)
+    assert second.is_held()
+    second.release()
+
+
+def test_manual_extend_renews_and_can_change_the_lease(make_client, dynamodb, key):
+    client = make_client(dynamodb)
+    lease = client.acquire(key)
+    before = lease.record_version_number
+    lease.extend(lease_duration=2 * LEASE)
+    assert lease.record_version_number != before
+    assert client.get(key).lease_duration == 2 * LEASE
+    assert lease.remaining() > LEASE
+    lease.release()
+
+
+def test_callback_added_after_loss_runs_at_once(make_client, key):
+    client, operator = make_client(), make_client()
+    lease = client.acquire(key)
+    operator.force_release(operator.get(key), released_by="test")
+    assert lease.wait_until_lost(HEARTBEAT + 0.5)
+    called = []
+    lease.add_lost_callback(called.append)
+    assert called == [lease]

@@ -1,0 +1,89 @@
+"""Release: only ever our own lock, and what a with-block reports."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from dynalock_django.dynamodb import LockLost
+
+from ..dynamodb_support import HEARTBEAT, LEASE, RequestCounter
+
+
+def test_releasing_a_lock_someone_else_took_raises_and_leaves_it_alone(make_client, key):
+    client, other = make_client(), make_client()
+    lease = client.acquire(key)
+    client.close(release=False)  # our heartbeat stops; the lock will be taken over
+    taken = other.acquire(key, timeout=5 * LEASE)
+    with pytest.raises(LockLost) as caught:
+        client.release(lease)
+    assert caught.value.current.owner_name == other.owner_name
+    stored = other.get(key)
+    assert stored.record_version_number == taken.record_version_number
+    assert not stored.is_released
+    taken.release()
+
+
+def test_best_effort_release_of_a_lost_lease_returns_false(make_client, key):
+    client, other = make_client(), make_client()
+    lease = client.acquire(key)
+    client.close(release=False)
+    taken = other.acquire(key, timeout=5 * LEASE)
+    assert lease.release(best_effort=True) is False
+    assert other.get(key).record_version_number == taken.record_version_number
+    taken.release()
+
+
+def test_releasing_twice_is_a_no_op(make_client, dynamodb, key):
+    client = make_client(dynamodb)
+    lease = client.acquire(key)
+    assert lease.release() is True
+    counter = RequestCounter(dynamodb)
+    assert lease.release() is False
+    assert counter.total == 0
+
+
+def test_delete_on_release_removes_the_item(make_client, key):
+    client = make_client(delete_on_release=True)
+    lease = client.acquire(key)
+    assert lease.release() is True
+    assert client.get(key) is None
+
+
+def test_with_block_exception_is_never_swallowed_even_if_release_fails(make_client, key):
+    client, operator = make_client(), make_client()
+    with pytest.raises(ZeroDivisionError) as caught:  # noqa: PT012
+        with client.lock(key) as lease:
+            operator.force_release(operator.get(key), released_by="test")
+            assert lease.wait_until_lost(HEARTBEAT + 0.5)
+            1 / 0  # noqa: B018
+    assert any("releasing" in note for note in caught.value.__notes__)
+
+
+def test_with_block_that_lost_its_lock_raises_lock_lost_at_the_end(make_client, key):
+    client, operator = make_client(), make_client()
+    with pytest.raises(LockLost), client.lock(key) as lease:
+        operator.force_release(operator.get(key), released_by="test")
+        assert lease.wait_until_lost(HEARTBEAT + 0.5)
+
+
+def test_close_releases_held_leases_and_stops_the_heartbeat(make_client, key):
+    client = make_client()
+    leases = [client.acquire(f"{key}-{i}") for i in range(3)]
+    heartbeat = client._heartbeat
+    client.close()
+    assert not heartbeat.is_alive()
+    for lease in leases:
+        assert not lease.is_held()
+        assert client.get(lease.key).is_released
+
+
+def test_release_after_safe_time_ran_out_but_nobody_took_it_succeeds(make_client, dynamodb, key):
+    client = make_client(dynamodb)
+    lease = client.acquire(key)
+    client._heartbeat.stop()
+    time.sleep(LEASE + 0.1)
+    assert not lease.is_held()
+    assert lease.release() is True
+    assert client.get(key).is_released
