@@ -26,9 +26,11 @@ from .exceptions import (
 )
 from .item import LockInfo
 from .lease import Lease
+from .retries import RECOMMENDED_CONFIG, RetryBudgetWarning
 from .schema import TableDescription
 
 __all__ = [
+    "RECOMMENDED_CONFIG",
     "ClientClosed",
     "Clock",
     "ConfigurationError",
@@ -42,6 +44,7 @@ __all__ = [
     "LockLost",
     "LockNotAcquired",
     "LockTimeout",
+    "RetryBudgetWarning",
     "ScanPage",
     "SystemClock",
     "TableDescription",

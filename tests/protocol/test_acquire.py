@@ -8,7 +8,7 @@ import pytest
 from dynalock_django.dynamodb import LockTimeout
 from dynalock_django.dynamodb.item import FENCING_TOKEN, IS_RELEASED, OWNER_NAME
 
-from ..dynamodb_support import LEASE, RequestCounter, make_dynamodb, without_old_item_on_refusal
+from ..dynamodb_support import LEASE, RequestCounter, without_old_item_on_refusal
 
 
 def test_uncontended_acquire_and_release_cost_two_requests(make_client, dynamodb, key):
