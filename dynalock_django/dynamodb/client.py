@@ -8,9 +8,12 @@ Request budget (each a single DynamoDB call; botocore may retry it inside):
   item (``ReturnValuesOnConditionCheckFailure``); one consistent GetItem more
   only on endpoints that ignore that parameter;
 * heartbeat: one conditional UpdateItem per lease per period;
-* waiting: consistent GetItems (cheaper than failed writes), with backoff
-  and jitter capped by ``refresh_period`` and the caller's deadline, and a
-  write only when the lock looks free or may be taken over.
+* waiting: consistent GetItems (cheaper than refused writes) with backoff
+  and jitter, capped by ``refresh_period`` and the caller's deadline; a
+  write only when the lock looks free or may be taken over. Threads of one
+  client waiting for each other send nothing at all.
+
+The wire format of each write is in :mod:`.requests`.
 """
 
 from __future__ import annotations
@@ -32,25 +35,24 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from . import errors, item, retries, schema
+from . import errors, item, requests, retries, table, validation
 from .clock import SYSTEM_CLOCK, Clock
 from .cursor import decode_cursor, encode_cursor
 from .exceptions import (
     ClientClosed,
-    ConfigurationError,
     DynamoDBError,
     DynamoDBUnavailable,
     InvalidLockRequest,
     LockLost,
     LockNotAcquired,
     LockTimeout,
-    TableSchemaError,
 )
-from .expressions import Expressions, update_expression
 from .heartbeat import Heartbeat
-from .item import Item, LockInfo, parse_item
+from .item import Item, LockInfo
 from .lease import Lease, LostCallback, lost_message
-from .observations import LockId, Observations
+from .observations import Observations
+from .requests import Holder, LockId, TableLayout
+from .schema import TableDescription, validate_table_name
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -76,21 +78,13 @@ class ScanPage:
     cursor: str | None
 
 
-class _Retry:
-    """An acquire attempt whose outcome says nothing about the holder: try again."""
+class _Outcome(enum.Enum):
+    RETRY = "the attempt said nothing about a holder: try again"
+    RELEASED = "released"
+    GONE = "the item was already gone"
 
 
-_RETRY = _Retry()
-
-
-class _Released(enum.Enum):
-    DONE = "released"
-    GONE = "item already gone"
-
-
-_DONE, _GONE = _Released.DONE, _Released.GONE
-
-# Versions we tried to write whose outcome is unknown, with when each write started.
+# Versions we tried to write whose answer was lost, with when each write started.
 Pending = dict[str, float]
 
 
@@ -104,8 +98,17 @@ class LockClient:
     config, and credentials from boto3's default chain.
 
     One client runs one heartbeat thread for all its leases. It is safe to
-    share between threads; a process should normally hold just one.
+    share between threads; a process normally needs just one.
     """
+
+    # Per-process state, set by _init_process_state (again in a forked child).
+    _pid: int
+    _mutex: threading.Lock
+    _local_release: threading.Condition  # a lease of this client ended
+    _held: dict[LockId, Lease]
+    _heartbeat: Heartbeat | None
+    _observations: Observations
+    _closed: threading.Event
 
     def __init__(
         self,
@@ -123,80 +126,39 @@ class LockClient:
         item_retention: float = 86400.0,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        self.table_name = schema.validate_table_name(table_name)
-        _validate_durations(lease_duration, heartbeat_period, refresh_period, item_retention)
-        for label, value in (("partition_key_name", partition_key_name), ("owner_name", owner_name)):
-            if value is not None and (not isinstance(value, str) or not value):
-                raise ConfigurationError(f"{label} must be a non-empty string, not {value!r}.")
-        if sort_key_name is not None and (not isinstance(sort_key_name, str) or not sort_key_name):
-            raise ConfigurationError(f"sort_key_name must be a non-empty string or None, not {sort_key_name!r}.")
-        if ttl_attribute is not None and (not isinstance(ttl_attribute, str) or not ttl_attribute):
-            raise ConfigurationError(f"ttl_attribute must be a non-empty string or None, not {ttl_attribute!r}.")
-
+        validation.check_durations(
+            lease_duration, heartbeat_period, refresh_period=refresh_period, item_retention=item_retention
+        )
+        validation.check_name("partition_key_name", partition_key_name)
+        validation.check_name("owner_name", owner_name, optional=True)
+        validation.check_name("sort_key_name", sort_key_name, optional=True)
+        validation.check_name("ttl_attribute", ttl_attribute, optional=True)
+        self.layout = TableLayout(
+            table_name=validate_table_name(table_name),
+            partition_key_name=partition_key_name,
+            sort_key_name=sort_key_name,
+            ttl_attribute=ttl_attribute,
+            item_retention=float(item_retention),
+        )
         self.lease_duration = float(lease_duration)
         self.heartbeat_period = float(heartbeat_period)
         self.refresh_period = float(refresh_period)
-        self.partition_key_name = partition_key_name
-        self.sort_key_name = sort_key_name
         self.delete_on_release = delete_on_release
-        self.ttl_attribute = ttl_attribute
-        self.item_retention = float(item_retention)
         self.clock = clock
         self._owner_name_given = owner_name is not None
         self.owner_name = owner_name or _default_owner_name()
 
-        if callable(dynamodb):
-            self._factory: ClientFactory | None = dynamodb
-            self._dynamodb: DynamoDBClient | None = None
-        else:
-            self._factory = None
-            self._dynamodb = dynamodb
+        self._factory: ClientFactory | None = dynamodb if callable(dynamodb) else None
+        self._dynamodb: DynamoDBClient | None = None if callable(dynamodb) else dynamodb
         self._owns_dynamodb = self._factory is not None
         if self._dynamodb is not None:
             self._check_retry_budget(self._dynamodb)
         self._init_process_state()
         _live_clients.add(self)
 
-    def _init_process_state(self) -> None:
-        """Everything that must not be shared with a forked parent."""
-        self._pid = os.getpid()
-        self._mutex = threading.Lock()
-        self._released = threading.Condition(self._mutex)  # a local lease ended
-        self._held: dict[LockId, Lease] = {}
-        self._heartbeat: Heartbeat | None = None
-        self._observations = Observations()
-        self._closed = threading.Event()
-
-    def _after_fork_in_child(self) -> None:
-        was_closed = self._closed.is_set()
-        if self._dynamodb is not None and self._factory is None:
-            self._factory = _rebuild_factory(self._dynamodb)
-            self._owns_dynamodb = True
-        if self._factory is not None:
-            self._dynamodb = None
-        if not self._owner_name_given:
-            self.owner_name = _default_owner_name()
-        self._init_process_state()
-        if was_closed:
-            self._closed.set()
-
     @property
-    def dynamodb(self) -> DynamoDBClient:
-        """The boto3 client this process uses (built on first use from a factory)."""
-        client = self._dynamodb
-        if client is None:
-            assert self._factory is not None
-            with self._mutex:
-                if self._dynamodb is None:
-                    self._dynamodb = self._factory()
-                    self._check_retry_budget(self._dynamodb)
-                client = self._dynamodb
-        return client
-
-    def _check_retry_budget(self, dynamodb: DynamoDBClient) -> None:
-        retries.warn_if_too_slow(
-            dynamodb.meta.config, lease_duration=self.lease_duration, heartbeat_period=self.heartbeat_period
-        )
+    def table_name(self) -> str:
+        return self.layout.table_name
 
     def __repr__(self) -> str:
         return f"<LockClient table={self.table_name!r} owner={self.owner_name!r} held={len(self._held)}>"
@@ -221,19 +183,18 @@ class LockClient:
         """
         lock_id = self._lock_id(key, sort_key)
         self._check_data(lock_id, data)
-        if timeout is not None and (not _is_number(timeout) or timeout < 0):
-            raise InvalidLockRequest(f"timeout must be a number of seconds >= 0 or None, not {timeout!r}.")
+        validation.check_timeout(timeout)
         deadline = None if timeout is None else self.clock.monotonic() + timeout
         pending: Pending = {}
         last_holder: LockInfo | None = None
-        write_next = True  # False while the last look says the lock is held and not yet ours to take
+        write_next = True  # False while the last look says the lock is held and not ours to take yet
         attempts = retries_in_a_row = 0
         error: DynamoDBError | None = None
         try:
             while True:
                 self._ensure_open()
                 if not self._wait_for_local_release(lock_id, deadline):
-                    last_holder = self._held_info(lock_id)
+                    last_holder = self._local_holder(lock_id)
                     break
                 try:
                     if write_next or self._may_take_over(lock_id):
@@ -242,7 +203,7 @@ class LockClient:
                         outcome = self._poll(lock_id)
                     error = None
                 except DynamoDBUnavailable as unavailable:
-                    error, outcome = unavailable, _RETRY
+                    error, outcome = unavailable, _Outcome.RETRY
                 if isinstance(outcome, Lease):
                     return outcome
                 attempts += 1
@@ -251,8 +212,8 @@ class LockClient:
                 else:
                     write_next = error is None or bool(pending)
                     retries_in_a_row += 1
-                # A lock seen free is tried again at once, but only once in a row.
-                quick_retry = error is None and not isinstance(outcome, LockInfo) and retries_in_a_row == 1
+                # A lock just seen free is tried again at once, but only once in a row.
+                quick_retry = error is None and outcome is _Outcome.RETRY and retries_in_a_row == 1
                 delay = 0.0 if quick_retry else self._poll_delay(lock_id, attempts)
                 if deadline is not None:
                     left = deadline - self.clock.monotonic()
@@ -260,14 +221,12 @@ class LockClient:
                         break
                     delay = min(delay, left)
                 self._closed.wait(delay)
-        except BaseException:
+        finally:
             self._abandon(lock_id, pending)
-            raise
-        self._abandon(lock_id, pending)
         if error is not None:
             raise error
         raise LockTimeout(
-            f"Timed out after {timeout:g}s waiting for lock {key!r}, {_describe_holder(last_holder)}.", last_holder
+            f"Timed out after {timeout:g}s waiting for lock {key!r}, {describe_holder(last_holder)}.", last_holder
         )
 
     def try_acquire(
@@ -293,7 +252,7 @@ class LockClient:
         pending: Pending = {}
         try:
             outcome = self._try_write(lock_id, data, pending, on_lost)
-            if outcome is _RETRY:  # it was released as we asked: one more try
+            if outcome is _Outcome.RETRY:  # released or deleted as we asked: one more try
                 outcome = self._try_write(lock_id, data, pending, on_lost)
         except DynamoDBUnavailable:
             resolved = self._resolve_unknown_write(lock_id, pending, on_lost)
@@ -324,74 +283,34 @@ class LockClient:
 
     def _try_write(
         self, lock_id: LockId, data: bytes | None, pending: Pending, on_lost: LostCallback | None
-    ) -> Lease | LockInfo | _Retry:
+    ) -> Lease | LockInfo | _Outcome:
         """One conditional write that takes the lock if it is free, released, expired or ours."""
-        version = _new_version()
         observation = self._observations.get(lock_id)
-        now = self.clock.monotonic()
-        takeover = observation is not None and now >= observation.takeover_at()
-        exprs = Expressions()
-        pk, rvn, owner = (
-            exprs.name(self.partition_key_name),
-            exprs.name(item.RECORD_VERSION_NUMBER),
-            exprs.name(item.OWNER_NAME),
+        may_take_over = observation is not None and self.clock.monotonic() >= observation.takeover_at()
+        holder = self._holder(_new_version(), self.lease_duration)
+        request = requests.acquire(
+            self.layout,
+            lock_id,
+            holder,
+            data=data,
+            observed=observation.info if observation else None,
+            may_take_over=may_take_over,
+            pending=list(pending),
         )
-        released = f"{exprs.name(item.IS_RELEASED)} = {exprs.string(item.IS_RELEASED_VALUE)}"
-        token = exprs.name(item.FENCING_TOKEN)
-        wall_ms = self._wall_ms()
-
-        if observation is not None and observation.info.bad_fencing_token:
-            # The stored token cannot be incremented: overwrite it, but only the
-            # very item we saw, once it is released or its lease has passed.
-            same_item = self._version_clause(exprs, observation.version)
-            condition = same_item if takeover else f"{same_item} AND {released}"
-            token_update = f"{token} = {exprs.number(wall_ms)}"
-        else:
-            free = [f"attribute_not_exists({pk})", released]
-            if takeover:
-                assert observation is not None
-                free.append(self._version_clause(exprs, observation.version))
-            if pending:
-                free.append(
-                    f"({exprs.one_of(item.RECORD_VERSION_NUMBER, pending)} AND {owner} = {exprs.string(self.owner_name)})"
-                )
-            number = exprs.string("N")
-            condition = (
-                f"({' OR '.join(free)}) AND (attribute_not_exists({token}) OR attribute_type({token}, {number}))"
-            )
-            token_update = f"{token} = if_not_exists({token}, {exprs.number(wall_ms)}) + {exprs.number(1)}"
-
-        sets = self._holder_updates(exprs, version, self.lease_duration, wall_ms, acquired=True)
-        removes: list[str] = []
-        sets.append(token_update)
-        if data is not None:
-            sets.append(f"{exprs.name(item.DATA)} = {exprs.value({'B': data})}")
-        else:
-            removes.append(exprs.name(item.DATA))
-        removes += [exprs.name(item.IS_RELEASED), exprs.name(item.RELEASED_BY)]
-
         started = self.clock.monotonic()
         try:
-            response = self.dynamodb.update_item(
-                TableName=self.table_name,
-                Key=self._key(lock_id),
-                UpdateExpression=update_expression(sets, removes),
-                ConditionExpression=condition,
-                ReturnValues="UPDATED_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-                **exprs.params(),
-            )
+            response = self.dynamodb.update_item(**request)
         except _BotoError as error:
             if errors.is_condition_failed(error):
-                return self._after_refused_write(lock_id, error, version, started, data, on_lost)
+                return self._after_refused_acquire(lock_id, error, holder.version, started, data, on_lost)
             if errors.is_transient(error):
-                pending[version] = started
+                pending[holder.version] = started
             raise errors.translate(error, table_name=self.table_name) from error
         pending.clear()
         fencing_token = int(response["Attributes"][item.FENCING_TOKEN]["N"])
-        return self._grant(lock_id, version, fencing_token, data, started, on_lost, taken_over=takeover)
+        return self._grant(lock_id, holder.version, fencing_token, data, started, on_lost, taken_over=may_take_over)
 
-    def _after_refused_write(
+    def _after_refused_acquire(
         self,
         lock_id: LockId,
         error: BaseException,
@@ -399,30 +318,30 @@ class LockClient:
         started: float,
         data: bytes | None,
         on_lost: LostCallback | None,
-    ) -> Lease | LockInfo | _Retry:
+    ) -> Lease | LockInfo | _Outcome:
         stored = self._item_from_refusal(lock_id, error)
         seen_at = self.clock.monotonic()
         if stored is None:
-            return _RETRY  # released and deleted in between: the lock is free now
-        info = parse_item(stored, self.partition_key_name, self.sort_key_name)
+            return _Outcome.RETRY  # released and deleted in between: the lock is free now
+        info = self.layout.parse(stored)
         if info.raw_version == {"S": version} and info.fencing_token is not None:
-            # An earlier attempt of this very request (retried by botocore) was applied.
+            # An earlier try of this very request (retried inside botocore) was applied.
             return self._grant(lock_id, version, info.fencing_token, data, started, on_lost, taken_over=False)
         if info.is_released and not info.bad_fencing_token:
-            return _RETRY  # released between our condition and now
+            return _Outcome.RETRY  # released between our condition and now
         self._observations.observe(lock_id, info, seen_at)
         acquire_logger.debug("Lock %r is held by %r", lock_id[0], info.owner_name)
         return info
 
-    def _poll(self, lock_id: LockId) -> LockInfo | _Retry:
+    def _poll(self, lock_id: LockId) -> LockInfo | _Outcome:
         """Read the lock while waiting (a read costs less than a refused write)."""
         stored = self._read_item(lock_id)
         seen_at = self.clock.monotonic()
         if stored is None:
-            return _RETRY
-        info = parse_item(stored, self.partition_key_name, self.sort_key_name)
-        if info.is_released:
-            return _RETRY
+            return _Outcome.RETRY
+        info = self.layout.parse(stored)
+        if info.is_released and not info.bad_fencing_token:
+            return _Outcome.RETRY
         self._observations.observe(lock_id, info, seen_at)
         return info
 
@@ -431,8 +350,8 @@ class LockClient:
         observation = self._observations.get(lock_id)
         return observation is None or self.clock.monotonic() >= observation.takeover_at()
 
-    def _poll_delay(self, lock_id: LockId, polls: int) -> float:
-        delay = min(self.refresh_period, FIRST_POLL_SECONDS * 2.0 ** min(polls, 30))
+    def _poll_delay(self, lock_id: LockId, attempts: int) -> float:
+        delay = min(self.refresh_period, FIRST_POLL_SECONDS * 2.0 ** min(attempts, 30))
         delay *= random.uniform(0.5, 1.0)
         observation = self._observations.get(lock_id)
         if observation is not None:
@@ -457,13 +376,12 @@ class LockClient:
             return None
         if stored is None:
             return None
-        info = parse_item(stored, self.partition_key_name, self.sort_key_name)
+        info = self.layout.parse(stored)
         version = info.record_version_number
         if version in pending and info.owner_name == self.owner_name and info.fencing_token is not None:
             # Count the lease from the start of the write that landed.
-            return self._grant(
-                lock_id, version, info.fencing_token, info.data, pending.pop(version), on_lost, taken_over=False
-            )
+            started = pending.pop(version)
+            return self._grant(lock_id, version, info.fencing_token, info.data, started, on_lost, taken_over=False)
         return info
 
     def _grant(
@@ -513,37 +431,28 @@ class LockClient:
         return lease
 
     def _abandon(self, lock_id: LockId, pending: Pending) -> None:
-        """Best effort: release versions we may have written but never learned about."""
+        """Best effort: release versions we may have written but never heard back about."""
         if not pending:
             return
-        exprs = Expressions()
-        condition = f"{exprs.one_of(item.RECORD_VERSION_NUMBER, pending)} AND {exprs.name(item.OWNER_NAME)} = {exprs.string(self.owner_name)}"
-        sets = self._holder_updates(exprs, _new_version(), self.lease_duration, self._wall_ms(), acquired=False)
-        sets.append(f"{exprs.name(item.IS_RELEASED)} = {exprs.string(item.IS_RELEASED_VALUE)}")
+        holder = self._holder(_new_version(), self.lease_duration)
         try:
-            self.dynamodb.update_item(
-                TableName=self.table_name,
-                Key=self._key(lock_id),
-                UpdateExpression=update_expression(sets, []),
-                ConditionExpression=condition,
-                **exprs.params(),
-            )
+            self.dynamodb.update_item(**requests.release(self.layout, lock_id, holder, versions=list(pending)))
             acquire_logger.info("Released %r, written by an attempt whose answer was lost", lock_id[0])
         except _BotoError as error:
-            acquire_logger.debug("Could not clean up unknown writes to %r: %s", lock_id[0], error)
+            acquire_logger.debug("Could not clean up unanswered writes to %r: %s", lock_id[0], error)
         pending.clear()
 
     def _wait_for_local_release(self, lock_id: LockId, deadline: float | None) -> bool:
         """Wait, without asking DynamoDB, while another thread of this client holds the lock."""
-        with self._released:
+        with self._local_release:
             while lock_id in self._held and not self._closed.is_set():
                 left = None if deadline is None else deadline - self.clock.monotonic()
                 if left is not None and left <= 0:
                     return False
-                self._released.wait(left)
+                self._local_release.wait(left)
         return True
 
-    def _held_info(self, lock_id: LockId) -> LockInfo | None:
+    def _local_holder(self, lock_id: LockId) -> LockInfo | None:
         lease = self._held.get(lock_id)
         if lease is None:
             return None
@@ -566,7 +475,7 @@ class LockClient:
     def extend(self, lease: Lease, lease_duration: float | None = None) -> None:
         """Renew ``lease`` now, optionally changing its lease duration; LockLost if it is gone."""
         if lease_duration is not None:
-            _validate_durations(lease_duration, self.heartbeat_period, self.refresh_period, self.item_retention)
+            validation.check_durations(lease_duration, self.heartbeat_period)
         self._renew(lease, lease_duration)
         self._wake_heartbeat()
 
@@ -574,44 +483,24 @@ class LockClient:
         duration = lease.lease_duration if lease_duration is None else float(lease_duration)
         with lease._write_lock:
             lease.ensure_held()
-            version = _new_version()
-            exprs = Expressions()
-            condition = (
-                f"{exprs.one_of(item.RECORD_VERSION_NUMBER, lease._versions)}"
-                f" AND {exprs.name(item.OWNER_NAME)} = {exprs.string(lease.owner_name)}"
-                f" AND attribute_not_exists({exprs.name(item.IS_RELEASED)})"
-            )
-            sets = self._holder_updates(exprs, version, duration, self._wall_ms(), acquired=False)
+            holder = self._holder(_new_version(), duration)
+            request = requests.renew(self.layout, lease.lock_id, holder, versions=lease._versions)
             started = self.clock.monotonic()
             try:
-                self.dynamodb.update_item(
-                    TableName=self.table_name,
-                    Key=self._key(lease.lock_id),
-                    UpdateExpression=update_expression(sets, []),
-                    ConditionExpression=condition,
-                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
-                    **exprs.params(),
-                )
+                self.dynamodb.update_item(**request)
             except _BotoError as error:
-                if errors.is_condition_failed(error):
-                    self._after_refused_renewal(lease, error, version, started, duration)
-                    return
-                if errors.is_transient(error):
-                    lease._versions.append(version)
-                raise errors.translate(error, table_name=self.table_name) from error
-            lease._mark_renewed(version, started, duration)
-
-    def _after_refused_renewal(
-        self, lease: Lease, error: BaseException, version: str, started: float, duration: float
-    ) -> None:
-        stored = self._item_from_refusal(lease.lock_id, error)
-        info = parse_item(stored, self.partition_key_name, self.sort_key_name) if stored else None
-        if info is not None and info.raw_version == {"S": version}:
-            lease._mark_renewed(version, started, duration)  # an earlier try of this request landed
-            return
-        message = lost_message(lease, info)
-        self._forget_lease(lease, lost=(message, info))
-        raise LockLost(f"Lost lock {lease.key!r}: {message}.", info)
+                if not errors.is_condition_failed(error):
+                    if errors.is_transient(error):
+                        lease._versions.append(holder.version)
+                    raise errors.translate(error, table_name=self.table_name) from error
+                stored = self._item_from_refusal(lease.lock_id, error)
+                info = self.layout.parse(stored) if stored else None
+                if info is None or info.raw_version != {"S": holder.version}:
+                    message = lost_message(lease, info)
+                    self._forget_lease(lease, lost=(message, info))
+                    raise LockLost(f"Lost lock {lease.key!r}: {message}.", info) from error
+                # else: an earlier try of this very request (retried inside botocore) landed
+            lease._mark_renewed(holder.version, started, duration)
 
     def _expire(self, lease: Lease, reason: str) -> None:
         with lease._write_lock:
@@ -637,60 +526,45 @@ class LockClient:
                 error = LockLost(f"Cannot release {lease.key!r}: {lease.lost_reason}.", lease.lost_to)
                 return self._release_failed(error, best_effort)
             was_held = lease.is_held()
+            outcome: _Outcome | LockLost | DynamoDBError
             try:
                 outcome = self._write_release(lease)
             except DynamoDBError as unavailable:
-                self._forget_lease(lease, released=True)
                 unavailable.add_note(f"The lock expires by itself within {lease.lease_duration:g}s.")
-                return self._release_failed(unavailable, best_effort)
-            self._forget_lease(lease, released=True)
-        if isinstance(outcome, LockLost):
+                outcome = unavailable
+            finally:
+                self._forget_lease(lease, released=True)
+        if isinstance(outcome, DynamoDBError | LockLost):
             return self._release_failed(outcome, best_effort)
-        if outcome is _GONE and not was_held:
+        if outcome is _Outcome.GONE and not was_held:
             # Deleted, and we cannot tell whether someone held it after our lease ran out.
             error = LockLost(f"Lock {lease.key!r} expired before release and its item is gone.")
             return self._release_failed(error, best_effort)
         release_logger.debug("Released %r (token %d)", lease.key, lease.fencing_token)
         return True
 
-    def _write_release(self, lease: Lease) -> _Released | LockLost:
+    def _write_release(self, lease: Lease) -> _Outcome | LockLost:
         """One conditional write that marks our lock released (or deletes it)."""
-        exprs = Expressions()
-        condition = (
-            f"{exprs.one_of(item.RECORD_VERSION_NUMBER, lease._versions)}"
-            f" AND {exprs.name(item.OWNER_NAME)} = {exprs.string(lease.owner_name)}"
-        )
-        version = _new_version()
+        holder = self._holder(_new_version(), lease.lease_duration)
         try:
             if self.delete_on_release:
                 self.dynamodb.delete_item(
-                    TableName=self.table_name,
-                    Key=self._key(lease.lock_id),
-                    ConditionExpression=condition,
-                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
-                    **exprs.params(),
+                    **requests.delete(self.layout, lease.lock_id, lease.owner_name, versions=lease._versions)
                 )
             else:
-                sets = self._holder_updates(exprs, version, lease.lease_duration, self._wall_ms(), acquired=False)
-                sets.append(f"{exprs.name(item.IS_RELEASED)} = {exprs.string(item.IS_RELEASED_VALUE)}")
                 self.dynamodb.update_item(
-                    TableName=self.table_name,
-                    Key=self._key(lease.lock_id),
-                    UpdateExpression=update_expression(sets, []),
-                    ConditionExpression=condition,
-                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
-                    **exprs.params(),
+                    **requests.release(self.layout, lease.lock_id, holder, versions=lease._versions)
                 )
-            return _DONE
+            return _Outcome.RELEASED
         except _BotoError as error:
             if not errors.is_condition_failed(error):
                 raise errors.translate(error, table_name=self.table_name) from error
             stored = self._item_from_refusal(lease.lock_id, error)
         if stored is None:
-            return _GONE  # deleted: by an earlier try of this request, or after our lease ran out
-        info = parse_item(stored, self.partition_key_name, self.sort_key_name)
-        if info.raw_version == {"S": version}:
-            return _DONE  # an earlier try of this request (retried by botocore) landed
+            return _Outcome.GONE  # deleted: by an earlier try of this request, or after our lease ran out
+        info = self.layout.parse(stored)
+        if info.raw_version == {"S": holder.version}:
+            return _Outcome.RELEASED  # an earlier try of this very request landed
         return LockLost(f"Cannot release {lease.key!r}: {lost_message(lease, info)}.", info)
 
     def _release_failed(self, error: DynamoDBError | LockLost, best_effort: bool) -> bool:
@@ -707,11 +581,11 @@ class LockClient:
         lost: tuple[str, LockInfo | None] | None = None,
         superseded: bool = True,
     ) -> None:
-        """Stop renewing ``lease`` and wake local waiters for its lock."""
-        with self._released:
+        """Stop renewing ``lease``, record why, and wake local waiters for its lock."""
+        with self._local_release:
             if self._held.get(lease.lock_id) is lease:
                 del self._held[lease.lock_id]
-            self._released.notify_all()
+            self._local_release.notify_all()
         if released:
             lease._mark_released()
         elif lost is not None:
@@ -725,43 +599,28 @@ class LockClient:
         changes. ``released_by`` is stored so the holder learns who did it.
         """
         lock_id = self._lock_id(lock.key, lock.sort_key)
-        exprs = Expressions()
-        condition = self._version_clause(exprs, lock.raw_version)
-        sets = [
-            f"{exprs.name(item.IS_RELEASED)} = {exprs.string(item.IS_RELEASED_VALUE)}",
-            f"{exprs.name(item.RECORD_VERSION_NUMBER)} = {exprs.string(_new_version())}",
-            f"{exprs.name(item.RELEASED_BY)} = {exprs.string(released_by)}",
-        ]
-        if self.ttl_attribute:
-            sets.append(f"{exprs.name(self.ttl_attribute)} = {exprs.number(self._ttl_seconds(0))}")
+        request = requests.force_release(
+            self.layout, lock, version=_new_version(), released_by=released_by, wall_time=self.clock.time()
+        )
         try:
-            response = self.dynamodb.update_item(
-                TableName=self.table_name,
-                Key=self._key(lock_id),
-                UpdateExpression=update_expression(sets, []),
-                ConditionExpression=condition,
-                ReturnValues="ALL_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-                **exprs.params(),
-            )
+            response = self.dynamodb.update_item(**request)
         except _BotoError as error:
-            if errors.is_condition_failed(error):
-                stored = self._item_from_refusal(lock_id, error)
-                now = parse_item(stored, self.partition_key_name, self.sort_key_name) if stored else None
-                raise LockNotAcquired(
-                    f"Lock {lock.key!r} changed since it was read ({_describe_holder(now)}); nothing was released.",
-                    now,
-                ) from error
-            raise errors.translate(error, table_name=self.table_name) from error
+            if not errors.is_condition_failed(error):
+                raise errors.translate(error, table_name=self.table_name) from error
+            stored = self._item_from_refusal(lock_id, error)
+            now = self.layout.parse(stored) if stored else None
+            raise LockNotAcquired(
+                f"Lock {lock.key!r} changed since it was read ({describe_holder(now)}); nothing was released.", now
+            ) from error
         release_logger.warning("Lock %r held by %r was force-released by %s", lock.key, lock.owner_name, released_by)
-        return parse_item(response["Attributes"], self.partition_key_name, self.sort_key_name)
+        return self.layout.parse(response["Attributes"])
 
     # ------------------------------------------------------------------ reading
 
     def get(self, key: str, *, sort_key: str | None = None) -> LockInfo | None:
         """The lock item as stored now (a consistent read), or None if there is none."""
         stored = self._read_item(self._lock_id(key, sort_key))
-        return parse_item(stored, self.partition_key_name, self.sort_key_name) if stored else None
+        return self.layout.parse(stored) if stored else None
 
     def scan(self, *, include_released: bool = True, page_size: int | None = None) -> Iterator[LockInfo]:
         """Every lock in the table, one DynamoDB page at a time (never all in memory)."""
@@ -779,26 +638,29 @@ class LockClient:
         """One Scan request. ``limit`` caps items *read*, so a filtered page may hold fewer."""
         params: dict[str, Any] = {"TableName": self.table_name}
         if limit is not None:
-            if not isinstance(limit, int) or limit < 1:
+            if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
                 raise InvalidLockRequest(f"limit must be a positive integer, not {limit!r}.")
             params["Limit"] = limit
         if cursor:
-            params["ExclusiveStartKey"] = decode_cursor(cursor, self._key_names())
+            params["ExclusiveStartKey"] = decode_cursor(cursor, self.layout.key_names())
         if not include_released:
-            exprs = Expressions()
-            params["FilterExpression"] = f"attribute_not_exists({exprs.name(item.IS_RELEASED)})"
-            params.update(exprs.params())
+            params["FilterExpression"] = "attribute_not_exists(#released)"
+            params["ExpressionAttributeNames"] = {"#released": item.IS_RELEASED}
         try:
             response = self.dynamodb.scan(**params)
         except _BotoError as error:
             raise errors.translate(error, table_name=self.table_name) from error
-        locks = [parse_item(i, self.partition_key_name, self.sort_key_name) for i in response.get("Items", [])]
         last_key = response.get("LastEvaluatedKey")
-        return ScanPage(locks, encode_cursor(last_key) if last_key else None)
+        return ScanPage(
+            [self.layout.parse(stored) for stored in response.get("Items", [])],
+            encode_cursor(last_key) if last_key else None,
+        )
 
     def _read_item(self, lock_id: LockId) -> Item | None:
         try:
-            response = self.dynamodb.get_item(TableName=self.table_name, Key=self._key(lock_id), ConsistentRead=True)
+            response = self.dynamodb.get_item(
+                TableName=self.table_name, Key=self.layout.key(lock_id), ConsistentRead=True
+            )
         except _BotoError as error:
             raise errors.translate(error, table_name=self.table_name) from error
         return response.get("Item")
@@ -813,40 +675,17 @@ class LockClient:
 
     # -------------------------------------------------------------------- table
 
-    def describe_table(self) -> schema.TableDescription:
+    def describe_table(self) -> TableDescription:
         """Status, key schema, TTL and what is wrong for locks (TableNotFound if missing)."""
-        try:
-            table = self.dynamodb.describe_table(TableName=self.table_name)["Table"]
-            ttl = self.dynamodb.describe_time_to_live(TableName=self.table_name)["TimeToLiveDescription"]
-        except _BotoError as error:
-            raise errors.translate(error, table_name=self.table_name) from error
-        return schema.describe(
-            table,
-            ttl,
-            partition_key_name=self.partition_key_name,
-            sort_key_name=self.sort_key_name,
-            ttl_attribute=self.ttl_attribute,
-        )
+        return table.describe(self.dynamodb, self.layout)
 
-    def check_table(self) -> schema.TableDescription:
+    def check_table(self) -> TableDescription:
         """describe_table(), raising TableSchemaError if the table cannot hold these locks."""
-        description = self.describe_table()
-        if description.problems:
-            raise TableSchemaError(
-                f"Table {self.table_name!r} cannot hold these locks: " + "; ".join(description.problems)
-            )
-        return description
+        return table.check(self.dynamodb, self.layout)
 
     def create_table_request(self, *, provisioned: tuple[int, int] | None = None) -> dict[str, Any]:
         """The CreateTable request ``create_table`` sends (for dry runs)."""
-        return dict(
-            schema.create_table_request(
-                self.table_name,
-                partition_key_name=self.partition_key_name,
-                sort_key_name=self.sort_key_name,
-                provisioned=provisioned,
-            )
-        )
+        return table.create_request(self.layout, provisioned)
 
     def create_table(
         self,
@@ -855,64 +694,51 @@ class LockClient:
         wait: bool = True,
         poll_interval: float = 1.0,
         on_progress: Callable[[str], None] | None = None,
-    ) -> schema.TableDescription:
+    ) -> TableDescription:
         """Create the lock table (on-demand unless ``provisioned=(read, write)``) and enable TTL.
 
         Idempotent: an existing table is checked, not recreated. With
         ``wait`` it returns once the table is ACTIVE, reporting each status
         seen to ``on_progress``.
         """
-        report = on_progress or (lambda message: table_logger.info("%s", message))
-        request = self.create_table_request(provisioned=provisioned)
-        try:
-            self.dynamodb.create_table(**request)
-            report(f"Creating table {self.table_name!r}")
-        except _BotoError as error:
-            if errors.error_code(error) != "ResourceInUseException":
-                raise errors.translate(error, table_name=self.table_name) from error
-            report(f"Table {self.table_name!r} already exists")
-        description = self.check_table()
-        while wait and description.status != "ACTIVE":
-            report(f"Table {self.table_name!r} is {description.status}; waiting")
-            self._closed.wait(poll_interval)
-            description = self.check_table()
-        if (
-            self.ttl_attribute
-            and description.ttl_status in {"DISABLED", "DISABLING"}
-            and description.status == "ACTIVE"
-        ):
-            try:
-                self.dynamodb.update_time_to_live(
-                    TableName=self.table_name,
-                    TimeToLiveSpecification={"Enabled": True, "AttributeName": self.ttl_attribute},
-                )
-            except _BotoError as error:
-                raise errors.translate(error, table_name=self.table_name) from error
-            report(f"Enabled TTL on {self.ttl_attribute!r} (clean-up of old items only)")
-            description = self.check_table()
-        report(f"Table {self.table_name!r} is {description.status}")
-        return description
+        return table.create(
+            self.dynamodb,
+            self.layout,
+            provisioned=provisioned,
+            wait=wait,
+            poll_interval=poll_interval,
+            report=on_progress or (lambda message: table_logger.info("%s", message)),
+            stop=self._closed,
+        )
 
     # ---------------------------------------------------------------- lifecycle
+
+    @property
+    def dynamodb(self) -> DynamoDBClient:
+        """The boto3 client this process uses (built on first use from a factory)."""
+        client = self._dynamodb
+        if client is None:
+            assert self._factory is not None
+            with self._mutex:
+                if self._dynamodb is None:
+                    self._dynamodb = self._factory()
+                    self._check_retry_budget(self._dynamodb)
+                client = self._dynamodb
+        return client
 
     def held_leases(self) -> list[Lease]:
         """The leases this client holds and renews now."""
         return self._held_leases()
-
-    def _held_leases(self) -> list[Lease]:
-        with self._mutex:
-            return list(self._held.values())
 
     def close(self, *, release: bool = True) -> None:
         """Stop the heartbeat and release every held lease (unless ``release=False``)."""
         if self._closed.is_set():
             return
         self._closed.set()
-        with self._released:
-            self._released.notify_all()
-        heartbeat = self._heartbeat
-        if heartbeat is not None:
-            heartbeat.stop(timeout=self.lease_duration)
+        with self._local_release:
+            self._local_release.notify_all()
+        if self._heartbeat is not None:
+            self._heartbeat.stop(timeout=self.lease_duration)
         for lease in self._held_leases():
             if release:
                 lease.release(best_effort=True)
@@ -928,101 +754,96 @@ class LockClient:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    # ---------------------------------------------------------------- internals
+    def _init_process_state(self) -> None:
+        """Everything that must not be shared with a forked parent."""
+        self._pid = os.getpid()
+        self._mutex = threading.Lock()
+        self._local_release = threading.Condition(self._mutex)
+        self._held = {}
+        self._heartbeat = None
+        self._observations = Observations()
+        self._closed = threading.Event()
+
+    def _after_fork_in_child(self) -> None:
+        # The parent's leases, heartbeat thread and connections stay the
+        # parent's: the child starts empty, under a new owner name.
+        was_closed = self._closed.is_set()
+        if self._dynamodb is not None and self._factory is None:
+            self._factory = _rebuild_factory(self._dynamodb)
+            self._owns_dynamodb = True
+        if self._factory is not None:
+            self._dynamodb = None
+        if not self._owner_name_given:
+            self.owner_name = _default_owner_name()
+        self._init_process_state()
+        if was_closed:
+            self._closed.set()
+
+    def _check_retry_budget(self, dynamodb: DynamoDBClient) -> None:
+        retries.warn_if_too_slow(
+            dynamodb.meta.config, lease_duration=self.lease_duration, heartbeat_period=self.heartbeat_period
+        )
+
+    def _held_leases(self) -> list[Lease]:
+        with self._mutex:
+            return list(self._held.values())
 
     def _ensure_open(self) -> None:
         if self._closed.is_set():
             raise ClientClosed(f"{self!r} is closed; create a new LockClient.")
 
     def _wake_heartbeat(self) -> None:
-        heartbeat = self._heartbeat
-        if heartbeat is not None:
-            heartbeat.wake()
+        if self._heartbeat is not None:
+            self._heartbeat.wake()
+
+    def _holder(self, version: str, lease_duration: float) -> Holder:
+        return Holder(self.owner_name, version, lease_duration, self.clock.time())
 
     def _lock_id(self, key: str, sort_key: str | None) -> LockId:
-        _check_key("key", key, item.MAX_PARTITION_KEY_BYTES)
-        if self.sort_key_name is None:
+        validation.check_key("key", key, item.MAX_PARTITION_KEY_BYTES)
+        if self.layout.sort_key_name is None:
             if sort_key is not None:
                 raise InvalidLockRequest(
-                    f"sort_key given, but the client has no sort_key_name; the table key is only {self.partition_key_name!r}."
+                    "sort_key given, but this client has no sort_key_name: its table's key is "
+                    f"{self.layout.partition_key_name!r} alone."
                 )
         else:
             if sort_key is None:
-                raise InvalidLockRequest(f"This client's table has a sort key {self.sort_key_name!r}: pass sort_key=.")
-            _check_key("sort_key", sort_key, item.MAX_SORT_KEY_BYTES)
+                raise InvalidLockRequest(
+                    f"This client's table has a sort key {self.layout.sort_key_name!r}: pass sort_key=."
+                )
+            validation.check_key("sort_key", sort_key, item.MAX_SORT_KEY_BYTES)
         return (key, sort_key)
-
-    def _key(self, lock_id: LockId) -> dict[str, Any]:
-        key: dict[str, Any] = {self.partition_key_name: {"S": lock_id[0]}}
-        if self.sort_key_name is not None:
-            key[self.sort_key_name] = {"S": lock_id[1]}
-        return key
-
-    def _key_names(self) -> set[str]:
-        return {self.partition_key_name} | ({self.sort_key_name} if self.sort_key_name else set())
 
     def _check_data(self, lock_id: LockId, data: bytes | None) -> None:
         if data is None:
             return
-        if not isinstance(data, bytes | bytearray):
-            raise InvalidLockRequest(f"data must be bytes or None, not {type(data).__name__}; encode it first.")
-        largest = self._key(lock_id)
-        largest.update(
-            {
-                item.OWNER_NAME: {"S": self.owner_name},
-                item.LEASE_DURATION: {"S": str(int(self.lease_duration * 1000))},
-                item.RECORD_VERSION_NUMBER: {"S": _new_version()},
-                item.FENCING_TOKEN: {"N": "9" * 20},
-                item.ACQUIRED_AT: {"N": "9" * 14},
-                item.RENEWED_AT: {"N": "9" * 14},
-                item.IS_RELEASED: {"S": item.IS_RELEASED_VALUE},
-                item.RELEASED_BY: {"S": "x" * 256},
-                item.DATA: {"B": bytes(data)},
-            }
-        )
-        if self.ttl_attribute:
-            largest[self.ttl_attribute] = {"N": "9" * 11}
-        size = item.item_size(largest)
-        if size > item.MAX_ITEM_BYTES:
-            raise InvalidLockRequest(
-                f"data is {len(data)} bytes, which makes the lock item about {size} bytes, over DynamoDB's "
-                f"{item.MAX_ITEM_BYTES}-byte item limit. Store the payload elsewhere and put a reference in data."
-            )
-
-    def _holder_updates(
-        self, exprs: Expressions, version: str, lease_duration: float, wall_ms: int, *, acquired: bool
-    ) -> list[str]:
-        """SET clauses every holder write makes: new version, lease, timestamps, TTL."""
-        now = exprs.number(wall_ms)
-        sets = [
-            f"{exprs.name(item.RECORD_VERSION_NUMBER)} = {exprs.string(version)}",
-            f"{exprs.name(item.LEASE_DURATION)} = {exprs.string(str(round(lease_duration * 1000)))}",
-            f"{exprs.name(item.RENEWED_AT)} = {now}",
-        ]
-        if acquired:
-            sets.append(f"{exprs.name(item.OWNER_NAME)} = {exprs.string(self.owner_name)}")
-            sets.append(f"{exprs.name(item.ACQUIRED_AT)} = {now}")
-        if self.ttl_attribute:
-            sets.append(f"{exprs.name(self.ttl_attribute)} = {exprs.number(self._ttl_seconds(lease_duration))}")
-        return sets
-
-    def _version_clause(self, exprs: Expressions, raw_version: Any) -> str:
-        """The item still carries exactly this stored version (or still has none)."""
-        name = exprs.name(item.RECORD_VERSION_NUMBER)
-        if raw_version is None:
-            return f"attribute_not_exists({name})"
-        return f"{name} = {exprs.value(raw_version)}"
-
-    def _wall_ms(self) -> int:
-        return int(self.clock.time() * 1000)
-
-    def _ttl_seconds(self, lease_duration: float) -> int:
-        # Clean-up only: DynamoDB deletes expired items up to days late, and a
-        # holder keeps pushing this forward, so it never decides who holds a lock.
-        return int(self.clock.time() + lease_duration + self.item_retention)
+        # The largest item an acquire can leave, before its data.
+        largest: Item = {
+            **self.layout.key(lock_id),
+            item.OWNER_NAME: {"S": self.owner_name},
+            item.LEASE_DURATION: {"S": str(round(self.lease_duration * 1000))},
+            item.RECORD_VERSION_NUMBER: {"S": _new_version()},
+            item.FENCING_TOKEN: {"N": "9" * 20},
+            item.ACQUIRED_AT: {"N": "9" * 14},
+            item.RENEWED_AT: {"N": "9" * 14},
+            item.IS_RELEASED: {"S": item.IS_RELEASED_VALUE},
+            item.RELEASED_BY: {"S": "x" * 256},
+        }
+        if self.layout.ttl_attribute:
+            largest[self.layout.ttl_attribute] = {"N": "9" * 11}
+        validation.check_data(data, largest)
 
 
 # ----------------------------------------------------------------------- helpers
+
+
+def describe_holder(holder: LockInfo | None) -> str:
+    if holder is None:
+        return "holder unknown"
+    if holder.is_malformed:
+        return f"held by an unreadable item ({'; '.join(holder.problems)})"
+    return f"held by {holder.owner_name!r} (lease {holder.lease_duration:g}s, token {holder.fencing_token})"
 
 
 def _new_version() -> str:
@@ -1031,51 +852,6 @@ def _new_version() -> str:
 
 def _default_owner_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _check_key(label: str, key: object, max_bytes: int) -> None:
-    if not isinstance(key, str):
-        raise InvalidLockRequest(f"Lock {label} must be a string, not {type(key).__name__}.")
-    if not key:
-        raise InvalidLockRequest(f"Lock {label} must not be empty.")
-    size = len(key.encode("utf-8", "surrogatepass"))
-    if size > max_bytes:
-        raise InvalidLockRequest(
-            f"Lock {label} is {size} bytes in UTF-8, over DynamoDB's {max_bytes}-byte limit; use a shorter key "
-            "(for example a hash of it)."
-        )
-
-
-def _validate_durations(
-    lease_duration: object, heartbeat_period: object, refresh_period: object, retention: object
-) -> None:
-    for label, value in (
-        ("lease_duration", lease_duration),
-        ("heartbeat_period", heartbeat_period),
-        ("refresh_period", refresh_period),
-        ("item_retention", retention),
-    ):
-        if not _is_number(value) or not value > 0:  # type: ignore[operator]
-            raise ConfigurationError(f"{label} must be a positive number of seconds, not {value!r}.")
-    assert isinstance(lease_duration, int | float) and isinstance(heartbeat_period, int | float)
-    if lease_duration <= 2 * heartbeat_period:
-        raise ConfigurationError(
-            f"lease_duration ({lease_duration:g}s) must be more than twice heartbeat_period ({heartbeat_period:g}s), "
-            f"so one failed renewal does not lose the lock: raise lease_duration above {2 * heartbeat_period:g}s "
-            f"or lower heartbeat_period below {lease_duration / 2:g}s."
-        )
-
-
-def _describe_holder(holder: LockInfo | None) -> str:
-    if holder is None:
-        return "holder unknown"
-    if holder.is_malformed:
-        return f"held by an unreadable item ({'; '.join(holder.problems)})"
-    return f"held by {holder.owner_name!r} (lease {holder.lease_duration:g}s, token {holder.fencing_token})"
 
 
 def _rebuild_factory(client: DynamoDBClient) -> ClientFactory:

@@ -29,7 +29,7 @@ IS_RELEASED = "isReleased"
 IS_RELEASED_VALUE = "1"
 
 # Ours; the Java client carries them along as "additional attributes".
-FENCING_TOKEN = "fencingToken"
+FENCING_TOKEN = "fencingToken"  # noqa: S105 (an attribute name, not a secret)
 ACQUIRED_AT = "acquiredAt"  # epoch milliseconds, holder's wall clock, display only
 RENEWED_AT = "renewedAt"  # idem
 RELEASED_BY = "releasedBy"  # who forced a release, shown to the holder who lost it

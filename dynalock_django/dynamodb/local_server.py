@@ -46,7 +46,7 @@ class LocalDynamoDB:
 
     def start(self) -> str:
         log = open(self._log_path, "ab") if self._log_path else subprocess.DEVNULL  # noqa: SIM115
-        self._process = subprocess.Popen(
+        self._process = subprocess.Popen(  # noqa: S603 (our own module, by path)
             [sys.executable, "-m", __name__, "--port", str(self.port)],
             stdout=log,
             stderr=log,

@@ -1,0 +1,212 @@
+"""Every write the protocol sends, as pure functions returning boto3 parameters.
+
+This is the wire format of the writes: what each one sets, and the
+condition that makes it safe. The client decides when to send them and what
+their outcomes mean.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import item
+from .expressions import Expressions, update_expression
+from .item import Item, LockInfo, parse_item
+
+LockId = tuple[str, str | None]
+
+
+@dataclass(frozen=True)
+class TableLayout:
+    """Where locks live: the table, its key attributes and the TTL attribute."""
+
+    table_name: str
+    partition_key_name: str
+    sort_key_name: str | None
+    ttl_attribute: str | None
+    item_retention: float
+
+    def key(self, lock_id: LockId) -> dict[str, Any]:
+        key: dict[str, Any] = {self.partition_key_name: {"S": lock_id[0]}}
+        if self.sort_key_name is not None:
+            key[self.sort_key_name] = {"S": lock_id[1]}
+        return key
+
+    def key_names(self) -> set[str]:
+        return {self.partition_key_name} | ({self.sort_key_name} if self.sort_key_name else set())
+
+    def parse(self, stored: Item) -> LockInfo:
+        return parse_item(stored, self.partition_key_name, self.sort_key_name)
+
+    def ttl_seconds(self, wall_time: float, lease_duration: float) -> int:
+        # Clean-up only: DynamoDB deletes expired items up to days late, and a
+        # holder keeps pushing this forward, so it never decides who holds a lock.
+        return int(wall_time + lease_duration + self.item_retention)
+
+
+@dataclass(frozen=True)
+class Holder:
+    """What one holder write stamps on the item."""
+
+    owner_name: str
+    version: str
+    lease_duration: float
+    wall_time: float  # holder's wall clock: display timestamps, TTL and token seed only
+
+    @property
+    def wall_ms(self) -> int:
+        return int(self.wall_time * 1000)
+
+
+def acquire(
+    layout: TableLayout,
+    lock_id: LockId,
+    holder: Holder,
+    *,
+    data: bytes | None,
+    observed: LockInfo | None,
+    may_take_over: bool,
+    pending: list[str],
+) -> dict[str, Any]:
+    """Take the lock if it is free or released, and issue the next fencing token.
+
+    ``observed``: the holder's item as we last saw it; with
+    ``may_take_over`` (its version has stood for its whole lease on our
+    clock) the write may replace exactly that version. An observed item
+    whose token is not a number gets its token overwritten, but only that
+    very item, once released or taken over. ``pending``: versions this owner
+    may have written already (answers lost); finding one means the lock is ours.
+    """
+    exprs = Expressions()
+    token = exprs.name(item.FENCING_TOKEN)
+    if observed is not None and observed.bad_fencing_token:
+        same_item = _version_is(exprs, observed.raw_version)
+        condition = same_item if may_take_over else f"{same_item} AND {_released(exprs)}"
+        token_update = f"{token} = {exprs.number(holder.wall_ms)}"
+    else:
+        free = [f"attribute_not_exists({exprs.name(layout.partition_key_name)})", _released(exprs)]
+        if observed is not None and may_take_over:
+            free.append(_version_is(exprs, observed.raw_version))
+        if pending:
+            free.append(f"({_owned_version(exprs, holder.owner_name, pending)})")
+        number = exprs.string("N")
+        condition = f"({' OR '.join(free)}) AND (attribute_not_exists({token}) OR attribute_type({token}, {number}))"
+        # Seeding with the wall clock keeps tokens above any issued before the
+        # item was deleted (by TTL or delete_on_release) and recreated.
+        token_update = f"{token} = if_not_exists({token}, {exprs.number(holder.wall_ms)}) + {exprs.number(1)}"
+
+    sets = [*_holder_sets(exprs, layout, holder, acquired=True), token_update]
+    removes = [exprs.name(item.IS_RELEASED), exprs.name(item.RELEASED_BY)]
+    if data is not None:
+        sets.append(f"{exprs.name(item.DATA)} = {exprs.value({'B': data})}")
+    else:
+        removes.append(exprs.name(item.DATA))
+    return {
+        "TableName": layout.table_name,
+        "Key": layout.key(lock_id),
+        "UpdateExpression": update_expression(sets, removes),
+        "ConditionExpression": condition,
+        "ReturnValues": "UPDATED_NEW",
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        **exprs.params(),
+    }
+
+
+def renew(layout: TableLayout, lock_id: LockId, holder: Holder, *, versions: list[str]) -> dict[str, Any]:
+    """A heartbeat: a new version and lease, only if the lock is still ours and not released."""
+    exprs = Expressions()
+    condition = (
+        f"{_owned_version(exprs, holder.owner_name, versions)} AND attribute_not_exists({exprs.name(item.IS_RELEASED)})"
+    )
+    return {
+        "TableName": layout.table_name,
+        "Key": layout.key(lock_id),
+        "UpdateExpression": update_expression(_holder_sets(exprs, layout, holder, acquired=False), []),
+        "ConditionExpression": condition,
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        **exprs.params(),
+    }
+
+
+def release(layout: TableLayout, lock_id: LockId, holder: Holder, *, versions: list[str]) -> dict[str, Any]:
+    """Mark our lock released, keeping the item (and so its fencing token)."""
+    exprs = Expressions()
+    sets = [*_holder_sets(exprs, layout, holder, acquired=False), _released(exprs)]
+    return {
+        "TableName": layout.table_name,
+        "Key": layout.key(lock_id),
+        "UpdateExpression": update_expression(sets, []),
+        "ConditionExpression": _owned_version(exprs, holder.owner_name, versions),
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        **exprs.params(),
+    }
+
+
+def delete(layout: TableLayout, lock_id: LockId, owner_name: str, *, versions: list[str]) -> dict[str, Any]:
+    """Delete our lock's item (``delete_on_release``); the next token is then seeded anew."""
+    exprs = Expressions()
+    return {
+        "TableName": layout.table_name,
+        "Key": layout.key(lock_id),
+        "ConditionExpression": _owned_version(exprs, owner_name, versions),
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        **exprs.params(),
+    }
+
+
+def force_release(
+    layout: TableLayout, lock: LockInfo, *, version: str, released_by: str, wall_time: float
+) -> dict[str, Any]:
+    """An operator releases someone else's lock, exactly as they last read it."""
+    exprs = Expressions()
+    sets = [
+        _released(exprs),
+        f"{exprs.name(item.RECORD_VERSION_NUMBER)} = {exprs.string(version)}",
+        f"{exprs.name(item.RELEASED_BY)} = {exprs.string(released_by)}",
+    ]
+    if layout.ttl_attribute:
+        sets.append(f"{exprs.name(layout.ttl_attribute)} = {exprs.number(layout.ttl_seconds(wall_time, 0))}")
+    return {
+        "TableName": layout.table_name,
+        "Key": layout.key((lock.key, lock.sort_key)),
+        "UpdateExpression": update_expression(sets, []),
+        "ConditionExpression": _version_is(exprs, lock.raw_version),
+        "ReturnValues": "ALL_NEW",
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        **exprs.params(),
+    }
+
+
+def _holder_sets(exprs: Expressions, layout: TableLayout, holder: Holder, *, acquired: bool) -> list[str]:
+    now = exprs.number(holder.wall_ms)
+    sets = [
+        f"{exprs.name(item.RECORD_VERSION_NUMBER)} = {exprs.string(holder.version)}",
+        f"{exprs.name(item.LEASE_DURATION)} = {exprs.string(str(round(holder.lease_duration * 1000)))}",
+        f"{exprs.name(item.RENEWED_AT)} = {now}",
+    ]
+    if acquired:
+        sets.append(f"{exprs.name(item.OWNER_NAME)} = {exprs.string(holder.owner_name)}")
+        sets.append(f"{exprs.name(item.ACQUIRED_AT)} = {now}")
+    if layout.ttl_attribute:
+        ttl = layout.ttl_seconds(holder.wall_time, holder.lease_duration)
+        sets.append(f"{exprs.name(layout.ttl_attribute)} = {exprs.number(ttl)}")
+    return sets
+
+
+def _released(exprs: Expressions) -> str:
+    """``isReleased = "1"``: as a condition, the lock is released; in SET, release it."""
+    return f"{exprs.name(item.IS_RELEASED)} = {exprs.string(item.IS_RELEASED_VALUE)}"
+
+
+def _owned_version(exprs: Expressions, owner_name: str, versions: list[str]) -> str:
+    owner = f"{exprs.name(item.OWNER_NAME)} = {exprs.string(owner_name)}"
+    return f"{exprs.one_of(item.RECORD_VERSION_NUMBER, versions)} AND {owner}"
+
+
+def _version_is(exprs: Expressions, raw_version: Any) -> str:
+    """The item still carries exactly this stored version (or still has none), whatever its type."""
+    name = exprs.name(item.RECORD_VERSION_NUMBER)
+    if raw_version is None:
+        return f"attribute_not_exists({name})"
+    return f"{name} = {exprs.value(raw_version)}"

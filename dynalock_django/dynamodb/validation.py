@@ -1,0 +1,64 @@
+"""Checks of options and arguments, each error naming the problem and the fix."""
+
+from __future__ import annotations
+
+from . import item
+from .exceptions import ConfigurationError, InvalidLockRequest
+from .item import Item
+
+
+def is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def check_durations(lease_duration: object, heartbeat_period: object, **others: object) -> None:
+    for label, value in {"lease_duration": lease_duration, "heartbeat_period": heartbeat_period, **others}.items():
+        if not is_number(value) or not value > 0:  # type: ignore[operator]
+            raise ConfigurationError(f"{label} must be a positive number of seconds, not {value!r}.")
+    lease, period = float(lease_duration), float(heartbeat_period)  # type: ignore[arg-type]
+    if lease <= 2 * period:
+        raise ConfigurationError(
+            f"lease_duration ({lease:g}s) must be more than twice heartbeat_period ({period:g}s), "
+            f"so one failed renewal does not lose the lock: raise lease_duration above {2 * period:g}s "
+            f"or lower heartbeat_period below {lease / 2:g}s."
+        )
+
+
+def check_name(label: str, value: object, *, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, str) or not value:
+        allowed = "a non-empty string or None" if optional else "a non-empty string"
+        raise ConfigurationError(f"{label} must be {allowed}, not {value!r}.")
+
+
+def check_key(label: str, key: object, max_bytes: int) -> None:
+    if not isinstance(key, str):
+        raise InvalidLockRequest(f"Lock {label} must be a string, not {type(key).__name__}.")
+    if not key:
+        raise InvalidLockRequest(f"Lock {label} must not be empty.")
+    size = len(key.encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        raise InvalidLockRequest(
+            f"Lock {label} is {size} bytes in UTF-8, over DynamoDB's {max_bytes}-byte limit; "
+            "use a shorter key (for example a hash of it)."
+        )
+
+
+def check_timeout(timeout: object) -> None:
+    if timeout is not None and (not is_number(timeout) or timeout < 0):  # type: ignore[operator]
+        raise InvalidLockRequest(f"timeout must be a number of seconds >= 0 or None, not {timeout!r}.")
+
+
+def check_data(data: object, largest_item_without_data: Item) -> None:
+    """``data`` must be bytes that keep the item under DynamoDB's 400 KB limit."""
+    if data is None:
+        return
+    if not isinstance(data, bytes):
+        raise InvalidLockRequest(f"data must be bytes or None, not {type(data).__name__}; encode it first.")
+    size = item.item_size({**largest_item_without_data, item.DATA: {"B": data}})
+    if size > item.MAX_ITEM_BYTES:
+        raise InvalidLockRequest(
+            f"data is {len(data)} bytes, which makes the lock item about {size} bytes, over DynamoDB's "
+            f"{item.MAX_ITEM_BYTES}-byte item limit. Store the payload elsewhere and put a reference in data."
+        )
