@@ -7,6 +7,7 @@ Faults are injected into the real botocore client with its event hooks.
 from __future__ import annotations
 
 import collections
+import json
 import os
 import threading
 import uuid
@@ -51,19 +52,17 @@ def unique(prefix: str = "k") -> str:
 
 
 class RequestCounter:
-    """Counts the DynamoDB operations a botocore client sends (retries included)."""
+    """Counts the DynamoDB requests a botocore client makes, each retry included."""
 
     def __init__(self, dynamodb: Any) -> None:
         self.calls: collections.Counter[str] = collections.Counter()
         self._lock = threading.Lock()
-        dynamodb.meta.events.register("before-send.dynamodb", self._count)
+        # Emitted once per attempt, before any before-send hook can fail it.
+        dynamodb.meta.events.register("request-created.dynamodb", self._count)
 
-    def _count(self, request: Any, **_: Any) -> None:
-        operation = request.headers.get("X-Amz-Target", b"")
-        if isinstance(operation, bytes):
-            operation = operation.decode()
+    def _count(self, operation_name: str, **_: Any) -> None:
         with self._lock:
-            self.calls[operation.rsplit(".", 1)[-1]] += 1
+            self.calls[operation_name] += 1
 
     @property
     def total(self) -> int:
@@ -75,7 +74,7 @@ class RequestCounter:
 
 
 def error_response(code: str, status: int, message: str = "injected") -> AWSResponse:
-    body = ('{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":"%s"}' % (code, message)).encode()
+    body = json.dumps({"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": message}).encode()
     response = AWSResponse("http://127.0.0.1/", status, {"Content-Type": "application/x-amz-json-1.0"}, None)
     response._content = body  # type: ignore[attr-defined]
     return response
@@ -118,14 +117,12 @@ class FaultInjector:
         target = request.headers.get("X-Amz-Target", b"")
         operation = (target.decode() if isinstance(target, bytes) else target).rsplit(".", 1)[-1]
         with self._lock:
-            for name, action, left in self._rules:
-                if name in (operation, "*") and left[0] != 0:
-                    left[0] -= 1
-                    self.injected[operation] += 1
-                    break
-            else:
+            rule = next((r for r in self._rules if r[0] in (operation, "*") and r[2][0] != 0), None)
+            if rule is None:
                 return None
-        return action(request)
+            rule[2][0] -= 1
+            self.injected[operation] += 1
+        return rule[1](request)
 
 
 @contextmanager

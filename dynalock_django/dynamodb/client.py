@@ -327,11 +327,7 @@ class LockClient:
         if info.raw_version == {"S": version} and info.fencing_token is not None:
             # An earlier try of this very request (retried inside botocore) was applied.
             return self._grant(lock_id, version, info.fencing_token, data, started, on_lost, taken_over=False)
-        if info.is_released and not info.bad_fencing_token:
-            return _Outcome.RETRY  # released between our condition and now
-        self._observations.observe(lock_id, info, seen_at)
-        acquire_logger.debug("Lock %r is held by %r", lock_id[0], info.owner_name)
-        return info
+        return self._observe(lock_id, info, seen_at)
 
     def _poll(self, lock_id: LockId) -> LockInfo | _Outcome:
         """Read the lock while waiting (a read costs less than a refused write)."""
@@ -339,10 +335,16 @@ class LockClient:
         seen_at = self.clock.monotonic()
         if stored is None:
             return _Outcome.RETRY
-        info = self.layout.parse(stored)
-        if info.is_released and not info.bad_fencing_token:
+        return self._observe(lock_id, self.layout.parse(stored), seen_at)
+
+    def _observe(self, lock_id: LockId, info: LockInfo, seen_at: float) -> LockInfo | _Outcome:
+        """Remember a holder's item for takeover; a released one means: write now."""
+        if info.is_released:
+            if info.bad_fencing_token:
+                self._observations.observe(lock_id, info, seen_at)  # the write must overwrite that token
             return _Outcome.RETRY
         self._observations.observe(lock_id, info, seen_at)
+        acquire_logger.debug("Lock %r is held by %r", lock_id[0], info.owner_name)
         return info
 
     def _may_take_over(self, lock_id: LockId) -> bool:

@@ -121,7 +121,8 @@ def test_threads_of_one_client_wait_locally_without_polling(make_client, dynamod
     before_release = counter.calls["UpdateItem"]
     lease.release()
     thread.join(5)
-    assert got and got[0] > lease.fencing_token
+    assert got
+    assert got[0] > lease.fencing_token
     # heartbeats (one every 0.25 s) + release + the waiter's acquire and release
     assert before_release <= 1 + int(1.2 / 0.25) + 1
     assert counter.calls["GetItem"] == 0

@@ -53,19 +53,28 @@ def test_delete_on_release_removes_the_item(make_client, key):
 
 def test_with_block_exception_is_never_swallowed_even_if_release_fails(make_client, key):
     client, operator = make_client(), make_client()
-    with pytest.raises(ZeroDivisionError) as caught:  # noqa: PT012
+
+    def body_that_fails_after_losing_the_lock():
         with client.lock(key) as lease:
             operator.force_release(operator.get(key), released_by="test")
             assert lease.wait_until_lost(HEARTBEAT + 0.5)
-            1 / 0  # noqa: B018
+            raise ZeroDivisionError
+
+    with pytest.raises(ZeroDivisionError) as caught:
+        body_that_fails_after_losing_the_lock()
     assert any("releasing" in note for note in caught.value.__notes__)
 
 
 def test_with_block_that_lost_its_lock_raises_lock_lost_at_the_end(make_client, key):
     client, operator = make_client(), make_client()
-    with pytest.raises(LockLost), client.lock(key) as lease:
-        operator.force_release(operator.get(key), released_by="test")
-        assert lease.wait_until_lost(HEARTBEAT + 0.5)
+
+    def body_that_loses_the_lock():
+        with client.lock(key) as lease:
+            operator.force_release(operator.get(key), released_by="test")
+            assert lease.wait_until_lost(HEARTBEAT + 0.5)
+
+    with pytest.raises(LockLost):
+        body_that_loses_the_lock()
 
 
 def test_close_releases_held_leases_and_stops_the_heartbeat(make_client, key):

@@ -1,0 +1,100 @@
+"""Mutual exclusion between real processes, against the real endpoint."""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from dynalock_django.dynamodb import LockTimeout
+
+from ..dynamodb_support import HEARTBEAT, LEASE, REFRESH
+from . import processes
+from .processes import client_for
+
+PROCESSES, ROUNDS = 8, 50
+spawn = multiprocessing.get_context("spawn")
+
+
+def test_eight_processes_never_overlap_and_lose_no_update(endpoint_url, table_name, key, tmp_path):
+    counter = tmp_path / "counter"
+    counter.write_text("0")
+    results = spawn.Queue()
+    workers = [
+        spawn.Process(
+            target=processes.increment_under_lock,
+            args=(endpoint_url, table_name, key, str(counter), ROUNDS, results),
+        )
+        for _ in range(PROCESSES)
+    ]
+    for worker in workers:
+        worker.start()
+    intervals = sorted(interval for _ in workers for interval in results.get(timeout=300))
+    for worker in workers:
+        worker.join(30)
+        assert worker.exitcode == 0
+
+    assert len(intervals) == PROCESSES * ROUNDS
+    overlaps = [(a, b) for a, b in itertools.pairwise(intervals) if a[1] > b[0]]
+    assert overlaps == []
+    lost_updates = PROCESSES * ROUNDS - int(counter.read_text())
+    assert lost_updates == 0
+    tokens = [token for _, _, token, _ in intervals]
+    assert all(earlier < later for earlier, later in itertools.pairwise(tokens))
+    assert len({pid for *_, pid in intervals}) == PROCESSES
+
+
+def test_a_killed_holder_is_taken_over_after_its_lease_and_not_before(endpoint_url, table_name, key):
+    safe_until, acquired = spawn.Value("d", 0.0), spawn.Event()
+    holder = spawn.Process(
+        target=processes.hold_and_report, args=(endpoint_url, table_name, key, safe_until, acquired, 60.0)
+    )
+    holder.start()
+    assert acquired.wait(30)
+    taken: list[float] = []
+    waiter = client_for(endpoint_url, table_name)
+
+    def wait_for_the_lock() -> None:
+        lease = waiter.acquire(key, timeout=10 * LEASE)
+        taken.append(time.monotonic())
+        lease.release()
+
+    thread = threading.Thread(target=wait_for_the_lock)
+    thread.start()
+    time.sleep(3 * HEARTBEAT)  # the waiter polls while the holder renews
+    assert not taken
+    os.kill(holder.pid, signal.SIGKILL)
+    killed_at = time.monotonic()
+    holder.join()
+    thread.join(15)
+    waiter.close()
+
+    assert taken, "the waiter never took the lock over"
+    takeover = taken[0] - killed_at
+    # Never before the holder itself stopped trusting its lease...
+    assert taken[0] >= safe_until.value
+    # ...so at least a lease minus the time since its last renewal, and promptly after.
+    assert LEASE - HEARTBEAT - 0.05 <= takeover <= LEASE + REFRESH + 0.5
+
+
+def test_a_heartbeating_holder_process_is_never_taken_over(endpoint_url, table_name, key):
+    safe_until, acquired = spawn.Value("d", 0.0), spawn.Event()
+    holder = spawn.Process(
+        target=processes.hold_and_report, args=(endpoint_url, table_name, key, safe_until, acquired, 4 * LEASE)
+    )
+    holder.start()
+    assert acquired.wait(30)
+    waiter = client_for(endpoint_url, table_name)
+    with pytest.raises(LockTimeout):
+        waiter.acquire(key, timeout=3 * LEASE)
+    holder.join(30)
+    assert holder.exitcode == 0
+    assert safe_until.value > 0, "the holder lost its lease or could not release it"
+    lease = waiter.acquire(key, timeout=LEASE)
+    lease.release()
+    waiter.close()

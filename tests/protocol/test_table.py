@@ -1,0 +1,122 @@
+"""Creating, checking and listing the lock table."""
+
+from __future__ import annotations
+
+import pytest
+
+from dynalock_django.dynamodb import InvalidLockRequest, LockClient, TableNotFound, TableSchemaError
+
+from ..dynamodb_support import unique
+
+
+def test_create_table_is_on_demand_with_ttl_and_idempotent(endpoint_url, dynamodb):
+    client = LockClient(dynamodb, unique("created"), lease_duration=1, heartbeat_period=0.25)
+    progress: list[str] = []
+    description = client.create_table(on_progress=progress.append)
+    assert description.status == "ACTIVE"
+    assert description.partition_key == ("key", "S")
+    assert description.sort_key is None
+    assert description.billing_mode == "PAY_PER_REQUEST"
+    assert (description.ttl_status, description.ttl_attribute) == ("ENABLED", "ttl")
+    assert description.is_usable
+    assert any("Creating" in line for line in progress)
+    again: list[str] = []
+    assert client.create_table(on_progress=again.append).is_usable
+    assert any("already exists" in line for line in again)
+
+
+def test_create_table_provisioned(dynamodb):
+    client = LockClient(dynamodb, unique("provisioned"), lease_duration=1, heartbeat_period=0.25)
+    assert client.create_table_request(provisioned=(5, 2))["ProvisionedThroughput"] == {
+        "ReadCapacityUnits": 5,
+        "WriteCapacityUnits": 2,
+    }
+    assert client.create_table(provisioned=(5, 2)).billing_mode == "PROVISIONED"
+
+
+def test_create_table_request_is_the_dry_run(dynamodb):
+    client = LockClient(dynamodb, "locks", lease_duration=1, heartbeat_period=0.25, sort_key_name="sk")
+    assert client.create_table_request() == {
+        "TableName": "locks",
+        "KeySchema": [{"AttributeName": "key", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        "AttributeDefinitions": [
+            {"AttributeName": "key", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        "BillingMode": "PAY_PER_REQUEST",
+    }
+
+
+def test_a_missing_table_is_a_clear_error_with_the_original_attached(dynamodb):
+    client = LockClient(dynamodb, unique("missing"), lease_duration=1, heartbeat_period=0.25)
+    for operation in (lambda: client.acquire("k", timeout=1), lambda: client.get("k"), client.describe_table):
+        with pytest.raises(TableNotFound, match="create_table") as caught:
+            operation()
+        assert caught.value.original is caught.value.__cause__
+        assert "ResourceNotFoundException" in str(caught.value.original)
+
+
+def test_a_table_with_another_key_schema_is_refused(dynamodb):
+    name = unique("wrong-schema")
+    dynamodb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    client = LockClient(dynamodb, name, lease_duration=1, heartbeat_period=0.25)
+    with pytest.raises(TableSchemaError, match="partition key is id \\(S\\), the client expects key"):
+        client.check_table()
+    with pytest.raises(TableSchemaError, match="different key schema"):
+        client.acquire("k", timeout=1)
+    with pytest.raises(TableSchemaError, match="partition key"):
+        client.create_table()
+
+
+def test_ttl_on_another_attribute_is_reported(dynamodb):
+    name = unique("other-ttl")
+    LockClient(dynamodb, name, lease_duration=1, heartbeat_period=0.25, ttl_attribute="expires").create_table()
+    client = LockClient(dynamodb, name, lease_duration=1, heartbeat_period=0.25)
+    assert client.describe_table().problems == (
+        "TTL is enabled on 'expires', not on 'ttl': released locks will never be cleaned up; "
+        "set ttl_attribute to match",
+    )
+
+
+def test_a_table_with_a_sort_key_locks_each_pair(make_client, dynamodb):
+    name = unique("sorted")
+    make_client(table=name, sort_key_name="sk").create_table()
+    client = make_client(table=name, sort_key_name="sk")
+    first = client.acquire("k", sort_key="a")
+    second = client.acquire("k", sort_key="b")
+    assert client.try_acquire("k", sort_key="a") is None
+    item = dynamodb.get_item(TableName=name, Key={"key": {"S": "k"}, "sk": {"S": "a"}})["Item"]
+    assert item["recordVersionNumber"] == {"S": first.record_version_number}
+    with pytest.raises(InvalidLockRequest, match="pass sort_key="):
+        client.acquire("k")
+    first.release()
+    second.release()
+
+
+def test_scan_pages_through_the_table_without_loading_it(make_client):
+    name = unique("scanned")
+    client = make_client(table=name)
+    client.create_table()
+    leases = [client.acquire(f"lock-{i:02}") for i in range(25)]
+    for lease in leases[:5]:
+        lease.release()
+    pages, cursor = [], None
+    while True:
+        page = client.scan_page(limit=10, cursor=cursor)
+        pages.append(page.locks)
+        if page.cursor is None:
+            break
+        cursor = page.cursor
+    assert [len(p) for p in pages[:3]] == [10, 10, 5]
+    assert sorted(i.key for p in pages for i in p) == [f"lock-{i:02}" for i in range(25)]
+    live = list(client.scan(include_released=False, page_size=7))
+    assert sorted(i.key for i in live) == [f"lock-{i:02}" for i in range(5, 25)]
+    with pytest.raises(InvalidLockRequest, match="Invalid scan cursor"):
+        client.scan_page(cursor="not-a-cursor")
+    with pytest.raises(InvalidLockRequest, match="limit"):
+        client.scan_page(limit=0)

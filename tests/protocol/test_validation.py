@@ -1,0 +1,82 @@
+"""Bad options and arguments get an error naming the problem and the fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from dynalock_django.dynamodb import ConfigurationError, InvalidLockRequest, LockClient
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"lease_duration": 10, "heartbeat_period": 5}, "must be more than twice heartbeat_period"),
+        ({"lease_duration": 0}, "lease_duration must be a positive number"),
+        ({"heartbeat_period": -1}, "heartbeat_period must be a positive number"),
+        ({"lease_duration": "20"}, "lease_duration must be a positive number"),
+        ({"refresh_period": 0}, "refresh_period must be a positive number"),
+        ({"owner_name": ""}, "owner_name must be a non-empty string or None"),
+        ({"partition_key_name": None}, "partition_key_name must be a non-empty string"),
+        ({"ttl_attribute": ""}, "ttl_attribute must be a non-empty string or None"),
+    ],
+)
+def test_bad_client_options(dynamodb, options, message):
+    with pytest.raises(ConfigurationError, match=message):
+        LockClient(dynamodb, "locks", **options)
+
+
+@pytest.mark.parametrize("name", ["ab", "has space", "x" * 256, None])
+def test_bad_table_names(dynamodb, name):
+    with pytest.raises(ConfigurationError, match="Invalid DynamoDB table name"):
+        LockClient(dynamodb, name)
+
+
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        ("", "must not be empty"),
+        (42, "must be a string, not int"),
+        ("é" * 1025, "2050 bytes in UTF-8, over DynamoDB's 2048-byte limit"),
+    ],
+)
+def test_bad_keys(make_client, key, message):
+    with pytest.raises(InvalidLockRequest, match=message):
+        make_client().try_acquire(key)
+
+
+def test_a_key_at_the_limit_works(make_client):
+    client = make_client()
+    lease = client.acquire("k" * 2048)
+    assert client.get("k" * 2048).record_version_number == lease.record_version_number
+    lease.release()
+
+
+def test_data_must_be_bytes_and_fit_the_item(make_client, key):
+    client = make_client()
+    with pytest.raises(InvalidLockRequest, match="data must be bytes or None, not str; encode it first"):
+        client.acquire(key, data="text")
+    with pytest.raises(InvalidLockRequest, match="over DynamoDB's 409600-byte item limit"):
+        client.acquire(key, data=b"x" * 409_600)
+    # moto counts binary values base64-encoded (DynamoDB counts raw bytes): stay under both.
+    lease = client.acquire(key, data=b"x" * 300_000)
+    assert client.get(key).data == b"x" * 300_000
+    lease.release()
+
+
+def test_bad_timeouts(make_client, key):
+    with pytest.raises(InvalidLockRequest, match="timeout must be a number of seconds >= 0"):
+        make_client().acquire(key, timeout=-1)
+
+
+def test_sort_key_without_a_sort_key_table(make_client, key):
+    with pytest.raises(InvalidLockRequest, match="no sort_key_name"):
+        make_client().acquire(key, sort_key="x")
+
+
+def test_a_closed_client_refuses_to_lock(make_client, key):
+    from dynalock_django.dynamodb import ClientClosed
+
+    client = make_client()
+    client.close()
+    with pytest.raises(ClientClosed, match="create a new LockClient"):
+        client.acquire(key)
