@@ -1,0 +1,80 @@
+"""Settings of the support-desk test project, read from the environment with django-environ.
+
+DATABASE_URL            sqlite:///db.sqlite3 by default (any django-environ URL)
+DYNALOCK_TABLE_NAME     the lock table (default "dynalock-desk")
+DYNALOCK_ENDPOINT_URL   a DynamoDB-compatible endpoint; unset means AWS itself
+DYNALOCK_LEASE_DURATION / DYNALOCK_HEARTBEAT_PERIOD   seconds
+AWS_*                   credentials and region, boto3's normal chain
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+
+DEBUG = env.bool("DJANGO_DEBUG", default=True)
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="insecure-test-project-key-never-use-in-production")
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "dynalock_django",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "testproject.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "testproject.wsgi.application"
+
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+LOGIN_URL = "admin:login"
+
+DYNALOCK = {
+    "TABLE_NAME": env.str("DYNALOCK_TABLE_NAME", default="dynalock-desk"),
+    "ENDPOINT_URL": env.str("DYNALOCK_ENDPOINT_URL", default=None),
+    "REGION_NAME": env.str("AWS_DEFAULT_REGION", default="us-east-1"),
+    "LEASE_DURATION": env.float("DYNALOCK_LEASE_DURATION", default=20.0),
+    "HEARTBEAT_PERIOD": env.float("DYNALOCK_HEARTBEAT_PERIOD", default=5.0),
+}
