@@ -27,7 +27,7 @@ from .exceptions import (
 from .item import LockInfo
 from .lease import Lease
 from .retries import RECOMMENDED_CONFIG, RetryBudgetWarning
-from .schema import TableDescription
+from .schema import TableDescription, validate_table_name
 
 __all__ = [
     "RECOMMENDED_CONFIG",
@@ -50,4 +50,5 @@ __all__ = [
     "TableDescription",
     "TableNotFound",
     "TableSchemaError",
+    "validate_table_name",
 ]

@@ -596,9 +596,10 @@ class LockClient:
     def force_release(self, lock: LockInfo, *, released_by: str) -> LockInfo:
         """Release someone else's lock (an operator's action), and return it as released.
 
-        Conditioned on the version in ``lock``, as read by the operator: if
-        the lock changed hands since, LockNotAcquired is raised and nothing
-        changes. ``released_by`` is stored so the holder learns who did it.
+        Conditioned on the holding in ``lock``, as read by the operator (its
+        owner and fencing token; heartbeats in between do not matter): if the
+        lock changed hands or was released since, LockNotAcquired is raised and
+        nothing changes. ``released_by`` is stored so the holder learns who did it.
         """
         lock_id = self._lock_id(lock.key, lock.sort_key)
         request = requests.force_release(
@@ -624,30 +625,39 @@ class LockClient:
         stored = self._read_item(self._lock_id(key, sort_key))
         return self.layout.parse(stored) if stored else None
 
-    def scan(self, *, include_released: bool = True, page_size: int | None = None) -> Iterator[LockInfo]:
+    def scan(
+        self, *, include_released: bool = True, key_prefix: str | None = None, page_size: int | None = None
+    ) -> Iterator[LockInfo]:
         """Every lock in the table, one DynamoDB page at a time (never all in memory)."""
         cursor: str | None = None
         while True:
-            page = self.scan_page(limit=page_size, cursor=cursor, include_released=include_released)
+            page = self.scan_page(
+                limit=page_size, cursor=cursor, include_released=include_released, key_prefix=key_prefix
+            )
             yield from page.locks
             if page.cursor is None:
                 return
             cursor = page.cursor
 
     def scan_page(
-        self, *, limit: int | None = None, cursor: str | None = None, include_released: bool = True
+        self,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        include_released: bool = True,
+        key_prefix: str | None = None,
     ) -> ScanPage:
-        """One Scan request. ``limit`` caps items *read*, so a filtered page may hold fewer."""
-        params: dict[str, Any] = {"TableName": self.table_name}
-        if limit is not None:
-            if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-                raise InvalidLockRequest(f"limit must be a positive integer, not {limit!r}.")
-            params["Limit"] = limit
-        if cursor:
-            params["ExclusiveStartKey"] = decode_cursor(cursor, self.layout.key_names())
-        if not include_released:
-            params["FilterExpression"] = "attribute_not_exists(#released)"
-            params["ExpressionAttributeNames"] = {"#released": item.IS_RELEASED}
+        """One Scan request. ``limit`` caps items *read*, so a filtered page may hold fewer.
+
+        ``key_prefix`` keeps the locks whose key starts with it (a filter: the
+        items are still read, and paid for, page by page).
+        """
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+            raise InvalidLockRequest(f"limit must be a positive integer, not {limit!r}.")
+        start_key = decode_cursor(cursor, self.layout.key_names()) if cursor else None
+        params = requests.scan(
+            self.layout, limit=limit, start_key=start_key, include_released=include_released, key_prefix=key_prefix
+        )
         try:
             response = self.dynamodb.scan(**params)
         except _BotoError as error:

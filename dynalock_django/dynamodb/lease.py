@@ -74,6 +74,7 @@ class Lease:
         self._superseded = False
         self._lost = threading.Event()
         self._callbacks: list[LostCallback] = []
+        self._release_callbacks: list[LostCallback] = []
         # Serializes writes to this lease (heartbeat, extend, release); re-entrant
         # because an on_lost callback may release the lease it is told about.
         self._write_lock = threading.RLock()
@@ -128,6 +129,10 @@ class Lease:
         if self._lost.is_set():
             self._run_callback(callback)
 
+    def add_release_callback(self, callback: LostCallback) -> None:
+        """Call ``callback(lease)`` once this process has released the lease, however it was released."""
+        self._release_callbacks.append(callback)
+
     def wait_until_lost(self, timeout: float | None = None) -> bool:
         """Block until the lease is lost; False on time-out. A release does not count."""
         return self._lost.wait(timeout)
@@ -162,6 +167,8 @@ class Lease:
 
     def _mark_released(self) -> None:
         self._state = "released"
+        for callback in list(self._release_callbacks):
+            self._run_callback(callback)
 
     def _mark_lost(self, reason: str, current: LockInfo | None = None, *, superseded: bool) -> None:
         if self._state != "held":
@@ -179,8 +186,8 @@ class Lease:
         try:
             callback(self)
         except Exception:
-            # A broken callback must not stop the heartbeat of other leases.
-            logger.exception("on_lost callback %r for %r raised", callback, self.key)
+            # A broken callback must not stop the heartbeat of other leases, nor a release.
+            logger.exception("Lease callback %r for %r raised", callback, self.key)
 
     @property
     def _belongs_to_this_process(self) -> bool:

@@ -158,7 +158,7 @@ def delete(layout: TableLayout, lock_id: LockId, owner_name: str, *, versions: l
 def force_release(
     layout: TableLayout, lock: LockInfo, *, version: str, released_by: str, wall_time: float
 ) -> dict[str, Any]:
-    """An operator releases someone else's lock, exactly as they last read it."""
+    """An operator releases someone else's lock, as long as it is still the holding they read."""
     exprs = Expressions()
     sets = [
         _released(exprs),
@@ -171,11 +171,36 @@ def force_release(
         "TableName": layout.table_name,
         "Key": layout.key((lock.key, lock.sort_key)),
         "UpdateExpression": update_expression(sets, []),
-        "ConditionExpression": _version_is(exprs, lock.raw_version),
+        "ConditionExpression": _same_holding(exprs, lock),
         "ReturnValues": "ALL_NEW",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         **exprs.params(),
     }
+
+
+def scan(
+    layout: TableLayout,
+    *,
+    limit: int | None,
+    start_key: dict[str, Any] | None,
+    include_released: bool,
+    key_prefix: str | None,
+) -> dict[str, Any]:
+    """One page of locks; the filters apply after DynamoDB has read (and billed) the page."""
+    exprs = Expressions()
+    filters = []
+    if not include_released:
+        filters.append(f"attribute_not_exists({exprs.name(item.IS_RELEASED)})")
+    if key_prefix:
+        filters.append(f"begins_with({exprs.name(layout.partition_key_name)}, {exprs.string(key_prefix)})")
+    params: dict[str, Any] = {"TableName": layout.table_name, **exprs.params()}
+    if filters:
+        params["FilterExpression"] = " AND ".join(filters)
+    if limit is not None:
+        params["Limit"] = limit
+    if start_key:
+        params["ExclusiveStartKey"] = start_key
+    return params
 
 
 def _holder_sets(exprs: Expressions, layout: TableLayout, holder: Holder, *, acquired: bool) -> list[str]:
@@ -202,6 +227,25 @@ def _released(exprs: Expressions) -> str:
 def _owned_version(exprs: Expressions, owner_name: str, versions: list[str]) -> str:
     owner = f"{exprs.name(item.OWNER_NAME)} = {exprs.string(owner_name)}"
     return f"{exprs.one_of(item.RECORD_VERSION_NUMBER, versions)} AND {owner}"
+
+
+def _same_holding(exprs: Expressions, lock: LockInfo) -> str:
+    """The holding ``lock`` was read in, still unreleased.
+
+    Heartbeats change the record version every few seconds, so an operator's
+    read would go stale at once; owner and fencing token change only when the
+    lock changes hands. Items without a usable token (the Java client's,
+    malformed ones) fall back to the exact version.
+    """
+    conditions = []
+    if lock.fencing_token is not None and not lock.bad_fencing_token and lock.owner_name is not None:
+        conditions.append(f"{exprs.name(item.OWNER_NAME)} = {exprs.string(lock.owner_name)}")
+        conditions.append(f"{exprs.name(item.FENCING_TOKEN)} = {exprs.number(lock.fencing_token)}")
+    else:
+        conditions.append(_version_is(exprs, lock.raw_version))
+    if not lock.is_released:
+        conditions.append(f"attribute_not_exists({exprs.name(item.IS_RELEASED)})")
+    return " AND ".join(conditions)
 
 
 def _version_is(exprs: Expressions, raw_version: Any) -> str:

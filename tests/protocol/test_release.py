@@ -96,3 +96,13 @@ def test_release_after_safe_time_ran_out_but_nobody_took_it_succeeds(make_client
     assert not lease.is_held()
     assert lease.release() is True
     assert client.get(key).is_released
+
+
+def test_release_callbacks_run_once_however_the_lease_is_released(make_client, key):
+    client = make_client()
+    told: list[int] = []
+    with client.lock(key) as lease:
+        lease.add_release_callback(lambda released: told.append(released.fencing_token))
+        assert told == []
+    lease.release()  # a second release is a no-op and tells nobody
+    assert told == [lease.fencing_token]

@@ -116,6 +116,8 @@ def test_scan_pages_through_the_table_without_loading_it(make_client):
     assert sorted(i.key for p in pages for i in p) == [f"lock-{i:02}" for i in range(25)]
     live = list(client.scan(include_released=False, page_size=7))
     assert sorted(i.key for i in live) == [f"lock-{i:02}" for i in range(5, 25)]
+    in_the_tens = list(client.scan(key_prefix="lock-1", include_released=False, page_size=7))
+    assert sorted(i.key for i in in_the_tens) == [f"lock-{i}" for i in range(10, 20)]
     with pytest.raises(InvalidLockRequest, match="Invalid scan cursor"):
         client.scan_page(cursor="not-a-cursor")
     with pytest.raises(InvalidLockRequest, match="limit"):
