@@ -30,7 +30,7 @@ demo: $(STAMP)
 
 ## Benchmarks: print tables of requests per operation and timings.
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks
+	$(BIN)/python -m tests.benchmarks
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

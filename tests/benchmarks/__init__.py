@@ -1,0 +1,1 @@
+"""Benchmarks: scripts that print tables (``python -m tests.benchmarks``), never timed tests."""

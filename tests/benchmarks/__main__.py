@@ -1,0 +1,20 @@
+"""Run every benchmark, one table each: ``python -m tests.benchmarks`` (``make bench``)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+BENCHMARKS = ["protocol"]
+
+
+def main() -> None:
+    for name in BENCHMARKS:
+        print(f"\n== {name}", flush=True)
+        module = importlib.import_module(f"{__package__}.{name}")
+        sys.argv = [f"python -m {module.__name__}"]
+        module.main()
+
+
+if __name__ == "__main__":
+    main()
