@@ -34,8 +34,9 @@ def increment_under_lock(endpoint_url: str, table_name: str, key: str, counter: 
         time.sleep(0.002)  # widen the window a broken lock would need to lose an update
         path.write_text(str(value + 1))
         held_until = time.monotonic()
-        lease.release()
-        intervals.append((held_from, held_until, lease.fencing_token, os.getpid()))
+        # Best effort, so that a broken lock shows up as overlapping intervals, not as a crash.
+        released = lease.release(best_effort=True)
+        intervals.append((held_from, held_until, lease.fencing_token, os.getpid(), released))
     client.close()
     results.put(intervals)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import os
+import queue
 import signal
 import threading
 import time
@@ -34,19 +35,33 @@ def test_eight_processes_never_overlap_and_lose_no_update(endpoint_url, table_na
     ]
     for worker in workers:
         worker.start()
-    intervals = sorted(interval for _ in workers for interval in results.get(timeout=300))
-    for worker in workers:
-        worker.join(30)
-        assert worker.exitcode == 0
+    intervals = sorted(interval for batch in collect(results, workers) for interval in batch)
 
     assert len(intervals) == PROCESSES * ROUNDS
     overlaps = [(a, b) for a, b in itertools.pairwise(intervals) if a[1] > b[0]]
     assert overlaps == []
     lost_updates = PROCESSES * ROUNDS - int(counter.read_text())
     assert lost_updates == 0
-    tokens = [token for _, _, token, _ in intervals]
+    tokens = [token for _, _, token, _, _ in intervals]
     assert all(earlier < later for earlier, later in itertools.pairwise(tokens))
-    assert len({pid for *_, pid in intervals}) == PROCESSES
+    assert len({pid for _, _, _, pid, _ in intervals}) == PROCESSES
+    assert all(released for *_, released in intervals)
+
+
+def collect(results, workers, timeout=300.0):
+    """One result per worker; fails at once, not at the time-out, when a worker dies without one."""
+    batches, deadline = [], time.monotonic() + timeout
+    while len(batches) < len(workers):
+        try:
+            batches.append(results.get(timeout=0.5))
+        except queue.Empty:
+            crashed = [w.exitcode for w in workers if w.exitcode not in (None, 0)]
+            assert not crashed, f"worker processes exited with {crashed}"
+            assert time.monotonic() < deadline, "workers did not finish in time"
+    for worker in workers:
+        worker.join(30)
+        assert worker.exitcode == 0
+    return batches
 
 
 def test_a_killed_holder_is_taken_over_after_its_lease_and_not_before(endpoint_url, table_name, key):
