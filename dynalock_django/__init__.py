@@ -1,5 +1,7 @@
 """Advisory locks on Django model instances, stored in DynamoDB.
 
+    from dynalock_django import lock_object, requires_lock
+
 The Django API is imported lazily, so ``dynalock_django.dynamodb`` stays
 usable without Django settings and this package can sit in INSTALLED_APPS.
 """
@@ -12,7 +14,27 @@ from typing import Any
 __version__ = "0.1.0.dev0"
 
 # name -> module that defines it
-_LAZY: dict[str, str] = {}
+_LAZY: dict[str, str] = {
+    "Lock": ".locks",
+    "lock_object": ".locks",
+    "lock_model": ".locks",
+    "lock_key": ".locks",
+    "alock_object": ".locks",
+    "alock_model": ".locks",
+    "alock_key": ".locks",
+    "requires_lock": ".decorators",
+    "FencingTokenField": ".fencing",
+    "fenced_save": ".fencing",
+    "fenced_refresh": ".fencing",
+    "Leadership": ".leader",
+    "get_client": ".client",
+    "DynalockError": ".exceptions",
+    "LockNotAcquired": ".exceptions",
+    "LockTimeout": ".exceptions",
+    "LockLost": ".exceptions",
+    "StaleFencingToken": ".exceptions",
+    "TableNotFound": ".exceptions",
+}
 
 __all__ = ["__version__", *_LAZY]
 

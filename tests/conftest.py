@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 
 from dynalock_django.dynamodb import LockClient
-from dynalock_django.dynamodb.local_server import LocalDynamoDB
 
 from .dynamodb_support import ENDPOINT_ENV, HEARTBEAT, LEASE, REFRESH, make_dynamodb, unique
 
@@ -18,15 +17,15 @@ if not os.environ.get(ENDPOINT_ENV):
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 
 
+pytest_plugins = ["dynalock_django.testing"]
+
+
 @pytest.fixture(scope="session")
-def endpoint_url() -> Iterator[str]:
-    """A DynamoDB-compatible endpoint: $DYNALOCK_TEST_ENDPOINT_URL, or moto started here."""
-    external = os.environ.get(ENDPOINT_ENV)
-    if external:
-        yield external
-        return
-    with LocalDynamoDB() as url:
-        yield url
+def endpoint_url() -> str:
+    """A DynamoDB-compatible endpoint: $DYNALOCK_TEST_ENDPOINT_URL, or moto started here (once per run)."""
+    from dynalock_django.testing import local_endpoint_url  # after pytest_plugins has loaded it
+
+    return local_endpoint_url()
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,207 @@
+"""System checks of ``settings.DYNALOCK``; table checks only under ``check --deploy``.
+
+Settings checks never touch the network. The deploy check calls DescribeTable
+and DescribeTimeToLive once.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+from urllib.parse import urlparse
+
+from botocore.config import Config
+from django.conf import settings
+from django.core.checks import CheckMessage, Error, Tags, Warning, register
+
+from .conf import DEFAULTS
+from .dynamodb import DynamoDBError, TableNotFound, validate_table_name
+from .dynamodb.exceptions import ConfigurationError
+from .dynamodb.retries import RECOMMENDED_CONFIG, worst_case_call_seconds
+from .dynamodb.validation import is_number
+
+TAG = "dynalock"
+
+
+@register(TAG)
+def check_settings(app_configs: Any = None, **_: Any) -> list[CheckMessage]:
+    configured = getattr(settings, "DYNALOCK", {})
+    if not isinstance(configured, dict):
+        return [
+            Error(
+                f"DYNALOCK must be a dict, not {type(configured).__name__}.",
+                hint='Set DYNALOCK = {"TABLE_NAME": "locks", ...} in your settings.',
+                id="dynalock.E001",
+            )
+        ]
+    values = {**DEFAULTS, **configured}
+    messages: list[CheckMessage] = [*_unknown_keys(configured)]
+    messages += _table_name(values["TABLE_NAME"])
+    messages += _durations(values)
+    messages += _boto_config(values)
+    messages += _simple_types(values)
+    return messages
+
+
+def _unknown_keys(configured: dict[str, Any]) -> list[CheckMessage]:
+    messages: list[CheckMessage] = []
+    for name in sorted(set(configured) - set(DEFAULTS)):
+        close = difflib.get_close_matches(name, DEFAULTS, n=1)
+        hint = f"Did you mean {close[0]!r}?" if close else f"Known keys: {', '.join(sorted(DEFAULTS))}."
+        messages.append(Error(f"DYNALOCK has an unknown key {name!r}.", hint=hint, id="dynalock.E002"))
+    return messages
+
+
+def _table_name(name: Any) -> list[CheckMessage]:
+    try:
+        validate_table_name(name)
+    except ConfigurationError as error:
+        return [Error(f"DYNALOCK['TABLE_NAME']: {error}", hint="Use a valid DynamoDB table name.", id="dynalock.E003")]
+    return []
+
+
+def _durations(values: dict[str, Any]) -> list[CheckMessage]:
+    messages: list[CheckMessage] = []
+    for name, check_id in (("LEASE_DURATION", "E004"), ("HEARTBEAT_PERIOD", "E005"), ("REFRESH_PERIOD", "E007")):
+        if not is_number(values[name]) or not values[name] > 0:
+            messages.append(
+                Error(
+                    f"DYNALOCK['{name}'] must be a positive number of seconds, not {values[name]!r}.",
+                    hint=f"The default is {DEFAULTS[name]!r}.",
+                    id=f"dynalock.{check_id}",
+                )
+            )
+    if messages:
+        return messages
+    lease, period = float(values["LEASE_DURATION"]), float(values["HEARTBEAT_PERIOD"])
+    if lease <= 2 * period:
+        messages.append(
+            Error(
+                f"DYNALOCK['LEASE_DURATION'] ({lease:g}s) must be more than twice HEARTBEAT_PERIOD ({period:g}s): "
+                "one failed renewal would lose every lock.",
+                hint=f"Raise LEASE_DURATION above {2 * period:g} or lower HEARTBEAT_PERIOD below {lease / 2:g} "
+                "(recommended: a lease of 4 heartbeat periods).",
+                id="dynalock.E006",
+            )
+        )
+    return messages
+
+
+def _boto_config(values: dict[str, Any]) -> list[CheckMessage]:
+    try:
+        config = Config(**values["BOTO_CONFIG"])
+    except (TypeError, ValueError) as error:
+        return [
+            Error(
+                f"DYNALOCK['BOTO_CONFIG'] must be a dict of botocore Config arguments: {error}",
+                hint=f"For example {RECOMMENDED_CONFIG}, written as a dict.",
+                id="dynalock.E008",
+            )
+        ]
+    lease, period = values["LEASE_DURATION"], values["HEARTBEAT_PERIOD"]
+    if not (is_number(lease) and is_number(period)):
+        return []
+    budget, slack = worst_case_call_seconds(config), float(lease) - float(period)
+    if budget <= slack:
+        return []
+    return [
+        Warning(
+            f"One DynamoDB call with DYNALOCK['BOTO_CONFIG'] may block for {budget:g}s (time-outs x attempts + "
+            f"backoff), longer than the {slack:g}s a lease can wait for its renewal.",
+            hint=f"Lower the time-outs and attempts (e.g. {RECOMMENDED_CONFIG}) or raise LEASE_DURATION.",
+            id="dynalock.W001",
+        )
+    ]
+
+
+def _simple_types(values: dict[str, Any]) -> list[CheckMessage]:
+    messages: list[CheckMessage] = []
+    if not isinstance(values["KEY_PREFIX"], str):
+        messages.append(
+            Error("DYNALOCK['KEY_PREFIX'] must be a string.", hint='For example "crm:".', id="dynalock.E009")
+        )
+    status = values["CONTENTION_STATUS"]
+    if not isinstance(status, int) or isinstance(status, bool) or not 400 <= status <= 599:
+        messages.append(
+            Error(
+                f"DYNALOCK['CONTENTION_STATUS'] must be an HTTP error status (400-599), not {status!r}.",
+                hint="423 (Locked) is the default; 409 (Conflict) is the common alternative.",
+                id="dynalock.E010",
+            )
+        )
+    endpoint = values["ENDPOINT_URL"]
+    if endpoint is not None and not (isinstance(endpoint, str) and urlparse(endpoint).scheme in {"http", "https"}):
+        messages.append(
+            Error(
+                f"DYNALOCK['ENDPOINT_URL'] must be an http(s) URL or None, not {endpoint!r}.",
+                hint="Leave it None for AWS; http://127.0.0.1:8000 for DynamoDB Local.",
+                id="dynalock.E011",
+            )
+        )
+    owner = values["OWNER_NAME"]
+    if owner is not None and not (isinstance(owner, str) and owner):
+        messages.append(
+            Error(
+                f"DYNALOCK['OWNER_NAME'] must be a non-empty string or None, not {owner!r}.",
+                hint="Leave it None: each process then gets its own host-pid-random name.",
+                id="dynalock.E012",
+            )
+        )
+    if not isinstance(values["DELETE_ON_RELEASE"], bool):
+        messages.append(
+            Error(
+                "DYNALOCK['DELETE_ON_RELEASE'] must be True or False.", hint="The default is False.", id="dynalock.E013"
+            )
+        )
+    elif values["DELETE_ON_RELEASE"]:
+        messages.append(
+            Warning(
+                "DYNALOCK['DELETE_ON_RELEASE'] deletes released items, and with them the fencing counter: "
+                "the next token restarts from the wall clock, so a clock behind the last holder's can issue "
+                "a smaller token.",
+                hint="Keep the default (False): released items are kept and cleaned up by TTL.",
+                id="dynalock.W002",
+            )
+        )
+    return messages
+
+
+@register(TAG, Tags.database, deploy=True)
+def check_table(app_configs: Any = None, **_: Any) -> list[CheckMessage]:
+    """The table exists, has the right key schema and TTL enabled (one DescribeTable, one DescribeTimeToLive)."""
+    if check_settings():
+        return []  # the settings checks already say what to fix first
+    from .client import get_client
+
+    client = get_client()
+    try:
+        description = client.describe_table()
+    except TableNotFound:
+        return [
+            Error(
+                f"The lock table {client.table_name!r} does not exist.",
+                hint="Run: python manage.py dynalock createtable",
+                id="dynalock.E020",
+            )
+        ]
+    except DynamoDBError as error:
+        return [
+            Error(
+                f"Cannot reach DynamoDB: {error}",
+                hint="Check credentials, region and ENDPOINT_URL.",
+                id="dynalock.E022",
+            )
+        ]
+    messages: list[CheckMessage] = [
+        Error(f"The lock table {client.table_name!r}: {problem}.", id="dynalock.E021")
+        for problem in description.problems
+    ]
+    if description.ttl_status not in {"ENABLED", "ENABLING"}:
+        messages.append(
+            Warning(
+                f"TTL is not enabled on the lock table {client.table_name!r}: released locks are never cleaned up.",
+                hint="Run: python manage.py dynalock createtable (it enables TTL on an existing table too)",
+                id="dynalock.W020",
+            )
+        )
+    return messages

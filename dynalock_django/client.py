@@ -1,0 +1,75 @@
+"""The one LockClient of this process, built lazily from settings.
+
+Thread-safe; the LockClient itself survives fork (the child gets a new boto3
+client and holds none of the parent's leases). It is rebuilt when the
+``DYNALOCK`` setting changes (tests) and closed at interpreter exit, which
+releases what it still holds.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+from typing import TYPE_CHECKING, Any
+
+import boto3
+from botocore.config import Config
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+
+from .conf import dynalock_settings
+from .dynamodb import LockClient
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+_lock = threading.Lock()
+_client: LockClient | None = None
+
+
+def get_dynamodb() -> DynamoDBClient:
+    """A new boto3 DynamoDB client from settings; credentials come from boto3's normal chain."""
+    return boto3.session.Session().client(
+        "dynamodb",
+        region_name=dynalock_settings.REGION_NAME,
+        endpoint_url=dynalock_settings.ENDPOINT_URL,
+        config=Config(**dynalock_settings.BOTO_CONFIG),
+    )
+
+
+def get_client() -> LockClient:
+    """The process's LockClient (built on first use)."""
+    global _client
+    client = _client
+    if client is not None:
+        return client
+    with _lock:
+        if _client is None:
+            _client = LockClient(
+                get_dynamodb,
+                dynalock_settings.TABLE_NAME,
+                lease_duration=dynalock_settings.LEASE_DURATION,
+                heartbeat_period=dynalock_settings.HEARTBEAT_PERIOD,
+                refresh_period=dynalock_settings.REFRESH_PERIOD,
+                owner_name=dynalock_settings.OWNER_NAME,
+                delete_on_release=dynalock_settings.DELETE_ON_RELEASE,
+            )
+        return _client
+
+
+def close_client(*, release: bool = True) -> None:
+    """Close the process's client (releasing its leases); the next get_client() builds a new one."""
+    global _client
+    with _lock:
+        client, _client = _client, None
+    if client is not None:
+        client.close(release=release)
+
+
+@receiver(setting_changed)
+def _rebuild_on_settings_change(*, setting: str, **_: Any) -> None:
+    if setting == "DYNALOCK":
+        close_client()
+
+
+atexit.register(close_client)

@@ -1,0 +1,90 @@
+"""The ``DYNALOCK`` settings dict, read on every access so ``override_settings`` works.
+
+Validation lives in :mod:`dynalock_django.checks`; the properties here only
+fill in defaults, so a bad value surfaces as a system check with a hint.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+DEFAULTS: dict[str, Any] = {
+    "TABLE_NAME": "dynalock",
+    "ENDPOINT_URL": None,
+    "REGION_NAME": None,
+    "LEASE_DURATION": 20.0,
+    "HEARTBEAT_PERIOD": 5.0,
+    "REFRESH_PERIOD": 1.0,
+    "OWNER_NAME": None,
+    # One DynamoDB call, retries included, must fit well inside a lease (see docs/django/settings.md).
+    "BOTO_CONFIG": {
+        "connect_timeout": 1,
+        "read_timeout": 2,
+        "retries": {"mode": "standard", "total_max_attempts": 3},
+    },
+    "KEY_PREFIX": "",
+    "CONTENTION_STATUS": 423,
+    "DELETE_ON_RELEASE": False,
+}
+
+
+class DynalockSettings:
+    """Typed access to ``settings.DYNALOCK``, with defaults."""
+
+    def _get(self, name: str) -> Any:
+        configured = getattr(settings, "DYNALOCK", None) or {}
+        if isinstance(configured, dict) and name in configured:
+            return configured[name]
+        return DEFAULTS[name]
+
+    @property
+    def TABLE_NAME(self) -> str:
+        return str(self._get("TABLE_NAME"))
+
+    @property
+    def ENDPOINT_URL(self) -> str | None:
+        value = self._get("ENDPOINT_URL")
+        return str(value) if value else None
+
+    @property
+    def REGION_NAME(self) -> str | None:
+        value = self._get("REGION_NAME")
+        return str(value) if value else None
+
+    @property
+    def LEASE_DURATION(self) -> float:
+        return float(self._get("LEASE_DURATION"))
+
+    @property
+    def HEARTBEAT_PERIOD(self) -> float:
+        return float(self._get("HEARTBEAT_PERIOD"))
+
+    @property
+    def REFRESH_PERIOD(self) -> float:
+        return float(self._get("REFRESH_PERIOD"))
+
+    @property
+    def OWNER_NAME(self) -> str | None:
+        value = self._get("OWNER_NAME")
+        return str(value) if value else None
+
+    @property
+    def BOTO_CONFIG(self) -> dict[str, Any]:
+        return dict(self._get("BOTO_CONFIG"))
+
+    @property
+    def KEY_PREFIX(self) -> str:
+        return str(self._get("KEY_PREFIX"))
+
+    @property
+    def CONTENTION_STATUS(self) -> int:
+        return int(self._get("CONTENTION_STATUS"))
+
+    @property
+    def DELETE_ON_RELEASE(self) -> bool:
+        return bool(self._get("DELETE_ON_RELEASE"))
+
+
+dynalock_settings = DynalockSettings()

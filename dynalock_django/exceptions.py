@@ -1,0 +1,58 @@
+"""Every error dynalock-django raises on purpose, rooted at DynalockError::
+
+    DynalockError
+    ├── ConfigurationError       a setting or option is invalid (the message names the fix)
+    ├── InvalidLockRequest       unsaved instance, not a model, bad key or data
+    ├── LockNotAcquired          .holder: the lock item in the way (LockInfo)
+    │   └── LockTimeout
+    ├── LockLost                 .current: what replaced our lock, when known
+    ├── StaleFencingToken        a fenced write lost to a newer holder's write; nothing changed
+    ├── ClientClosed
+    └── DynamoDBError            .original: the botocore error
+        ├── DynamoDBUnavailable  throttling, 5xx, network errors that outlasted the retries
+        ├── TableNotFound        run ``manage.py dynalock createtable``
+        └── TableSchemaError
+
+Errors raised inside a ``with lock_object(...)`` block are never swallowed.
+"""
+
+from __future__ import annotations
+
+from .dynamodb.exceptions import (
+    ClientClosed,
+    ConfigurationError,
+    DynalockError,
+    DynamoDBError,
+    DynamoDBUnavailable,
+    InvalidLockRequest,
+    LockLost,
+    LockNotAcquired,
+    LockTimeout,
+    TableNotFound,
+    TableSchemaError,
+)
+
+
+class StaleFencingToken(DynalockError):
+    """The row was written under a newer lease than ours: our write was refused and nothing changed."""
+
+    def __init__(self, message: str, *, token: int, stored_token: int | None) -> None:
+        super().__init__(message)
+        self.token = token
+        self.stored_token = stored_token
+
+
+__all__ = [
+    "ClientClosed",
+    "ConfigurationError",
+    "DynalockError",
+    "DynamoDBError",
+    "DynamoDBUnavailable",
+    "InvalidLockRequest",
+    "LockLost",
+    "LockNotAcquired",
+    "LockTimeout",
+    "StaleFencingToken",
+    "TableNotFound",
+    "TableSchemaError",
+]

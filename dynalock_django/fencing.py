@@ -1,0 +1,99 @@
+"""Fencing for model rows: a write made under a lease is applied only if no newer lease wrote the row.
+
+A lease cannot stop a holder that was paused past its lease from writing
+late; the row can. Add a ``FencingTokenField`` to the model and write with
+``fenced_save(instance, lease)``: the row keeps the token of the last lease
+that wrote it, and a write under an older token raises StaleFencingToken and
+changes nothing.
+
+For a read-modify-write, claim the row *before* reading it, so a stale
+holder's write cannot land between your read and your write::
+
+    with lock_object(account) as lease:
+        fenced_refresh(account, lease)   # stamps our token, then re-reads the row
+        account.balance += 10
+        fenced_save(account, lease, update_fields=["balance"])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from django.db import models, router, transaction
+from django.db.models import Q
+
+from .dynamodb import Lease
+from .exceptions import ConfigurationError, StaleFencingToken
+
+if TYPE_CHECKING:  # django-stubs makes fields generic; Django's classes are not subscriptable
+    _BigIntegerField = models.BigIntegerField[int | None, int | None]
+else:
+    _BigIntegerField = models.BigIntegerField
+
+
+class FencingTokenField(_BigIntegerField):
+    """The fencing token of the last lease that wrote the row (None: never written under a lease)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("null", True)
+        kwargs.setdefault("blank", True)
+        kwargs.setdefault("editable", False)
+        super().__init__(*args, **kwargs)
+
+
+def fencing_field(model: type[models.Model]) -> FencingTokenField:
+    found = [field for field in model._meta.concrete_fields if isinstance(field, FencingTokenField)]
+    if len(found) != 1:
+        raise ConfigurationError(
+            f"{model._meta.label} needs exactly one FencingTokenField for fenced writes (it has {len(found)}); "
+            "add `fencing_token = FencingTokenField()` and run makemigrations."
+        )
+    return found[0]
+
+
+def fenced_save(instance: models.Model, lease: Lease, *, update_fields: Iterable[str] | None = None) -> None:
+    """Save ``instance`` only if the row was last written under ``lease``'s token or an older one.
+
+    One conditional UPDATE claims the row (it row-locks it until the
+    transaction ends), then ``save()`` writes it, signals included. A new
+    instance is inserted with the token.
+    """
+    model = type(instance)
+    field = fencing_field(model)
+    token = lease.fencing_token
+    using = instance._state.db or router.db_for_write(model, instance=instance)
+    if instance._state.adding:
+        setattr(instance, field.attname, token)
+        instance.save(using=using)
+        return
+    with transaction.atomic(using=using):
+        _claim(model, instance.pk, field, token, using)
+        setattr(instance, field.attname, token)
+        fields = None if update_fields is None else {*update_fields, field.name}
+        instance.save(using=using, update_fields=fields)
+
+
+def fenced_refresh(instance: models.Model, lease: Lease) -> None:
+    """Stamp the row with ``lease``'s token, then reload it: no older holder can write it after this."""
+    model = type(instance)
+    using = instance._state.db or router.db_for_write(model, instance=instance)
+    _claim(model, instance.pk, fencing_field(model), lease.fencing_token, using)
+    instance.refresh_from_db(using=using)
+
+
+def _claim(model: type[models.Model], pk: Any, field: FencingTokenField, token: int, using: str) -> None:
+    rows = model._base_manager.using(using).filter(pk=pk)
+    not_newer = Q(**{f"{field.attname}__isnull": True}) | Q(**{f"{field.attname}__lte": token})
+    if rows.filter(not_newer).update(**{field.attname: token}) == 1:
+        return
+    stored = rows.values_list(field.attname, flat=True).first()
+    if stored is None:  # a NULL token would have passed: the row is gone
+        does_not_exist: type[Exception] = getattr(model, "DoesNotExist")  # noqa: B009 (typed as Model, not the subclass)
+        raise does_not_exist(f"{model._meta.label} {pk!r} does not exist (deleted while locked?).")
+    raise StaleFencingToken(
+        f"{model._meta.label} {pk!r} was written under fencing token {stored}, newer than this lease's {token}: "
+        "the lease was lost (paused past it?) and another holder wrote the row. Nothing was written.",
+        token=token,
+        stored_token=stored,
+    )

@@ -1,0 +1,42 @@
+"""Models with every kind of primary key the keys must handle."""
+
+import uuid
+
+from django.db import models
+
+from dynalock_django.fencing import FencingTokenField
+
+
+class Account(models.Model):
+    name = models.CharField(max_length=100)
+    balance = models.IntegerField(default=0)
+    fencing_token = FencingTokenField()
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PremiumAccount(Account):
+    """Multi-table inheritance: shares its row (and lock) with Account."""
+
+    tier = models.CharField(max_length=20, default="gold")
+
+
+class AccountProxy(Account):
+    class Meta:
+        proxy = True
+
+
+class Ticket(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4)
+    title = models.CharField(max_length=100)
+
+
+class Tag(models.Model):
+    slug = models.CharField(primary_key=True, max_length=100)
+
+
+class Membership(models.Model):
+    pk = models.CompositePrimaryKey("team", "person")
+    team = models.CharField(max_length=50)
+    person = models.CharField(max_length=50)
