@@ -99,8 +99,8 @@ def _boto_config(values: dict[str, Any]) -> list[CheckMessage]:
             )
         ]
     lease, period = values["LEASE_DURATION"], values["HEARTBEAT_PERIOD"]
-    if not (is_number(lease) and is_number(period)):
-        return []
+    if not (is_number(lease) and is_number(period) and lease > period > 0):
+        return []  # E004-E006 say what to fix first
     budget, slack = worst_case_call_seconds(config), float(lease) - float(period)
     if budget <= slack:
         return []

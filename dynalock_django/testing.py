@@ -86,10 +86,10 @@ else:
 class DynalockTestMixin:
     """For unittest/Django test cases: each test runs against a fresh lock table."""
 
-    dynalock_settings: ClassVar[dict[str, Any]] = {}
+    dynalock_overrides: ClassVar[dict[str, Any]] = {}
 
     def setUp(self) -> None:
         super().setUp()  # type: ignore[misc]
-        table = lock_table(**self.dynalock_settings)
+        table = lock_table(**self.dynalock_overrides)
         table.__enter__()
         self.addCleanup(table.__exit__, None, None, None)  # type: ignore[attr-defined]

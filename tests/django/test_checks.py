@@ -1,0 +1,122 @@
+"""One test per system check id."""
+
+from __future__ import annotations
+
+import pytest
+from django.core import checks
+from django.core.management import call_command
+from django.test import override_settings
+
+from dynalock_django import client as client_module
+from dynalock_django.checks import check_settings, check_table
+from dynalock_django.dynamodb import LockClient
+
+from ..dynamodb_support import make_dynamodb
+
+
+def ids_for(dynalock, **changes):
+    with override_settings(DYNALOCK={**dynalock, **changes}):
+        return [message.id for message in check_settings()]
+
+
+def test_the_test_settings_pass(dynalock):
+    assert ids_for(dynalock) == []
+
+
+def test_e001_not_a_dict():
+    with override_settings(DYNALOCK=["TABLE_NAME"]):
+        [message] = check_settings()
+    assert message.id == "dynalock.E001"
+
+
+def test_e002_unknown_key_suggests_the_close_one(dynalock):
+    with override_settings(DYNALOCK={**dynalock, "LEASE_DURATON": 5}):
+        [message] = check_settings()
+    assert message.id == "dynalock.E002"
+    assert "'LEASE_DURATION'" in message.hint
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"TABLE_NAME": "x"}, "dynalock.E003"),
+        ({"TABLE_NAME": "has space"}, "dynalock.E003"),
+        ({"LEASE_DURATION": "20"}, "dynalock.E004"),
+        ({"LEASE_DURATION": -1}, "dynalock.E004"),
+        ({"HEARTBEAT_PERIOD": 0}, "dynalock.E005"),
+        ({"LEASE_DURATION": 10, "HEARTBEAT_PERIOD": 5}, "dynalock.E006"),
+        ({"REFRESH_PERIOD": None}, "dynalock.E007"),
+        ({"BOTO_CONFIG": {"retries": 3, "no_such_option": 1}}, "dynalock.E008"),
+        ({"KEY_PREFIX": 7}, "dynalock.E009"),
+        ({"CONTENTION_STATUS": 200}, "dynalock.E010"),
+        ({"CONTENTION_STATUS": "423"}, "dynalock.E010"),
+        ({"ENDPOINT_URL": "localhost:8000"}, "dynalock.E011"),
+        ({"OWNER_NAME": ""}, "dynalock.E012"),
+        ({"DELETE_ON_RELEASE": "yes"}, "dynalock.E013"),
+        ({"BOTO_CONFIG": {}}, "dynalock.W001"),  # botocore's defaults: 60 s time-outs x 4 attempts
+        ({"DELETE_ON_RELEASE": True}, "dynalock.W002"),
+    ],
+)
+def test_each_bad_value_has_its_id_and_a_hint(dynalock, changes, expected):
+    with override_settings(DYNALOCK={**dynalock, **changes}):
+        messages = check_settings()
+    assert [m.id for m in messages] == [expected]
+    assert messages[0].hint
+
+
+def test_the_e006_hint_says_what_to_change(dynalock):
+    with override_settings(DYNALOCK={**dynalock, "LEASE_DURATION": 10, "HEARTBEAT_PERIOD": 5}):
+        [message] = check_settings()
+    assert "above 10" in message.hint
+    assert "below 5" in message.hint
+
+
+def test_plain_check_never_calls_dynamodb(dynalock):
+    client_module.close_client()
+    with override_settings(DYNALOCK={**dynalock, "ENDPOINT_URL": "http://127.0.0.1:9"}):
+        call_command("check")
+        assert client_module._client is None
+
+
+def test_deploy_check_passes_for_a_good_table(dynalock):
+    assert check_table() == []
+    assert checks.run_checks(include_deployment_checks=True, tags=["dynalock"]) == []
+
+
+def test_e020_missing_table_says_run_createtable(dynalock):
+    with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": "no-such-table"}):
+        [message] = check_table()
+    assert message.id == "dynalock.E020"
+    assert "dynalock createtable" in message.hint
+
+
+def test_e021_wrong_key_schema(dynalock):
+    name = "wrong-schema-table"
+    make_dynamodb(dynalock["ENDPOINT_URL"]).create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "N"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": name}):
+        ids = [message.id for message in check_table()]
+    assert "dynalock.E021" in ids
+
+
+def test_e022_unreachable_dynamodb(dynalock):
+    with override_settings(DYNALOCK={**dynalock, "ENDPOINT_URL": "http://127.0.0.1:9"}):
+        [message] = check_table()
+    assert message.id == "dynalock.E022"
+
+
+def test_w020_ttl_disabled(dynalock):
+    name = "no-ttl-table"
+    LockClient(make_dynamodb(dynalock["ENDPOINT_URL"]), name, ttl_attribute=None).create_table()
+    with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": name}):
+        ids = [message.id for message in check_table()]
+    assert ids == ["dynalock.W020"]
+
+
+def test_deploy_check_is_skipped_while_the_settings_are_wrong(dynalock):
+    with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": "x"}):
+        assert check_table() == []

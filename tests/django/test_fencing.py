@@ -1,0 +1,127 @@
+"""Fenced writes: a write under an older lease never overwrites a newer holder's."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dynalock_django import fenced_refresh, fenced_save, lock_model, lock_object
+from dynalock_django.exceptions import ConfigurationError, StaleFencingToken
+
+from ..dynamodb_support import HEARTBEAT, LEASE
+from .testapp.models import Account, Tag
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_write_under_an_older_token_raises_and_changes_nothing(other_holder):
+    account = Account.objects.create(name="Acme", balance=1)
+    with lock_object(account) as old:
+        pass
+    with lock_object(account) as new:
+        account.balance = 2
+        fenced_save(account, new, update_fields=["balance"])
+    stale = Account.objects.get(pk=account.pk)
+    stale.balance = 99
+    with pytest.raises(StaleFencingToken) as caught:
+        fenced_save(stale, old, update_fields=["balance"])
+    assert (caught.value.token, caught.value.stored_token) == (old.fencing_token, new.fencing_token)
+    row = Account.objects.get(pk=account.pk)
+    assert (row.balance, row.fencing_token) == (2, new.fencing_token)
+
+
+def test_the_same_lease_may_write_again_and_newer_leases_win():
+    account = Account.objects.create(name="Acme")
+    with lock_object(account) as lease:
+        for value in (1, 2):
+            account.balance = value
+            fenced_save(account, lease)
+    assert Account.objects.get(pk=account.pk).fencing_token == lease.fencing_token
+
+
+def test_fenced_refresh_claims_the_row_before_the_read():
+    account = Account.objects.create(name="Acme", balance=5)
+    with lock_object(account) as old:
+        pass
+    with lock_object(account) as new:
+        fenced_refresh(account, new)
+        assert account.fencing_token == new.fencing_token
+    # The older holder cannot write between the newer one's read and write.
+    with pytest.raises(StaleFencingToken):
+        fenced_save(Account.objects.get(pk=account.pk), old)
+
+
+def test_a_new_instance_is_inserted_with_the_token():
+    with lock_model(Account, 10_001) as lease:
+        account = Account(pk=10_001, name="new")
+        fenced_save(account, lease)
+    assert Account.objects.get(pk=10_001).fencing_token == lease.fencing_token
+
+
+def test_a_deleted_row_is_does_not_exist():
+    account = Account.objects.create(name="gone")
+    with lock_object(account) as lease:
+        Account.objects.filter(pk=account.pk).delete()
+        with pytest.raises(Account.DoesNotExist):
+            fenced_save(account, lease)
+
+
+def test_a_model_without_a_fencing_field_is_a_clear_error():
+    tag = Tag.objects.create(slug="x")
+    with lock_object(tag) as lease, pytest.raises(ConfigurationError, match="FencingTokenField"):
+        fenced_save(tag, lease)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fenced", [True, False], ids=["fenced", "unfenced-control"])
+def test_a_holder_paused_past_its_lease_cannot_overwrite_the_next_holders_write(fenced, dynalock, tmp_path):
+    """Real processes: A holds, is SIGSTOPped past its lease, B takes over and writes, A resumes and writes."""
+    database = tmp_path / "shared.sqlite3"
+    env = {
+        **os.environ,
+        "DYNALOCK_TEST_DATABASE": str(database),
+        "DYNALOCK_ENDPOINT_URL": dynalock["ENDPOINT_URL"],
+        "DYNALOCK_TABLE_NAME": dynalock["TABLE_NAME"],
+        "DYNALOCK_LEASE_DURATION": str(LEASE),
+        "DYNALOCK_HEARTBEAT_PERIOD": str(HEARTBEAT),
+        "PYTHONWARNINGS": "ignore",  # the default retry budget exceeds these short leases
+    }
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "migrate", "-v0", "--settings=tests.settings"], env=env, check=True)
+    with sqlite3.connect(database) as db:
+        db.execute("INSERT INTO testapp_account (id, name, balance) VALUES (1, 'Acme', 0)")
+
+    worker = [sys.executable, "-m", "tests.django.fencing_worker", "1"]
+    first = subprocess.Popen(
+        [*worker, "111", "--wait-for-go", *([] if fenced else ["--unfenced"])],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        first_token = int(first.stdout.readline().split()[1])
+        first.send_signal(signal.SIGSTOP)  # a GC pause, a VM migration...
+        second = subprocess.run([*worker, "222"], env=env, capture_output=True, text=True, timeout=60, check=True)
+        second_token = int(second.stdout.split()[1])
+        assert second.stdout.split()[2] == "WROTE"
+        assert second_token > first_token
+        first.send_signal(signal.SIGCONT)
+        time.sleep(HEARTBEAT)
+        first_said, _ = first.communicate("go\n", timeout=30)
+    finally:
+        first.kill()
+    with sqlite3.connect(database) as db:
+        (balance,) = db.execute("SELECT balance FROM testapp_account WHERE id = 1").fetchone()
+    if fenced:
+        assert first_said.split() == ["STALE", str(second_token)]
+        assert balance == 222  # the newer holder's write stands
+    else:
+        assert first_said.strip() == "WROTE"
+        assert balance == 111  # the lost update the fence prevents

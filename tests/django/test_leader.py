@@ -1,0 +1,52 @@
+"""Leadership and run_while_leader: a named lease held for a process's life."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+import pytest
+
+from dynalock_django import Leadership
+from dynalock_django.client import get_client
+from dynalock_django.exceptions import LockTimeout
+from dynalock_django.leader import EXIT_LEASE_LOST, run_while_leader
+
+from ..dynamodb_support import HEARTBEAT, LEASE
+
+
+def test_one_leader_at_a_time():
+    with Leadership("scheduler") as leader:
+        assert leader.is_leader()
+        with pytest.raises(LockTimeout):
+            Leadership("scheduler", timeout=0.2).acquire()
+    assert not leader.is_leader()
+    assert get_client().get("scheduler").is_released
+
+
+def test_a_leader_is_told_when_it_loses(other_holder):
+    told = []
+    with Leadership("scheduler", on_lost=told.append) as leader:
+        other_holder.force_release(other_holder.get("scheduler"), released_by="ops")
+        assert leader.lost.wait(HEARTBEAT + 0.5)
+        assert not leader.is_leader()
+    assert told == [leader.lease]
+
+
+def test_run_passes_the_exit_code_through():
+    assert run_while_leader("job", [sys.executable, "-c", "raise SystemExit(3)"]) == 3
+    assert get_client().get("job").is_released
+
+
+def test_run_stops_the_command_when_the_lease_is_lost(other_holder):
+    def take_it_away():
+        while (held := other_holder.get("job")) is None:
+            time.sleep(0.05)
+        other_holder.force_release(held, released_by="ops")
+
+    threading.Timer(0.5, take_it_away).start()
+    started = time.monotonic()
+    code = run_while_leader("job", [sys.executable, "-c", "import time; time.sleep(60)"], grace_period=1)
+    assert code == EXIT_LEASE_LOST
+    assert time.monotonic() - started < 0.5 + HEARTBEAT + LEASE + 2

@@ -1,0 +1,96 @@
+"""A lock taken inside a transaction is released when the transaction ends, not before."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection, transaction
+from django.http import HttpResponse
+from django.test import RequestFactory
+from django.urls import path
+
+from dynalock_django import lock_object, requires_lock
+from dynalock_django.client import get_client
+from dynalock_django.keys import key_for_instance
+
+from .testapp.models import Account
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class Rollback(Exception):
+    pass
+
+
+def is_released(account):
+    return get_client().get(key_for_instance(account)).is_released
+
+
+def test_released_only_after_commit():
+    account = Account.objects.create(name="Acme")
+    with transaction.atomic():
+        with lock_object(account):
+            Account.objects.filter(pk=account.pk).update(balance=10)
+        assert not is_released(account)  # the update is not visible to others yet
+    assert is_released(account)
+
+
+def test_released_after_rollback():
+    account = Account.objects.create(name="Acme")
+    with pytest.raises(Rollback), transaction.atomic():
+        with lock_object(account):
+            pass
+        assert not is_released(account)
+        raise Rollback
+    assert is_released(account)
+
+
+def test_released_when_its_savepoint_rolls_back_while_the_outer_transaction_goes_on():
+    account = Account.objects.create(name="Acme")
+    with transaction.atomic():
+        with pytest.raises(Rollback), transaction.atomic():
+            with lock_object(account):
+                pass
+            raise Rollback
+        assert is_released(account)
+
+
+def test_outside_a_transaction_released_at_the_end_of_the_block():
+    account = Account.objects.create(name="Acme")
+    with lock_object(account):
+        pass
+    assert is_released(account)
+
+
+def locked_view(request, pk):
+    with lock_object(Account.objects.get(pk=pk)):
+        pass
+    state = "held" if not is_released(Account(pk=pk)) else "released"
+    return HttpResponse(state)
+
+
+@requires_lock(Account)
+def decorated_view(request, pk):
+    return HttpResponse("ok")
+
+
+urlpatterns = [path("locked/<int:pk>/", locked_view), path("decorated/<int:pk>/", decorated_view)]
+
+
+@pytest.mark.urls(__name__)
+def test_atomic_requests_keep_the_lock_until_the_response_is_committed(client, monkeypatch):
+    account = Account.objects.create(name="Acme")
+    monkeypatch.setitem(connection.settings_dict, "ATOMIC_REQUESTS", True)
+    response = client.get(f"/locked/{account.pk}/")
+    assert response.content == b"held"  # inside the view's transaction
+    assert is_released(account)  # after it committed
+
+
+@pytest.mark.urls(__name__)
+def test_atomic_requests_with_the_decorator_release_after_commit(monkeypatch):
+    account = Account.objects.create(name="Acme")
+    monkeypatch.setitem(connection.settings_dict, "ATOMIC_REQUESTS", True)
+    request = RequestFactory().get("/")
+    with transaction.atomic():  # what ATOMIC_REQUESTS wraps the view in
+        assert decorated_view(request, pk=account.pk).status_code == 200
+        assert not is_released(account)
+    assert is_released(account)
