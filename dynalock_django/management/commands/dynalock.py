@@ -1,0 +1,218 @@
+"""``manage.py dynalock``: create and inspect the lock table, list, show and release locks, run one-host jobs."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import socket
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+from django.apps import apps
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from ...client import get_client
+from ...conf import dynalock_settings
+from ...dynamodb import DynalockError, LockInfo, LockNotAcquired, TableNotFound
+from ...keys import ParsedKey, key_for_model, model_label, parse_key
+from ...leader import EXIT_LEASE_LOST, run_while_leader
+from ...payload import LockData
+
+
+class Command(BaseCommand):
+    help = "Manage the DynamoDB lock table and its locks. `manage.py dynalock SUBCOMMAND --help` for each."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        commands = parser.add_subparsers(title="sub-commands", dest="subcommand", required=True)
+
+        create = commands.add_parser("createtable", help="Create the lock table (idempotent), enable TTL, wait.")
+        create.add_argument(
+            "--provisioned", nargs=2, type=int, metavar=("READ", "WRITE"), help="Provisioned capacity units."
+        )
+        create.add_argument("--dry-run", action="store_true", help="Print the CreateTable request; create nothing.")
+        create.set_defaults(method=self.createtable)
+
+        describe = commands.add_parser("describe", help="Table status, key schema, TTL, item count, settings.")
+        describe.set_defaults(method=self.describe)
+
+        listing = commands.add_parser("list", help="Current locks, page by page.")
+        listing.add_argument("--model", metavar="APP.MODEL", help="Only locks on rows of this model.")
+        listing.add_argument("--all", action="store_true", dest="include_released", help="Include released locks.")
+        listing.add_argument("--json", action="store_true", dest="as_json", help="One JSON object per line.")
+        listing.add_argument("--page-size", type=int, default=100, help="Items read per DynamoDB request.")
+        listing.set_defaults(method=self.list_locks)
+
+        show = commands.add_parser("show", help="One lock: `show KEY` or `show APP.MODEL PK`.")
+        show.add_argument("target", nargs="+", metavar="KEY | APP.MODEL PK")
+        show.set_defaults(method=self.show)
+
+        release = commands.add_parser("release", help="Force-release someone else's lock (recorded as yours).")
+        release.add_argument("key")
+        release.add_argument("--force", action="store_true", help="Required: you are taking someone's lock away.")
+        release.add_argument("--yes", action="store_true", help="Do not ask for confirmation.")
+        release.add_argument("--by", default=None, help="Who releases it (default: your login @ this host).")
+        release.set_defaults(method=self.release)
+
+        run = commands.add_parser(
+            "run",
+            help="Run a command only while holding the lease NAME: `dynalock run NAME -- command args`.",
+            description=f"Exits with the command's exit code, or {EXIT_LEASE_LOST} if the lease was lost "
+            "(the command is then stopped: SIGTERM, then SIGKILL).",
+        )
+        run.add_argument("name")
+        run.add_argument(
+            "--timeout", type=float, default=None, help="Seconds to wait for the lease (default: forever)."
+        )
+        run.add_argument("--grace-period", type=float, default=10.0, help="Seconds between SIGTERM and SIGKILL.")
+        run.add_argument("command", nargs="+", help="The command (after --).")
+        run.set_defaults(method=self.run)
+
+    def handle(self, *args: Any, method: Any, **options: Any) -> None:
+        try:
+            method(**options)
+        except TableNotFound as error:
+            raise CommandError(f"{error} Run: python manage.py dynalock createtable") from error
+        except DynalockError as error:
+            raise CommandError(str(error)) from error
+
+    # ------------------------------------------------------------------ sub-commands
+
+    def createtable(self, *, provisioned: list[int] | None, dry_run: bool, **_: Any) -> None:
+        client = get_client()
+        capacity = (provisioned[0], provisioned[1]) if provisioned else None
+        if dry_run:
+            self.stdout.write(json.dumps(client.create_table_request(provisioned=capacity), indent=2))
+            return
+        description = client.create_table(provisioned=capacity, on_progress=self.stdout.write)
+        self.stdout.write(self.style.SUCCESS(f"Table {description.name!r} is ready (TTL {description.ttl_status})."))
+
+    def describe(self, **_: Any) -> None:
+        client = get_client()
+        table = client.describe_table()
+        rows = [
+            ("table", table.name),
+            ("status", table.status),
+            ("partition key", _key(table.partition_key)),
+            ("sort key", _key(table.sort_key)),
+            ("billing", table.billing_mode),
+            ("TTL", f"{table.ttl_status} on {table.ttl_attribute}" if table.ttl_attribute else table.ttl_status),
+            ("items (approximate)", str(table.item_count)),
+            ("endpoint", dynalock_settings.ENDPOINT_URL or "AWS"),
+            ("region", client.dynamodb.meta.region_name),
+            ("lease / heartbeat", f"{client.lease_duration:g}s / {client.heartbeat_period:g}s"),
+            ("owner name", client.owner_name),
+        ]
+        rows += [("problem", problem) for problem in table.problems]
+        width = max(len(label) for label, _ in rows)
+        for label, value in rows:
+            self.stdout.write(f"{label.ljust(width)}  {value}")
+
+    def list_locks(self, *, model: str | None, include_released: bool, as_json: bool, page_size: int, **_: Any) -> None:
+        prefix = None
+        if model:
+            prefix = f"{dynalock_settings.KEY_PREFIX}{model_label(_model(model))}:"
+        locks = get_client().scan(include_released=include_released, key_prefix=prefix, page_size=page_size)
+        if as_json:
+            for lock in locks:
+                self.stdout.write(json.dumps(_describe_lock(lock)))
+            return
+        header = ("KEY", "OBJECT", "HOLDER", "AGE", "LEASE", "TOKEN", "STATE")
+        self.stdout.write("  ".join(header))
+        count = 0
+        for lock in locks:  # printed as DynamoDB pages arrive: never the whole table in memory
+            row = _describe_lock(lock)
+            cells = (
+                row["key"],
+                row["object"] or "-",
+                row["holder"],
+                row["age"],
+                row["lease"],
+                row["token"],
+                row["state"],
+            )
+            self.stdout.write("  ".join(str(cell) for cell in cells))
+            count += 1
+        self.stdout.write(f"{count} lock(s)")
+
+    def show(self, *, target: list[str], **_: Any) -> None:
+        if len(target) == 2:
+            key = key_for_model(_model(target[0]), target[1])
+        elif len(target) == 1:
+            key = target[0]
+        else:
+            raise CommandError("show takes a KEY, or APP.MODEL and PK.")
+        lock = get_client().get(key)
+        if lock is None:
+            raise CommandError(f"No lock item for key {key!r}.")
+        for name, value in _describe_lock(lock).items():
+            self.stdout.write(f"{name:>10}  {value}")
+
+    def release(self, *, key: str, force: bool, yes: bool, by: str | None, **_: Any) -> None:
+        if not force:
+            raise CommandError("release takes a lock away from its holder: add --force if that is what you want.")
+        client = get_client()
+        lock = client.get(key)
+        if lock is None or lock.is_released:
+            raise CommandError(f"Lock {key!r} is not held; nothing to release.")
+        described = _describe_lock(lock)
+        if not yes:
+            answer = input(f"Release {key!r}, held by {described['holder']} for {described['age']}? [y/N] ")
+            if answer.strip().lower() not in {"y", "yes"}:
+                raise CommandError("Not released.")
+        released_by = by or f"{getpass.getuser()}@{socket.gethostname()} (manage.py dynalock)"
+        try:
+            client.force_release(lock, released_by=released_by)
+        except LockNotAcquired as error:
+            raise CommandError(f"{error} Run the command again to release the new holding.") from error
+        self.stdout.write(self.style.SUCCESS(f"Released {key!r} (was held by {described['holder']})."))
+
+    def run(self, *, name: str, command: list[str], timeout: float | None, grace_period: float, **_: Any) -> None:
+        code = run_while_leader(name, command, timeout=timeout, grace_period=grace_period)
+        if code == EXIT_LEASE_LOST:
+            self.stderr.write(f"Lease {name!r} was lost: the command was stopped.")
+        sys.exit(code)
+
+
+def _model(label: str) -> Any:
+    try:
+        return apps.get_model(label)
+    except (LookupError, ValueError) as error:
+        raise CommandError(f"Unknown model {label!r}: use app_label.ModelName, e.g. desk.customer.") from error
+
+
+def _key(key: tuple[str, str] | None) -> str:
+    return f"{key[0]} ({key[1]})" if key else "none"
+
+
+def _describe_lock(lock: LockInfo) -> dict[str, Any]:
+    data = LockData.from_bytes(lock.data)
+    parsed = parse_key(lock.key)
+    state = "released" if lock.is_released else "malformed" if lock.is_malformed else "held"
+    return {
+        "key": lock.key,
+        "object": _object_label(parsed),
+        "holder": data.holder if data else lock.owner_name,
+        "owner": lock.owner_name,
+        "purpose": data.purpose if data else "",
+        "age": _age(lock.acquired_at),
+        "lease": f"{lock.lease_duration:g}s",
+        "token": lock.fencing_token,
+        "state": state,
+        "released_by": lock.released_by,
+        "problems": list(lock.problems),
+    }
+
+
+def _object_label(parsed: ParsedKey) -> str | None:
+    if parsed.model is None:
+        return parsed.label
+    found = parsed.model._base_manager.filter(pk=parsed.pk_value).first()
+    return f"{parsed.model._meta.verbose_name} {found}" if found else f"{parsed.label} {parsed.pk_value} (deleted)"
+
+
+def _age(since: datetime | None) -> str:
+    if since is None:
+        return "?"
+    seconds = max(0, int((datetime.now(UTC) - since).total_seconds()))
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02}s"

@@ -1,0 +1,141 @@
+"""manage.py dynalock, through call_command, against the real local endpoint."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.test import override_settings
+
+from dynalock_django import lock_key, lock_object
+from dynalock_django.client import get_client
+from dynalock_django.keys import key_for_instance
+from dynalock_django.leader import EXIT_LEASE_LOST
+from dynalock_django.payload import LockData
+
+from .testapp.models import Account
+
+pytestmark = pytest.mark.django_db
+
+
+def test_createtable_is_idempotent_and_shows_progress(dynalock):
+    with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": "created-by-command"}):
+        first = dynalock_output("createtable")
+        assert "Creating table 'created-by-command'" in first
+        assert "is ready (TTL ENABLED)" in first
+        assert "already exists" in dynalock_output("createtable")
+
+
+def test_createtable_dry_run_prints_the_request_and_creates_nothing(dynalock):
+    with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": "never-created"}):
+        request = json.loads(dynalock_output("createtable", "--dry-run", "--provisioned", "5", "7"))
+        assert request["ProvisionedThroughput"] == {"ReadCapacityUnits": 5, "WriteCapacityUnits": 7}
+        with pytest.raises(CommandError, match="Run: python manage.py dynalock createtable"):
+            dynalock_output("describe")
+
+
+def test_describe_shows_the_table_and_no_credentials(dynalock):
+    out = dynalock_output("describe")
+    assert dynalock["TABLE_NAME"] in out
+    assert "key (S)" in out
+    assert "ENABLED on ttl" in out
+    assert "testing" not in out  # the fake AWS secret
+
+
+def test_list_shows_held_locks_with_their_objects_and_filters_by_model():
+    account = Account.objects.create(name="Acme")
+    with lock_object(account, purpose="edit"), lock_key("nightly-billing"):
+        table = dynalock_output("list")
+        assert "Acme" in table
+        assert "nightly-billing" in table
+        assert "2 lock(s)" in table
+        only_accounts = dynalock_output("list", "--model", "testapp.account", "--json", "--page-size", "1")
+        [line] = only_accounts.splitlines()
+        row = json.loads(line)
+        assert row["key"] == key_for_instance(account)
+        assert row["purpose"] == "edit"
+        assert row["state"] == "held"
+    assert "0 lock(s)" in dynalock_output("list")
+    assert "2 lock(s)" in dynalock_output("list", "--all")
+
+
+def test_list_rejects_an_unknown_model():
+    with pytest.raises(CommandError, match="Unknown model 'nope.nothing'"):
+        dynalock_output("list", "--model", "nope.nothing")
+
+
+def test_show_by_key_and_by_model_and_pk():
+    account = Account.objects.create(name="Acme")
+    with lock_object(account) as lease:
+        by_model = dynalock_output("show", "testapp.account", str(account.pk))
+        by_key = dynalock_output("show", lease.key)
+    assert by_model == by_key
+    assert f"token  {lease.fencing_token}" in by_key
+    with pytest.raises(CommandError, match="No lock item"):
+        dynalock_output("show", "never-locked")
+
+
+def test_release_needs_force_asks_and_records_who_did_it(monkeypatch):
+    lease = lock_key("job").acquire()
+    with pytest.raises(CommandError, match="add --force"):
+        dynalock_output("release", "job")
+    monkeypatch.setattr("builtins.input", lambda prompt: "n")
+    with pytest.raises(CommandError, match="Not released"):
+        dynalock_output("release", "job", "--force")
+    assert lease.is_held()
+    monkeypatch.setattr("builtins.input", lambda prompt: "y")
+    assert "Released 'job'" in dynalock_output("release", "job", "--force", "--by", "carol")
+    stored = get_client().get("job")
+    assert stored.is_released
+    assert stored.released_by == "carol"
+    assert lease.wait_until_lost(2)
+
+
+def test_release_of_a_free_lock_says_so():
+    with pytest.raises(CommandError, match="not held"):
+        dynalock_output("release", "free", "--force", "--yes")
+
+
+def test_run_passes_the_exit_code_through():
+    with pytest.raises(SystemExit) as exited:
+        dynalock_output("run", "job", "--", sys.executable, "-c", "raise SystemExit(4)")
+    assert exited.value.code == 4
+
+
+def test_run_stops_the_command_when_the_lease_is_lost(other_holder):
+    script = "import time\nfor _ in range(600): time.sleep(0.1)"
+
+    def take_it_away():
+        while (held := other_holder.get("job")) is None or held.is_released:
+            time.sleep(0.05)
+        other_holder.force_release(held, released_by="ops")
+
+    threading.Thread(target=take_it_away, daemon=True).start()
+    with pytest.raises(SystemExit) as exited:
+        dynalock_output("run", "job", "--grace-period", "1", "--", sys.executable, "-c", script)
+    assert exited.value.code == EXIT_LEASE_LOST
+
+
+def test_a_missing_table_names_the_fix(dynalock):
+    missing = override_settings(DYNALOCK={**dynalock, "TABLE_NAME": "missing-table"})
+    with missing, pytest.raises(CommandError, match="createtable"):
+        dynalock_output("list")
+
+
+def test_holder_data_is_shown_for_people():
+    lease = lock_key("report", purpose="monthly").acquire()
+    row = json.loads(dynalock_output("list", "--json"))
+    assert row["holder"] == LockData.from_bytes(get_client().get("report").data).holder
+    assert row["purpose"] == "monthly"
+    lease.release()
+
+
+def dynalock_output(*args):
+    out = StringIO()
+    call_command("dynalock", *args, stdout=out, stderr=StringIO())
+    return out.getvalue()
