@@ -9,7 +9,28 @@ usable without Django settings and this package can sit in INSTALLED_APPS.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on first use
+    from .client import get_client as get_client
+    from .decorators import requires_lock as requires_lock
+    from .exceptions import DynalockError as DynalockError
+    from .exceptions import LockLost as LockLost
+    from .exceptions import LockNotAcquired as LockNotAcquired
+    from .exceptions import LockTimeout as LockTimeout
+    from .exceptions import StaleFencingToken as StaleFencingToken
+    from .exceptions import TableNotFound as TableNotFound
+    from .fencing import FencingTokenField as FencingTokenField
+    from .fencing import fenced_refresh as fenced_refresh
+    from .fencing import fenced_save as fenced_save
+    from .leader import Leadership as Leadership
+    from .locks import Lock as Lock
+    from .locks import alock_key as alock_key
+    from .locks import alock_model as alock_model
+    from .locks import alock_object as alock_object
+    from .locks import lock_key as lock_key
+    from .locks import lock_model as lock_model
+    from .locks import lock_object as lock_object
 
 __version__ = "0.1.0.dev0"
 

@@ -1,0 +1,80 @@
+"""``manage.py demo``: the support desk on an embedded local DynamoDB endpoint, no AWS account needed.
+
+Starts the endpoint (one request at a time, so conditional writes are
+atomic), migrates, creates the lock table, seeds customers and staff users,
+and serves the site until Ctrl-C; then stops the endpoint.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import Permission, User
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+
+from dynalock_django.client import close_client, get_client
+from dynalock_django.dynamodb.local_server import LocalDynamoDB
+
+from ...models import Address, Customer, Note
+
+CUSTOMERS = [
+    ("Acme Corporation", "ops@acme.example", "enterprise", "1 Road Runner Way", "Phoenix"),
+    ("Globex", "it@globex.example", "pro", "42 Cypress Creek", "Springfield"),
+    ("Initech", "help@initech.example", "pro", "4120 Freidrich Lane", "Austin"),
+    ("Umbrella Ltd", "contact@umbrella.example", "free", "7 Raccoon Street", "Raccoon City"),
+]
+# (username, password, may force-release other people's locks)
+STAFF = [("alice", "alice-demo", False), ("bob", "bob-demo", False), ("carol", "carol-demo", True)]
+
+
+class Command(BaseCommand):
+    help = "Run the support-desk demo on an embedded local DynamoDB endpoint."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--port", type=int, default=8000, help="Port of the web site (default 8000).")
+        parser.add_argument("--dynamodb-port", type=int, default=None, help="Port of the local DynamoDB endpoint.")
+        parser.add_argument("--no-serve", action="store_true", help="Set everything up, then stop (for scripts).")
+
+    def handle(self, *args: Any, port: int, dynamodb_port: int | None, no_serve: bool, **options: Any) -> None:
+        # A plain `kill` must also stop the endpoint: turn SIGTERM into SystemExit so `with` cleans up.
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
+        # moto accepts any credentials; boto3 only needs some to sign requests.
+        os.environ.setdefault("AWS_ACCESS_KEY_ID", "demo")
+        os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "demo")
+        with LocalDynamoDB(dynamodb_port) as endpoint_url:
+            self.stdout.write(f"Local DynamoDB endpoint: {endpoint_url}")
+            settings.DYNALOCK = {**settings.DYNALOCK, "ENDPOINT_URL": endpoint_url}
+            close_client()
+            call_command("migrate", verbosity=0)
+            get_client().create_table(on_progress=self.stdout.write)
+            self.seed()
+            self.stdout.write(self.style.SUCCESS("Staff users (username / password):"))
+            for username, password, _ in STAFF:
+                self.stdout.write(f"  {username} / {password}")
+            if no_serve:
+                return
+            self.stdout.write(self.style.SUCCESS(f"Open http://127.0.0.1:{port}/ (Ctrl-C stops the demo)"))
+            try:
+                call_command("runserver", f"127.0.0.1:{port}", use_reloader=False)
+            finally:
+                close_client()
+
+    def seed(self) -> None:
+        desk_permissions = Permission.objects.filter(content_type__app_label__in=["desk", "dynalock_django"])
+        for username, password, superuser in STAFF:
+            user, _ = User.objects.get_or_create(username=username, defaults={"is_staff": True})
+            user.is_staff = True
+            user.is_superuser = superuser
+            user.set_password(password)
+            user.save()
+            user.user_permissions.set(desk_permissions.exclude(codename="force_release"))
+        for name, email, plan, street, city in CUSTOMERS:
+            customer, created = Customer.objects.get_or_create(name=name, defaults={"email": email, "plan": plan})
+            if created:
+                Address.objects.create(customer=customer, street=street, city=city)
+                Note.objects.create(customer=customer, body=f"{name} signed up for the {plan} plan.")
