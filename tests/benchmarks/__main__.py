@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHMARKS = ["protocol"]
+BENCHMARKS = ["protocol", "django_layer"]
 
 
 def main() -> None:

@@ -183,7 +183,7 @@ def main() -> None:
     print_table(("operation", "DynamoDB requests per call", "ms median / p99"), rows)
 
 
-def print_table(header: Row, rows: list[Row]) -> None:
+def print_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     for row in [header, tuple("-" * w for w in widths), *rows]:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
