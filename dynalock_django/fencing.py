@@ -56,20 +56,24 @@ def fenced_save(instance: models.Model, lease: Lease, *, update_fields: Iterable
     """Save ``instance`` only if the row was last written under ``lease``'s token or an older one.
 
     One conditional UPDATE claims the row (it row-locks it until the
-    transaction ends), then ``save()`` writes it, signals included. A new
-    instance is inserted with the token.
+    transaction ends), then ``save()`` writes it, signals included. A row
+    that does not exist yet is inserted with the token.
     """
     model = type(instance)
     field = fencing_field(model)
     token = lease.fencing_token
     using = instance._state.db or router.db_for_write(model, instance=instance)
-    if instance._state.adding:
-        setattr(instance, field.attname, token)
-        instance.save(using=using)
-        return
     with transaction.atomic(using=using):
-        _claim(model, instance.pk, field, token, using)
+        # Whatever _state.adding says (Model(pk=...) is "adding" even for a stored row), ask the database.
+        claimed = instance.pk is not None and _claim(model, instance.pk, field, token, using)
         setattr(instance, field.attname, token)
+        if not claimed:
+            if not instance._state.adding:
+                does_not_exist: type[Exception] = getattr(model, "DoesNotExist")  # noqa: B009
+                raise does_not_exist(f"{model._meta.label} {instance.pk!r} does not exist (deleted while locked?).")
+            instance.save(using=using, force_insert=True)
+            return
+        instance._state.adding = False
         fields = None if update_fields is None else {*update_fields, field.name}
         instance.save(using=using, update_fields=fields)
 
@@ -78,19 +82,22 @@ def fenced_refresh(instance: models.Model, lease: Lease) -> None:
     """Stamp the row with ``lease``'s token, then reload it: no older holder can write it after this."""
     model = type(instance)
     using = instance._state.db or router.db_for_write(model, instance=instance)
-    _claim(model, instance.pk, fencing_field(model), lease.fencing_token, using)
+    if not _claim(model, instance.pk, fencing_field(model), lease.fencing_token, using):
+        does_not_exist: type[Exception] = getattr(model, "DoesNotExist")  # noqa: B009
+        raise does_not_exist(f"{model._meta.label} {instance.pk!r} does not exist.")
     instance.refresh_from_db(using=using)
+    instance._state.adding = False  # it is a stored row now, as if loaded by a query
 
 
-def _claim(model: type[models.Model], pk: Any, field: FencingTokenField, token: int, using: str) -> None:
+def _claim(model: type[models.Model], pk: Any, field: FencingTokenField, token: int, using: str) -> bool:
+    """Put ``token`` on the row unless a newer one is there (StaleFencingToken); False if there is no row."""
     rows = model._base_manager.using(using).filter(pk=pk)
     not_newer = Q(**{f"{field.attname}__isnull": True}) | Q(**{f"{field.attname}__lte": token})
     if rows.filter(not_newer).update(**{field.attname: token}) == 1:
-        return
+        return True
     stored = rows.values_list(field.attname, flat=True).first()
-    if stored is None:  # a NULL token would have passed: the row is gone
-        does_not_exist: type[Exception] = getattr(model, "DoesNotExist")  # noqa: B009 (typed as Model, not the subclass)
-        raise does_not_exist(f"{model._meta.label} {pk!r} does not exist (deleted while locked?).")
+    if stored is None:  # a NULL token would have passed: there is no row
+        return False
     raise StaleFencingToken(
         f"{model._meta.label} {pk!r} was written under fencing token {stored}, newer than this lease's {token}: "
         "the lease was lost (paused past it?) and another holder wrote the row. Nothing was written.",

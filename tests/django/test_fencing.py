@@ -125,3 +125,22 @@ def test_a_holder_paused_past_its_lease_cannot_overwrite_the_next_holders_write(
     else:
         assert first_said.strip() == "WROTE"
         assert balance == 111  # the lost update the fence prevents
+
+
+def test_an_instance_built_from_its_pk_is_still_fenced():
+    """Found by the chaos run: Model(pk=...) is "adding" in Django's eyes, yet its row exists."""
+    stored = Account.objects.create(name="Acme", balance=1)
+    with lock_object(stored) as old:
+        pass
+    with lock_object(stored) as new:
+        fenced_refresh(Account(pk=stored.pk), new)
+    by_pk = Account(pk=stored.pk, name="Acme", balance=99)
+    assert by_pk._state.adding
+    with pytest.raises(StaleFencingToken):
+        fenced_save(by_pk, old)
+    assert Account.objects.get(pk=stored.pk).balance == 1
+
+
+def test_fenced_refresh_of_a_missing_row_is_does_not_exist():
+    with lock_model(Account, 424242) as lease, pytest.raises(Account.DoesNotExist):
+        fenced_refresh(Account(pk=424242), lease)
