@@ -534,7 +534,14 @@ class LockClient:
             except DynamoDBError as unavailable:
                 unavailable.add_note(f"The lock expires by itself within {lease.lease_duration:g}s.")
                 outcome = unavailable
-            finally:
+            except BaseException:
+                self._forget_lease(lease, released=True)
+                raise
+            if isinstance(outcome, LockLost):
+                # Found out by the release, not the heartbeat: the lease was lost all the same, and
+                # whoever waits for that (on_lost, wait_until_lost) must hear it.
+                self._forget_lease(lease, lost=(str(outcome), outcome.current))
+            else:
                 self._forget_lease(lease, released=True)
         if isinstance(outcome, DynamoDBError | LockLost):
             return self._release_failed(outcome, best_effort)
