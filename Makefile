@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: test lint demo bench clean
+.PHONY: test lint demo bench chaos clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ demo: $(STAMP)
 ## Benchmarks: print tables of requests per operation and timings.
 bench: $(STAMP)
 	$(BIN)/python -m tests.benchmarks
+
+## The fault-injection run: every workload, a history checker, a table (CHAOS_ARGS="--seed 2 --duration 60").
+chaos: $(STAMP)
+	$(BIN)/python -m tests.chaos $(CHAOS_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,216 @@
+"""The properties a history must have, and the figures of the report.
+
+An acknowledged holding runs from ``acquired`` until the first of: the
+holder started releasing, was told the lease was lost, was killed — and never
+past the last safe time (``safe_until``) the holder recorded: after that the
+holder itself does not rely on it.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from .history import Event
+
+#  A call may overrun a deadline by the requests in flight (one refused write, one read).
+WAIT_SLACK_SECONDS = 1.5
+# Resuming, then the heartbeat's next check, then one request.
+LOST_REPORT_SLACK_SECONDS = 0.5
+
+
+@dataclass
+class Holding:
+    worker: str
+    key: str
+    token: int
+    start: float
+    end: float
+    events: list[Event] = field(default_factory=list)
+
+
+@dataclass
+class Verdict:
+    operations: int = 0
+    overlaps: int = 0
+    stale_writes_accepted: int = 0
+    lost_updates: int = 0
+    phantom_updates: int = 0
+    takeovers: list[float] = field(default_factory=list)
+    handoffs: list[float] = field(default_factory=list)
+    errors: collections.Counter[str] = field(default_factory=collections.Counter)
+    violations: list[tuple[str, list[Event]]] = field(default_factory=list)
+
+    def fail(self, prop: str, excerpt: Iterable[Event]) -> None:
+        self.violations.append((prop, sorted(excerpt, key=lambda e: e.t)))
+
+
+def holdings(events: list[Event]) -> list[Holding]:
+    open_: dict[tuple[str, str, int | None], Holding] = {}
+    done: list[Holding] = []
+    killed_at = {e.data["worker"]: e.t for e in events if e.kind == "killed"}
+    for event in events:
+        ident = (event.worker, event.key, event.token)
+        if event.kind == "acquired":
+            open_[ident] = Holding(
+                event.worker, event.key, event.token or 0, event.t, event.data["safe_until"], [event]
+            )
+            continue
+        holding = open_.get(ident)
+        if holding is None:
+            continue
+        holding.events.append(event)
+        if "safe_until" in event.data:
+            holding.end = max(holding.end, event.data["safe_until"])
+        if event.kind in ("release_start", "lost_reported"):
+            holding.end = min(holding.end, event.t)
+            done.append(open_.pop(ident))
+    for holding in open_.values():  # never ended: killed, or cut short by the end of the run
+        holding.end = min(holding.end, killed_at.get(holding.worker, holding.end))
+        done.append(holding)
+    return done
+
+
+def check(events: list[Event], *, heartbeat: float, refresh: float, control: bool = False) -> Verdict:
+    """``control``: an unfenced run, whose lost updates are expected (and reported, not failed)."""
+    verdict = Verdict(operations=sum(1 for e in events if e.kind == "acquired"))
+    held = holdings(events)
+    _overlaps(held, verdict)
+    _writes(events, verdict, control)
+    _counters(events, verdict, control)
+    _lost_reports(events, heartbeat, verdict)
+    _waits(events, refresh, verdict)
+    _timings(events, verdict)
+    verdict.errors.update(e.data["error"] for e in events if e.kind == "error")
+    return verdict
+
+
+def _overlaps(held: list[Holding], verdict: Verdict) -> None:
+    by_key: dict[str, list[Holding]] = collections.defaultdict(list)
+    for holding in held:
+        by_key[holding.key].append(holding)
+    for key_holdings in by_key.values():
+        key_holdings.sort(key=lambda h: h.start)
+        latest_end: Holding | None = None
+        for holding in key_holdings:
+            if latest_end is not None and latest_end.end > holding.start and latest_end.worker != holding.worker:
+                verdict.overlaps += 1
+                verdict.fail("no two holders overlap", latest_end.events + holding.events)
+            if latest_end is None or holding.end > latest_end.end:
+                latest_end = holding
+
+
+def _writes(events: list[Event], verdict: Verdict, control: bool) -> None:
+    """A write is stale when a newer holder had already claimed (fenced) or read (unfenced) the row: the
+    fence must reject it. Accepted writes in commit order (the counter value they wrote) carry
+    non-decreasing tokens, never one token shared by two holders."""
+    claims: dict[str, list[Event]] = collections.defaultdict(list)
+    accepted: dict[str, list[Event]] = collections.defaultdict(list)
+    for event in events:
+        if event.kind == "claimed":
+            claims[event.key].append(event)
+        elif event.kind == "write_ok":
+            accepted[event.key].append(event)
+            newer = [c for c in claims[event.key] if (c.token or 0) > (event.token or 0)]
+            if newer:
+                verdict.stale_writes_accepted += 1
+                if not control:
+                    verdict.fail(
+                        "a write after a newer holder claimed the row is rejected by the fence", [newer[0], event]
+                    )
+    for writes in accepted.values():
+        writes.sort(key=lambda e: e.data["value"])
+        for earlier, later in itertools.pairwise(writes):
+            older_token = (later.token or 0) < (earlier.token or 0)
+            shared_token = later.token == earlier.token and later.worker != earlier.worker
+            if (older_token or shared_token) and not control:
+                verdict.fail("accepted tokens strictly increase", [earlier, later])
+
+
+def _counters(events: list[Event], verdict: Verdict, control: bool) -> None:
+    finals = {e.key: e.data["value"] for e in events if e.kind == "final_counter"}
+    for key, final in finals.items():
+        acked = sum(1 for e in events if e.kind == "write_ok" and e.key == key)
+        outcomes = {
+            (e.worker, e.token)
+            for e in events
+            if e.key == key and e.kind in ("write_ok", "write_rejected", "write_failed")
+        }
+        unknown = sum(
+            1 for e in events if e.kind == "write_attempt" and e.key == key and (e.worker, e.token) not in outcomes
+        )
+        lost = max(0, acked - final)
+        phantom = max(0, final - acked - unknown)
+        verdict.lost_updates += lost
+        verdict.phantom_updates += phantom
+        if (lost or phantom) and not control:
+            excerpt = [e for e in events if e.key == key and e.kind in ("write_ok", "final_counter")][-6:]
+            verdict.fail(f"counter {key} = acknowledged increments ({final} vs {acked}, {unknown} unknown)", excerpt)
+
+
+def _lost_reports(events: list[Event], heartbeat: float, verdict: Verdict) -> None:
+    """A holder paused while another process took its lock over is told so within a heartbeat of resuming.
+
+    (If nobody took it over, the resumed heartbeat may renew it: the lease was never lost.)"""
+    for pause in (e for e in events if e.kind == "paused"):
+        resume = next(
+            (e for e in events if e.kind == "resumed" and e.data["worker"] == pause.worker and e.t > pause.t), None
+        )
+        if resume is None:
+            continue
+        taken = [
+            e
+            for e in events
+            if e.kind == "acquired" and e.key == pause.key and e.worker != pause.worker and pause.t < e.t < resume.t
+        ]
+        if not taken:
+            continue
+        told = [e for e in events if e.kind == "lost_reported" and e.worker == pause.worker and e.token == pause.token]
+        if not told or told[0].t - resume.t > heartbeat + LOST_REPORT_SLACK_SECONDS:
+            verdict.fail(
+                "a lease taken over while its holder was paused is reported within a heartbeat of resuming",
+                [pause, taken[0], resume, *told[:1]],
+            )
+
+
+def _waits(events: list[Event], refresh: float, verdict: Verdict) -> None:
+    started: dict[tuple[str, str], Event] = {}
+    for event in events:
+        if event.kind == "acquire_start":
+            started[(event.worker, event.key)] = event
+        elif event.kind in ("acquired", "acquire_failed"):
+            start = started.pop((event.worker, event.key), None)
+            if start is None or start.data.get("timeout") is None:
+                continue
+            if event.t - start.t > start.data["timeout"] + refresh + WAIT_SLACK_SECONDS:
+                verdict.fail("nobody waits longer than its timeout plus a refresh period", [start, event])
+
+
+def _timings(events: list[Event], verdict: Verdict) -> None:
+    """Takeover: a holder killed -> the next acquisition of its key; handoff: released -> next acquisition."""
+    last_holder: dict[str, Event] = {}
+    holding_key: dict[str, str] = {}  # worker -> the key it holds now
+    for event in events:
+        if event.kind == "acquired":
+            holding_key[event.worker] = event.key
+            previous = last_holder.get(event.key)
+            if previous is not None and previous.kind == "killed":
+                verdict.takeovers.append(event.t - previous.t)
+            elif previous is not None and previous.kind == "released" and previous.worker != event.worker:
+                verdict.handoffs.append(event.t - previous.t)
+            last_holder[event.key] = event
+        elif event.kind == "released":
+            last_holder[event.key] = event
+            holding_key.pop(event.worker, None)
+        elif event.kind == "killed" and event.data["worker"] in holding_key:
+            last_holder[holding_key.pop(event.data["worker"])] = event
+
+
+def percentiles(values: list[float]) -> str:
+    if not values:
+        return "-"
+    p99 = statistics.quantiles(values, n=100)[98] if len(values) > 1 else values[0]
+    return f"{statistics.median(values) * 1000:.0f} / {p99 * 1000:.0f}"

@@ -1,0 +1,135 @@
+"""A fault-injecting HTTP proxy on 127.0.0.1 between lock clients and the endpoint.
+
+Each request draws one fate from a seeded random generator: pass, added
+latency, connection dropped before forwarding, forwarded but the response
+lost (the write *was* applied), a 500, or a throttling error. ``down(seconds)``
+makes the endpoint unreachable for a while.
+"""
+
+from __future__ import annotations
+
+import collections
+import http.client
+import json
+import random
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlparse
+
+
+@dataclass(frozen=True)
+class FaultRates:
+    """Probabilities per request; what remains passes untouched."""
+
+    latency: float = 0.0
+    drop: float = 0.0
+    lost_response: float = 0.0
+    error_500: float = 0.0
+    throttle: float = 0.0
+    latency_seconds: float = 0.2
+
+    def draw(self, rng: random.Random) -> str:
+        roll = rng.random()
+        for fate in ("drop", "lost_response", "error_500", "throttle", "latency"):
+            roll -= getattr(self, fate)
+            if roll < 0:
+                return fate
+        return "pass"
+
+
+class FaultProxy:
+    def __init__(self, upstream: str, rates: FaultRates, seed: int) -> None:
+        self.upstream = urlparse(upstream)
+        self.rates = rates
+        self.injected: collections.Counter[str] = collections.Counter()
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._down_until = 0.0
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> FaultProxy:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def down(self, seconds: float) -> None:
+        """Refuse every request for ``seconds`` (the endpoint is unreachable)."""
+        with self._lock:
+            self._down_until = time.monotonic() + seconds
+
+    def _fate(self) -> str:
+        with self._lock:
+            fate = "down" if time.monotonic() < self._down_until else self.rates.draw(self._rng)
+            if fate != "pass":
+                self.injected[fate] += 1
+            return fate
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                fate = proxy._fate()
+                if fate in ("drop", "down"):
+                    self.close_connection = True
+                    self.connection.close()
+                    return
+                if fate in ("error_500", "throttle"):
+                    self._reply_error(fate)
+                    return
+                if fate == "latency":
+                    time.sleep(proxy.rates.latency_seconds)
+                status, headers, payload = proxy._forward(self.command, self.path, dict(self.headers), body)
+                if fate == "lost_response":  # applied upstream; the client never hears
+                    self.close_connection = True
+                    self.connection.close()
+                    return
+                self.send_response(status)
+                for name, value in headers:
+                    if name.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def _reply_error(self, fate: str) -> None:
+                if fate == "throttle":
+                    status, code = 400, "ThrottlingException"
+                else:
+                    status, code = 500, "InternalServerError"
+                payload = json.dumps(
+                    {"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": "injected"}
+                ).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/x-amz-json-1.0")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        return Handler
+
+    def _forward(
+        self, method: str, path: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        connection = http.client.HTTPConnection(self.upstream.hostname, self.upstream.port, timeout=30)
+        try:
+            connection.request(method, path, body=body, headers=headers)
+            response = connection.getresponse()
+            return response.status, response.getheaders(), response.read()
+        finally:
+            connection.close()

@@ -1,0 +1,247 @@
+"""The workloads, and the runner that starts their processes, injects faults and collects the history."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import multiprocessing
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dynalock_django.dynamodb import InvalidLockRequest, LockClient
+
+from ..dynamodb_support import HEARTBEAT, LEASE, REFRESH, make_dynamodb, unique
+from ..java_client import JavaLockClient
+from . import workers
+from .checker import Verdict, check
+from .history import Event, Recorder, load
+from .proxy import FaultProxy, FaultRates
+
+spawn = multiprocessing.get_context("spawn")
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    processes: int = 8
+    duration: float = 30.0
+    hot_keys: int = 2
+    cold_keys: int = 20
+    hold: float = 0.01
+    timeout: float = 5.0
+    fenced: bool = True
+    control: bool = False  # expected to break a property: shows what the fence prevents
+    faults: FaultRates | None = None
+    endpoint_down: float = 0.0  # seconds, once, a third into the run
+    kill_probability: float = 0.0
+    pause_probability: float = 0.0
+    wall_offsets: tuple[float, ...] = (0.0,)
+    bad_data: bool = False
+
+
+WORKLOADS = [
+    Workload("contention"),
+    Workload("kill", processes=6, hold=0.05, kill_probability=0.15),
+    Workload("pause", processes=4, hot_keys=1, hold=0.05, pause_probability=0.2),
+    Workload("pause-unfenced", processes=4, hot_keys=1, hold=0.05, pause_probability=0.2, fenced=False, control=True),
+    Workload(
+        "endpoint-faults",
+        processes=6,
+        faults=FaultRates(latency=0.05, drop=0.02, lost_response=0.03, error_500=0.03, throttle=0.03),
+    ),
+    Workload("endpoint-down", processes=4, endpoint_down=2.5 * LEASE),
+    Workload("clock-skew", processes=4, wall_offsets=(-600.0, 0.0, 300.0, 7200.0)),
+    Workload("bad-data", processes=4, bad_data=True),
+]
+
+
+@dataclass
+class Outcome:
+    workload: Workload
+    verdict: Verdict
+    faults: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def run(workload: Workload, endpoint_url: str, seed: int, workdir: Path, duration: float) -> Outcome:
+    started = time.monotonic()
+    directory = workdir / workload.name
+    history = directory / "history"
+    history.mkdir(parents=True)
+    record = Recorder(history, "runner")
+    table = unique("chaos")
+    LockClient(make_dynamodb(endpoint_url), table).create_table()
+    database = directory / "resource.sqlite3"
+    _create_database(database, workload.hot_keys)
+    keys = tuple(f"counter-{i}" for i in range(workload.hot_keys)) + tuple(
+        f"cold-{i}" for i in range(workload.cold_keys)
+    )
+    faults: dict[str, int] = {}
+    if workload.bad_data:
+        keys += _write_bad_data(endpoint_url, table, record, faults)
+    proxy = None
+    if workload.faults or workload.endpoint_down:
+        proxy = FaultProxy(endpoint_url, workload.faults or FaultRates(), seed)
+    with proxy or contextlib.nullcontext():
+        url = proxy.url if proxy else endpoint_url
+        run_until = time.monotonic() + duration
+        configs = [
+            workers.WorkerConfig(
+                name=f"w{i}",
+                endpoint_url=url,
+                table_name=table,
+                database=str(database),
+                history=str(history),
+                seed=seed * 1000 + i,
+                run_until=run_until,
+                keys=keys,
+                hot_keys=workload.hot_keys,
+                lease=LEASE,
+                heartbeat=HEARTBEAT,
+                refresh=REFRESH,
+                timeout=workload.timeout,
+                hold=workload.hold,
+                fenced=workload.fenced,
+                wall_offset=workload.wall_offsets[i % len(workload.wall_offsets)],
+                kill_probability=workload.kill_probability,
+                pause_probability=workload.pause_probability,
+            )
+            for i in range(workload.processes)
+        ]
+        _supervise(configs, proxy, workload, record, run_until, faults)
+        if proxy:
+            faults.update(proxy.injected)
+    with sqlite3.connect(database) as db:
+        for pk, balance in db.execute("SELECT id, balance FROM testapp_account ORDER BY id"):
+            record("final_counter", keys[pk - 1], value=balance)
+    record.close()
+    events = load(history)
+    verdict = check(events, heartbeat=HEARTBEAT, refresh=REFRESH, control=workload.control)
+    _check_recorded_violations(events, verdict)
+    if workload.control and verdict.lost_updates + verdict.stale_writes_accepted == 0:
+        verdict.fail("the unfenced control shows the lost update the fence prevents", [])
+    return Outcome(workload, verdict, faults, time.monotonic() - started)
+
+
+def _supervise(
+    configs: list[workers.WorkerConfig],
+    proxy: FaultProxy | None,
+    workload: Workload,
+    record: Recorder,
+    run_until: float,
+    faults: dict[str, int],
+) -> None:
+    """Start the workers; respawn the killed, resume the paused, take the endpoint down once."""
+    processes = {config.name: _start(config) for config in configs}
+    stopped_since: dict[str, float] = {}
+    spawned = len(configs)
+    down_at = time.monotonic() + (run_until - time.monotonic()) / 3 if workload.endpoint_down else None
+    while time.monotonic() < run_until + 15 and any(p.is_alive() for p in processes.values()):
+        now = time.monotonic()
+        if down_at is not None and now >= down_at and proxy is not None:
+            proxy.down(workload.endpoint_down)
+            record("endpoint_down", seconds=workload.endpoint_down)
+            faults["endpoint down"] = faults.get("endpoint down", 0) + 1
+            down_at = None
+        for name, process in list(processes.items()):
+            if (
+                process.exitcode == -signal.SIGKILL and now < run_until - 1
+            ):  # killed itself: a new process takes its place
+                faults["kills"] = faults.get("kills", 0) + 1
+                del processes[name]
+                config = dataclasses.replace(configs[0], name=f"w{spawned}", seed=configs[0].seed + spawned)
+                spawned += 1
+                processes[config.name] = _start(config)
+            elif process.is_alive() and _is_stopped(process.pid):
+                first_seen = stopped_since.setdefault(name, now)
+                if now - first_seen >= 2 * LEASE:  # paused well past its lease
+                    os.kill(process.pid, signal.SIGCONT)
+                    record("resumed", worker=name, lease=LEASE)
+                    faults["pauses"] = faults.get("pauses", 0) + 1
+                    del stopped_since[name]
+        time.sleep(0.02)
+    for name, process in processes.items():
+        process.join(5)
+        if process.is_alive():
+            process.kill()
+            process.join()
+            record("violation", property=f"every run stops by itself (worker {name} had to be killed)")
+        elif process.exitcode not in (0, -signal.SIGKILL):
+            record("violation", property=f"workers never crash (worker {name} exited with {process.exitcode})")
+
+
+def _start(config: workers.WorkerConfig) -> Any:
+    process = spawn.Process(target=workers.run, args=(config,), name=config.name)
+    process.start()
+    return process
+
+
+def _is_stopped(pid: int | None) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] == "T"
+
+
+def _create_database(path: Path, counters: int) -> None:
+    env = {**os.environ, "DYNALOCK_TEST_DATABASE": str(path)}
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "-v0", "--settings=tests.settings"], env=env, check=True, cwd=REPO
+    )
+    with sqlite3.connect(path) as db:
+        db.executemany(
+            "INSERT INTO testapp_account (id, name, balance) VALUES (?, ?, 0)",
+            [(pk, f"counter-{pk - 1}") for pk in range(1, counters + 1)],
+        )
+
+
+def _write_bad_data(endpoint_url: str, table: str, record: Recorder, faults: dict[str, int]) -> tuple[str, ...]:
+    """Foreign and malformed items, huge payloads, keys at the size limit; checked as the run goes."""
+    dynamodb = make_dynamodb(endpoint_url)
+    client = LockClient(dynamodb, table, lease_duration=LEASE, heartbeat_period=HEARTBEAT, refresh_period=REFRESH)
+    malformed = "bad-malformed"
+    dynamodb.put_item(
+        TableName=table,
+        Item={"key": {"S": malformed}, "leaseDuration": {"S": "soon"}, "recordVersionNumber": {"N": "7"}},
+    )
+    java_key = "bad-java-abandoned"
+    JavaLockClient(dynamodb, table, owner_name="java-host-9", lease_ms=int(LEASE * 1000)).acquire_new(java_key)
+    max_key = "k" * 2048
+    faults["bad items"] = 2
+    # Malformed: held by "unknown" for the safe default (300 s): nobody may take it during the run.
+    if client.try_acquire(malformed) is not None or client.try_acquire(malformed) is not None:
+        record("violation", malformed, property="a malformed item is not overwritten before its safe default")
+    # The largest payload that fits in DynamoDB's 400 KB item, and one byte too many.
+    try:
+        client.acquire(unique("huge"), data=b"x" * 1_000_000).release()
+        record("violation", property="an oversized payload is refused before any request")
+    except InvalidLockRequest:
+        pass
+    huge = client.acquire(unique("huge"), data=b"x" * 390_000)
+    huge.release()
+    try:
+        client.acquire(max_key + "k").release()
+        record("violation", property="a key over 2048 bytes is refused")
+    except InvalidLockRequest:
+        pass
+    client.close()
+    return (java_key, max_key)
+
+
+def _check_recorded_violations(events: list[Event], verdict: Verdict) -> None:
+    for event in events:
+        if event.kind == "violation":
+            verdict.fail(event.data["property"], [event])
+    # The Java client's abandoned lock must have been taken over, after its lease.
+    java = [e for e in events if e.kind == "acquired" and e.key == "bad-java-abandoned"]
+    if events and any(e.key == "bad-java-abandoned" for e in events if e.kind == "acquire_start") and not java:
+        verdict.fail("an abandoned Java-client lock is taken over after its lease", [])
