@@ -190,17 +190,25 @@ def _waits(events: list[Event], refresh: float, verdict: Verdict) -> None:
 
 
 def _timings(events: list[Event], verdict: Verdict) -> None:
-    """Takeover: a holder killed -> the next acquisition of its key; handoff: released -> next acquisition."""
+    """Takeover: a holder killed -> a waiter holds its key; handoff: released -> a waiter holds it.
+
+    Only waiters already waiting when the lock was killed or released count: a key nobody wanted
+    for a while measures idleness, not the lock."""
     last_holder: dict[str, Event] = {}
     holding_key: dict[str, str] = {}  # worker -> the key it holds now
+    waiting_since: dict[tuple[str, str], float] = {}
     for event in events:
-        if event.kind == "acquired":
+        if event.kind == "acquire_start":
+            waiting_since[(event.worker, event.key)] = event.t
+        elif event.kind == "acquired":
             holding_key[event.worker] = event.key
             previous = last_holder.get(event.key)
-            if previous is not None and previous.kind == "killed":
-                verdict.takeovers.append(event.t - previous.t)
-            elif previous is not None and previous.kind == "released" and previous.worker != event.worker:
-                verdict.handoffs.append(event.t - previous.t)
+            since = waiting_since.pop((event.worker, event.key), event.t)
+            if previous is not None and since <= previous.t:
+                if previous.kind == "killed":
+                    verdict.takeovers.append(event.t - previous.t)
+                elif previous.kind == "released" and previous.worker != event.worker:
+                    verdict.handoffs.append(event.t - previous.t)
             last_holder[event.key] = event
         elif event.kind == "released":
             last_holder[event.key] = event

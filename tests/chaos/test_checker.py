@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from .checker import check
 from .history import Event
 
@@ -25,12 +27,12 @@ def properties(events, **options):
     return verdict, {prop for prop, _ in verdict.violations}
 
 
-def test_a_clean_history_passes():
-    verdict, failed = properties([*held("a", 0, 0.5, 1), *held("b", 0.6, 0.9, 2)])
+def test_a_clean_history_passes_and_times_the_handoff_to_a_waiter():
+    waiting = ev(0.2, "b", "acquire_start", "k", timeout=5.0)
+    verdict, failed = properties([*held("a", 0, 0.5, 1), waiting, *held("b", 0.6, 0.9, 2), *held("c", 2, 2.1, 3)])
     assert failed == set()
-    assert verdict.operations == 2
-    assert verdict.handoffs
-    assert abs(verdict.handoffs[0] - 0.09) < 1e-9
+    assert verdict.operations == 3
+    assert verdict.handoffs == [pytest.approx(0.09)]  # c was not waiting: not a handoff
 
 
 def test_overlapping_holders_fail():
@@ -48,6 +50,7 @@ def test_a_holding_ends_at_its_safe_time_even_if_the_holder_released_later():
 def test_a_killed_holder_holds_nothing_after_the_kill():
     events = [
         ev(0, "a", "acquired", "k", 1, safe_until=1.0),
+        ev(0.05, "b", "acquire_start", "k", timeout=5.0),
         ev(0.1, "runner", "killed", worker="a"),
         *held("b", 1.1, 1.2, 2),
     ]

@@ -10,6 +10,9 @@ import pytest
 
 from ..dynamodb_support import LEASE, make_dynamodb
 
+# Forking a process that runs threads is the very case under test (gunicorn --preload with a heartbeat).
+pytestmark = pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+
 
 def run_in_child(check):
     """Fork; run ``check()`` in the child and return what it returned (JSON over a pipe)."""

@@ -1,0 +1,144 @@
+"""The live-locks dashboard's data: one DynamoDB page of locks, described for people.
+
+Times come from the holders' wall clocks (display only): "time left" is an
+estimate, and a lock whose holder stopped renewing long ago is "dead" (shown
+only on request), although only the protocol may decide it is free.
+"""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.contrib import admin
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.urls import NoReverseMatch, reverse
+
+from .conf import dynalock_settings
+from .dynamodb import LockClient, LockInfo
+from .keys import ParsedKey, model_label, parse_key
+from .payload import LockData
+
+# A lock not renewed for its lease plus this long (by the holder's clock) is shown as dead.
+DEAD_AFTER = timedelta(minutes=1)
+
+
+@dataclass(frozen=True)
+class LockRow:
+    lock: LockInfo
+    parsed: ParsedKey
+    data: LockData | None
+    state: str  # held, dead, released, malformed
+    object_label: str | None = None
+    object_url: str | None = None
+
+    @property
+    def holder(self) -> str:
+        if self.data is not None:
+            return self.data.holder
+        return self.lock.owner_name or "?"
+
+    @property
+    def model_name(self) -> str:
+        if self.parsed.model is not None:
+            return str(self.parsed.model._meta.verbose_name)
+        return self.parsed.label or "-"
+
+    @property
+    def time_left(self) -> float | None:
+        """Seconds left by the holder's last renewal and our clock; None when it cannot be told."""
+        if self.state != "held" or self.lock.renewed_at is None:
+            return None
+        ends = self.lock.renewed_at + timedelta(seconds=self.lock.lease_duration)
+        return max(0.0, (ends - datetime.now(UTC)).total_seconds())
+
+
+@dataclass
+class DashboardPage:
+    rows: list[LockRow]
+    next_cursor: str | None
+    counts: collections.Counter[str] = field(default_factory=collections.Counter)
+
+
+def load_page(
+    client: LockClient,
+    *,
+    cursor: str | None,
+    page_size: int,
+    model: type[models.Model] | None = None,
+    search: str = "",
+    holder: str = "",
+    show_all: bool = False,
+    admin_site: admin.AdminSite | None = None,
+) -> DashboardPage:
+    """One Scan request: ``model`` and ``search`` (a key prefix) filter in DynamoDB, ``holder`` here."""
+    prefix = dynalock_settings.KEY_PREFIX + search if search else None
+    if model is not None:
+        model_prefix = f"{dynalock_settings.KEY_PREFIX}{model_label(model)}:"
+        prefix = prefix if prefix and prefix.startswith(model_prefix) else model_prefix
+    page = client.scan_page(limit=page_size, cursor=cursor, include_released=show_all, key_prefix=prefix)
+    rows = [describe(lock) for lock in page.locks]
+    counts = collections.Counter(row.state for row in rows)
+    visible = [row for row in rows if show_all or row.state in ("held", "malformed")]
+    if holder:
+        visible = [row for row in visible if row.holder == holder]
+    return DashboardPage(_with_objects(visible, admin_site), page.cursor, counts)
+
+
+def describe(lock: LockInfo) -> LockRow:
+    data = LockData.from_bytes(lock.data)
+    parsed = parse_key(lock.key)
+    return LockRow(lock, parsed, data, _state(lock))
+
+
+def _state(lock: LockInfo) -> str:
+    if lock.is_malformed:
+        return "malformed"
+    if lock.is_released:
+        return "released"
+    renewed = lock.renewed_at or lock.acquired_at
+    if renewed is not None and renewed + timedelta(seconds=lock.lease_duration) + DEAD_AFTER < datetime.now(UTC):
+        return "dead"
+    return "held"
+
+
+def _with_objects(rows: list[LockRow], admin_site: admin.AdminSite | None) -> list[LockRow]:
+    """The locked objects' str() and admin links: one query per model on the page."""
+    wanted: dict[type[models.Model], set[Any]] = collections.defaultdict(set)
+    for row in rows:
+        if row.parsed.model is not None and row.parsed.pk is not None:
+            wanted[row.parsed.model].add(row.parsed.pk_value)
+    found: dict[tuple[type[models.Model], str], models.Model] = {}
+    for model, pks in wanted.items():
+        try:
+            objects = model._base_manager.in_bulk(list(pks))
+        except (ValueError, TypeError, ValidationError):  # a pk not valid for its model (a hand-written key)
+            continue
+        found.update({(model, _pk_text(pk)): obj for pk, obj in objects.items()})
+    described = []
+    for row in rows:
+        row_model = row.parsed.model
+        obj = found.get((row_model, _pk_text(row.parsed.pk_value))) if row_model is not None else None
+        if obj is None:
+            described.append(row)
+            continue
+        described.append(LockRow(row.lock, row.parsed, row.data, row.state, str(obj), _admin_url(obj, admin_site)))
+    return described
+
+
+def _pk_text(pk: Any) -> str:
+    return ",".join(str(part) for part in pk) if isinstance(pk, tuple) else str(pk)
+
+
+def _admin_url(obj: models.Model, admin_site: admin.AdminSite | None) -> str | None:
+    site = admin_site or admin.site
+    if not site.is_registered(type(obj)):
+        return None
+    opts = obj._meta
+    try:
+        return reverse(f"{site.name}:{opts.app_label}_{opts.model_name}_change", args=[obj.pk])
+    except NoReverseMatch:
+        return None

@@ -1,0 +1,20 @@
+"""No tables: an unmanaged model gives the admin its dashboard of live locks, and the permissions for it."""
+
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+
+class Lock(models.Model):
+    """A lock as the admin shows it; the locks themselves live in the DynamoDB table."""
+
+    key = models.CharField(_("key"), primary_key=True, max_length=2048)
+
+    class Meta:
+        managed = False
+        default_permissions = ("view",)
+        permissions = [("force_release", _("Can force-release locks held by others"))]
+        verbose_name = _("lock")
+        verbose_name_plural = _("live locks")
+
+    def __str__(self) -> str:
+        return self.key
