@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHMARKS = ["protocol", "django_layer"]
+BENCHMARKS = ["protocol", "django_layer", "dashboard"]
 
 
 def main() -> None:
