@@ -85,7 +85,12 @@ def load_page(
     visible = [row for row in rows if show_all or row.state in ("held", "malformed")]
     if holder:
         visible = [row for row in visible if row.holder == holder]
-    return DashboardPage(_with_objects(visible, admin_site), page.cursor, counts)
+    return DashboardPage(with_objects(visible, admin_site), page.cursor, counts)
+
+
+def describe_rows(locks: list[LockInfo], admin_site: admin.AdminSite | None = None) -> list[LockRow]:
+    """Rows for ``locks``, with their objects looked up (one query per model)."""
+    return with_objects([describe(lock) for lock in locks], admin_site)
 
 
 def describe(lock: LockInfo) -> LockRow:
@@ -105,7 +110,7 @@ def _state(lock: LockInfo) -> str:
     return "held"
 
 
-def _with_objects(rows: list[LockRow], admin_site: admin.AdminSite | None) -> list[LockRow]:
+def with_objects(rows: list[LockRow], admin_site: admin.AdminSite | None) -> list[LockRow]:
     """The locked objects' str() and admin links: one query per model on the page."""
     wanted: dict[type[models.Model], set[Any]] = collections.defaultdict(set)
     for row in rows:

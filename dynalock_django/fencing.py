@@ -69,8 +69,7 @@ def fenced_save(instance: models.Model, lease: Lease, *, update_fields: Iterable
         setattr(instance, field.attname, token)
         if not claimed:
             if not instance._state.adding:
-                does_not_exist: type[Exception] = getattr(model, "DoesNotExist")  # noqa: B009
-                raise does_not_exist(f"{model._meta.label} {instance.pk!r} does not exist (deleted while locked?).")
+                raise _does_not_exist(model, instance.pk)
             instance.save(using=using, force_insert=True)
             return
         instance._state.adding = False
@@ -83,10 +82,14 @@ def fenced_refresh(instance: models.Model, lease: Lease) -> None:
     model = type(instance)
     using = instance._state.db or router.db_for_write(model, instance=instance)
     if not _claim(model, instance.pk, fencing_field(model), lease.fencing_token, using):
-        does_not_exist: type[Exception] = getattr(model, "DoesNotExist")  # noqa: B009
-        raise does_not_exist(f"{model._meta.label} {instance.pk!r} does not exist.")
+        raise _does_not_exist(model, instance.pk)
     instance.refresh_from_db(using=using)
     instance._state.adding = False  # it is a stored row now, as if loaded by a query
+
+
+def _does_not_exist(model: type[models.Model], pk: Any) -> Exception:
+    does_not_exist: type[Exception] = getattr(model, "DoesNotExist")  # noqa: B009 (typed as Model, not the subclass)
+    return does_not_exist(f"{model._meta.label} {pk!r} does not exist (deleted while locked?).")
 
 
 def _claim(model: type[models.Model], pk: Any, field: FencingTokenField, token: int, using: str) -> bool:

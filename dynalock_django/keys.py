@@ -41,7 +41,7 @@ class ParsedKey:
         return self.pk[0] if len(self.pk) == 1 else self.pk
 
 
-def lock_model(model: type[models.Model]) -> type[models.Model]:
+def root_model(model: type[models.Model]) -> type[models.Model]:
     """The model whose row ``model``'s instances live in (proxies and MTI children share it)."""
     concrete = model._meta.concrete_model or model
     parents = concrete._meta.get_parent_list()
@@ -49,7 +49,7 @@ def lock_model(model: type[models.Model]) -> type[models.Model]:
 
 
 def model_label(model: type[models.Model]) -> str:
-    return lock_model(model)._meta.label_lower
+    return root_model(model)._meta.label_lower
 
 
 def key_for_model(model: type[models.Model], pk: Any) -> str:
@@ -98,7 +98,7 @@ def parse_key(key: str) -> ParsedKey:
 
 
 def _pk_parts(model: type[models.Model], pk: Any) -> tuple[str, ...]:
-    pk_field = lock_model(model)._meta.pk
+    pk_field = root_model(model)._meta.pk
     assert pk_field is not None
     fields: Sequence[models.Field[Any, Any]] = getattr(pk_field, "fields", None) or [pk_field]
     values = pk if len(fields) > 1 else (pk,)

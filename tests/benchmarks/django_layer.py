@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
 import django
 
 from ..dynamodb_support import RequestCounter
-from .protocol import print_table
+from .protocol import per_call, print_table
 
 
 def main() -> None:
@@ -67,7 +65,7 @@ def main() -> None:
         ]
         for _, run in cases:  # warm up: connections, imports
             run()
-        results = [(name, *measure(run, rounds, counter)) for name, run in cases]
+        results = [(name, *_median_and_requests(run, rounds, counter)) for name, run in cases]
     base = results[0][1]
     rows = [
         (name, requests, f"{median:.2f}", f"{median / base:.2f}x", f"{median - base:+.2f}")
@@ -76,15 +74,9 @@ def main() -> None:
     print_table(("per lock", "DynamoDB requests", "ms median", "vs bare", "ms over bare"), rows)
 
 
-def measure(run: Callable[[], None], rounds: int, counter: Any) -> tuple[float, str]:
-    before = counter.calls.copy()
-    times = []
-    for _ in range(rounds):
-        started = time.perf_counter()
-        run()
-        times.append((time.perf_counter() - started) * 1000)
-    made = counter.calls - before
-    return statistics.median(times), ", ".join(f"{n / rounds:g} {name}" for name, n in sorted(made.items()))
+def _median_and_requests(run: Callable[[], None], rounds: int, counter: Any) -> tuple[float, str]:
+    median, _, requests = per_call(rounds, run, counter)
+    return median, requests
 
 
 if __name__ == "__main__":

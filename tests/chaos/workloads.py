@@ -215,6 +215,7 @@ def _write_bad_data(endpoint_url: str, table: str, record: Recorder, faults: dic
     )
     java_key = "bad-java-abandoned"
     JavaLockClient(dynamodb, table, owner_name="java-host-9", lease_ms=int(LEASE * 1000)).acquire_new(java_key)
+    record("java_item_written", java_key, lease=LEASE)
     max_key = "k" * 2048
     faults["bad items"] = 2
     # Malformed: held by "unknown" for the safe default (300 s): nobody may take it during the run.
@@ -241,7 +242,11 @@ def _check_recorded_violations(events: list[Event], verdict: Verdict) -> None:
     for event in events:
         if event.kind == "violation":
             verdict.fail(event.data["property"], [event])
-    # The Java client's abandoned lock must have been taken over, after its lease.
-    java = [e for e in events if e.kind == "acquired" and e.key == "bad-java-abandoned"]
-    if events and any(e.key == "bad-java-abandoned" for e in events if e.kind == "acquire_start") and not java:
-        verdict.fail("an abandoned Java-client lock is taken over after its lease", [])
+    # The Java client's abandoned lock must be taken over, and not before its lease ran out.
+    written = next((e for e in events if e.kind == "java_item_written"), None)
+    if written is None:
+        return
+    taken = [e for e in events if e.kind == "acquired" and e.key == written.key]
+    wanted = any(e.kind == "acquire_start" and e.key == written.key for e in events)
+    if (wanted and not taken) or (taken and taken[0].t < written.t + written.data["lease"]):
+        verdict.fail("an abandoned Java-client lock is taken over after its lease", [written, *taken[:1]])

@@ -14,10 +14,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...client import get_client
 from ...conf import dynalock_settings
-from ...dynamodb import DynalockError, LockInfo, LockNotAcquired, TableNotFound
-from ...keys import ParsedKey, key_for_model, model_label, parse_key
+from ...dashboard import LockRow, describe_rows
+from ...dynamodb import DynalockError, LockNotAcquired, TableNotFound
+from ...keys import key_for_model, model_label
 from ...leader import EXIT_LEASE_LOST, run_while_leader
-from ...payload import LockData
 
 
 class Command(BaseCommand):
@@ -112,28 +112,27 @@ class Command(BaseCommand):
         prefix = None
         if model:
             prefix = f"{dynalock_settings.KEY_PREFIX}{model_label(_model(model))}:"
-        locks = get_client().scan(include_released=include_released, key_prefix=prefix, page_size=page_size)
-        if as_json:
-            for lock in locks:
-                self.stdout.write(json.dumps(_describe_lock(lock)))
-            return
-        header = ("KEY", "OBJECT", "HOLDER", "AGE", "LEASE", "TOKEN", "STATE")
-        self.stdout.write("  ".join(header))
-        count = 0
-        for lock in locks:  # printed as DynamoDB pages arrive: never the whole table in memory
-            row = _describe_lock(lock)
-            cells = (
-                row["key"],
-                row["object"] or "-",
-                row["holder"],
-                row["age"],
-                row["lease"],
-                row["token"],
-                row["state"],
+        client = get_client()
+        if not as_json:
+            self.stdout.write("  ".join(("KEY", "OBJECT", "HOLDER", "AGE", "LEASE", "TOKEN", "STATE")))
+        count, cursor = 0, None
+        while True:  # printed page by page as DynamoDB returns them: never the whole table in memory
+            page = client.scan_page(
+                limit=page_size, cursor=cursor, include_released=include_released, key_prefix=prefix
             )
-            self.stdout.write("  ".join(str(cell) for cell in cells))
-            count += 1
-        self.stdout.write(f"{count} lock(s)")
+            for row in describe_rows(page.locks):  # one query per model on the page for the objects
+                described = _as_dict(row)
+                if as_json:
+                    self.stdout.write(json.dumps(described))
+                else:
+                    cells = ("key", "object", "holder", "age", "lease", "token", "state")
+                    self.stdout.write("  ".join(str(described[cell] or "-") for cell in cells))
+                count += 1
+            cursor = page.cursor
+            if cursor is None:
+                break
+        if not as_json:
+            self.stdout.write(f"{count} lock(s)")
 
     def show(self, *, target: list[str], **_: Any) -> None:
         if len(target) == 2:
@@ -145,7 +144,7 @@ class Command(BaseCommand):
         lock = get_client().get(key)
         if lock is None:
             raise CommandError(f"No lock item for key {key!r}.")
-        for name, value in _describe_lock(lock).items():
+        for name, value in _as_dict(describe_rows([lock])[0]).items():
             self.stdout.write(f"{name:>10}  {value}")
 
     def release(self, *, key: str, force: bool, yes: bool, by: str | None, **_: Any) -> None:
@@ -155,7 +154,7 @@ class Command(BaseCommand):
         lock = client.get(key)
         if lock is None or lock.is_released:
             raise CommandError(f"Lock {key!r} is not held; nothing to release.")
-        described = _describe_lock(lock)
+        described = _as_dict(describe_rows([lock])[0])
         if not yes:
             answer = input(f"Release {key!r}, held by {described['holder']} for {described['age']}? [y/N] ")
             if answer.strip().lower() not in {"y", "yes"}:
@@ -185,30 +184,21 @@ def _key(key: tuple[str, str] | None) -> str:
     return f"{key[0]} ({key[1]})" if key else "none"
 
 
-def _describe_lock(lock: LockInfo) -> dict[str, Any]:
-    data = LockData.from_bytes(lock.data)
-    parsed = parse_key(lock.key)
-    state = "released" if lock.is_released else "malformed" if lock.is_malformed else "held"
+def _as_dict(row: LockRow) -> dict[str, Any]:
+    lock = row.lock
     return {
         "key": lock.key,
-        "object": _object_label(parsed),
-        "holder": data.holder if data else lock.owner_name,
+        "object": row.object_label or row.parsed.label,
+        "holder": row.holder,
         "owner": lock.owner_name,
-        "purpose": data.purpose if data else "",
+        "purpose": row.data.purpose if row.data else "",
         "age": _age(lock.acquired_at),
         "lease": f"{lock.lease_duration:g}s",
         "token": lock.fencing_token,
-        "state": state,
+        "state": row.state,
         "released_by": lock.released_by,
         "problems": list(lock.problems),
     }
-
-
-def _object_label(parsed: ParsedKey) -> str | None:
-    if parsed.model is None:
-        return parsed.label
-    found = parsed.model._base_manager.filter(pk=parsed.pk_value).first()
-    return f"{parsed.model._meta.verbose_name} {found}" if found else f"{parsed.label} {parsed.pk_value} (deleted)"
 
 
 def _age(since: datetime | None) -> str:
