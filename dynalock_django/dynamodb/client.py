@@ -8,6 +8,13 @@ Request budget (each a single DynamoDB call; botocore may retry it inside):
   item (``ReturnValuesOnConditionCheckFailure``); one consistent GetItem more
   only on endpoints that ignore that parameter;
 * heartbeat: one conditional UpdateItem per lease per period;
+* a detached lease (``keep_alive=False``), renewed or released from any
+  process through ``lease()``: one conditional UpdateItem (or DeleteItem)
+  per ``extend()`` or ``release()``, none in between; ``lease()`` itself sends
+  nothing;
+* ``take_over``: one conditional UpdateItem; refused, that same one write
+  (one consistent GetItem more only on endpoints that do not return the item);
+* ``get``: one consistent GetItem; ``available_in``: none;
 * waiting: consistent GetItems (cheaper than refused writes) with backoff
   and jitter, capped by ``refresh_period`` and the caller's deadline; a
   write only when the lock looks free or may be taken over. Threads of one
@@ -21,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import logging
+import math
 import os
 import random
 import socket
@@ -81,11 +89,23 @@ class ScanPage:
 class _Outcome(enum.Enum):
     RETRY = "the attempt said nothing about a holder: try again"
     RELEASED = "released"
+    ALREADY_RELEASED = "released before, by its own owner"
     GONE = "the item was already gone"
 
 
 # Versions we tried to write whose answer was lost, with when each write started.
 Pending = dict[str, float]
+
+
+@dataclass(frozen=True)
+class _AcquireOptions:
+    """What one acquire, try_acquire or take_over asks for, checked: every write it makes uses these."""
+
+    owner_name: str
+    lease_duration: float
+    keep_alive: bool
+    data: bytes | None
+    on_lost: LostCallback | None
 
 
 class LockClient:
@@ -173,6 +193,9 @@ class LockClient:
         timeout: float | None = None,
         data: bytes | None = None,
         on_lost: LostCallback | None = None,
+        owner_name: str | None = None,
+        lease_duration: float | None = None,
+        keep_alive: bool = True,
     ) -> Lease:
         """Wait until the lock is ours and return its lease.
 
@@ -180,9 +203,22 @@ class LockClient:
         runs out, LockTimeout says who holds the lock. A lock whose holder
         stopped renewing is taken over once its record version number has
         stood unchanged for the item's lease duration on our clock.
+
+        ``owner_name`` and ``lease_duration`` replace the client's for this
+        lock. With ``keep_alive=False`` the lease is detached: its owner
+        renews and releases it from elsewhere through :meth:`lease`; this
+        client neither renews it nor releases it on close, and its threads do
+        not wait for it locally.
         """
         lock_id = self._lock_id(key, sort_key)
-        self._check_data(lock_id, data)
+        options = self._acquire_options(
+            lock_id,
+            owner_name=owner_name,
+            lease_duration=lease_duration,
+            keep_alive=keep_alive,
+            data=data,
+            on_lost=on_lost,
+        )
         validation.check_timeout(timeout)
         deadline = None if timeout is None else self.clock.monotonic() + timeout
         pending: Pending = {}
@@ -198,7 +234,7 @@ class LockClient:
                     break
                 try:
                     if write_next or self._may_take_over(lock_id):
-                        outcome = self._try_write(lock_id, data, pending, on_lost)
+                        outcome = self._try_write(lock_id, options, pending)
                     else:
                         outcome = self._poll(lock_id)
                     error = None
@@ -222,7 +258,7 @@ class LockClient:
                     delay = min(delay, left)
                 self._closed.wait(delay)
         finally:
-            self._abandon(lock_id, pending)
+            self._abandon(lock_id, pending, options)
         if error is not None:
             raise error
         raise LockTimeout(
@@ -236,26 +272,37 @@ class LockClient:
         sort_key: str | None = None,
         data: bytes | None = None,
         on_lost: LostCallback | None = None,
+        owner_name: str | None = None,
+        lease_duration: float | None = None,
+        keep_alive: bool = True,
     ) -> Lease | None:
         """One attempt, never waiting: the lease, or None when someone holds the lock.
 
-        Repeated calls remember what they saw, so a lock whose holder died is
-        taken over by the first call made a whole lease after its version was
-        first seen. Raises DynamoDBUnavailable when DynamoDB cannot answer.
+        Repeated calls (and :meth:`get`) remember what they saw, so a lock
+        whose holder died is taken over by the first call made a whole lease
+        after its version was first seen. Raises DynamoDBUnavailable when
+        DynamoDB cannot answer. The other options are :meth:`acquire`'s.
         """
         lock_id = self._lock_id(key, sort_key)
-        self._check_data(lock_id, data)
+        options = self._acquire_options(
+            lock_id,
+            owner_name=owner_name,
+            lease_duration=lease_duration,
+            keep_alive=keep_alive,
+            data=data,
+            on_lost=on_lost,
+        )
         self._ensure_open()
         with self._mutex:
             if lock_id in self._held:
                 return None  # held by this very client: no need to ask DynamoDB
         pending: Pending = {}
         try:
-            outcome = self._try_write(lock_id, data, pending, on_lost)
+            outcome = self._try_write(lock_id, options, pending)
             if outcome is _Outcome.RETRY:  # released or deleted as we asked: one more try
-                outcome = self._try_write(lock_id, data, pending, on_lost)
+                outcome = self._try_write(lock_id, options, pending)
         except DynamoDBUnavailable:
-            resolved = self._resolve_unknown_write(lock_id, pending, on_lost)
+            resolved = self._resolve_unknown_write(lock_id, pending, options)
             if isinstance(resolved, Lease):
                 return resolved
             if resolved is None or resolved.is_released:
@@ -281,18 +328,16 @@ class LockClient:
         with self.acquire(key, sort_key=sort_key, timeout=timeout, data=data, on_lost=on_lost) as lease:
             yield lease
 
-    def _try_write(
-        self, lock_id: LockId, data: bytes | None, pending: Pending, on_lost: LostCallback | None
-    ) -> Lease | LockInfo | _Outcome:
+    def _try_write(self, lock_id: LockId, options: _AcquireOptions, pending: Pending) -> Lease | LockInfo | _Outcome:
         """One conditional write that takes the lock if it is free, released, expired or ours."""
         observation = self._observations.get(lock_id)
         may_take_over = observation is not None and self.clock.monotonic() >= observation.takeover_at()
-        holder = self._holder(_new_version(), self.lease_duration)
+        holder = self._new_holder(options.owner_name, options.lease_duration)
         request = requests.acquire(
             self.layout,
             lock_id,
             holder,
-            data=data,
+            data=options.data,
             observed=observation.info if observation else None,
             may_take_over=may_take_over,
             pending=list(pending),
@@ -302,13 +347,13 @@ class LockClient:
             response = self.dynamodb.update_item(**request)
         except _BotoError as error:
             if errors.is_condition_failed(error):
-                return self._after_refused_acquire(lock_id, error, holder.version, started, data, on_lost)
+                return self._after_refused_acquire(lock_id, error, holder.version, started, options)
             if errors.is_transient(error):
                 pending[holder.version] = started
             raise errors.translate(error, table_name=self.table_name) from error
         pending.clear()
         fencing_token = int(response["Attributes"][item.FENCING_TOKEN]["N"])
-        return self._grant(lock_id, holder.version, fencing_token, data, started, on_lost, taken_over=may_take_over)
+        return self._grant(lock_id, holder.version, fencing_token, started, options, taken_over=may_take_over)
 
     def _after_refused_acquire(
         self,
@@ -316,8 +361,7 @@ class LockClient:
         error: BaseException,
         version: str,
         started: float,
-        data: bytes | None,
-        on_lost: LostCallback | None,
+        options: _AcquireOptions,
     ) -> Lease | LockInfo | _Outcome:
         stored = self._item_from_refusal(lock_id, error)
         seen_at = self.clock.monotonic()
@@ -326,7 +370,7 @@ class LockClient:
         info = self.layout.parse(stored)
         if info.raw_version == {"S": version} and info.fencing_token is not None:
             # An earlier try of this very request (retried inside botocore) was applied.
-            return self._grant(lock_id, version, info.fencing_token, data, started, on_lost, taken_over=False)
+            return self._grant(lock_id, version, info.fencing_token, started, options, taken_over=False)
         return self._observe(lock_id, info, seen_at)
 
     def _poll(self, lock_id: LockId) -> LockInfo | _Outcome:
@@ -364,7 +408,7 @@ class LockClient:
         return delay
 
     def _resolve_unknown_write(
-        self, lock_id: LockId, pending: Pending, on_lost: LostCallback | None
+        self, lock_id: LockId, pending: Pending, options: _AcquireOptions
     ) -> Lease | LockInfo | None:
         """After a failure whose outcome is unknown, read once: if our version is stored, the lock is ours.
 
@@ -374,16 +418,16 @@ class LockClient:
         try:
             stored = self._read_item(lock_id)
         except DynamoDBError:
-            self._abandon(lock_id, pending)
+            self._abandon(lock_id, pending, options)
             return None
         if stored is None:
             return None
         info = self.layout.parse(stored)
         version = info.record_version_number
-        if version in pending and info.owner_name == self.owner_name and info.fencing_token is not None:
+        if version in pending and info.owner_name == options.owner_name and info.fencing_token is not None:
             # Count the lease from the start of the write that landed.
             started = pending.pop(version)
-            return self._grant(lock_id, version, info.fencing_token, info.data, started, on_lost, taken_over=False)
+            return self._grant(lock_id, version, info.fencing_token, started, options, taken_over=False)
         return info
 
     def _grant(
@@ -391,9 +435,8 @@ class LockClient:
         lock_id: LockId,
         version: str,
         fencing_token: int,
-        data: bytes | None,
         started: float,
-        on_lost: LostCallback | None,
+        options: _AcquireOptions,
         *,
         taken_over: bool,
     ) -> Lease:
@@ -401,29 +444,31 @@ class LockClient:
             self,
             key=lock_id[0],
             sort_key=lock_id[1],
-            owner_name=self.owner_name,
+            owner_name=options.owner_name,
             version=version,
             fencing_token=fencing_token,
-            data=data,
-            lease_duration=self.lease_duration,
+            data=options.data,
+            lease_duration=options.lease_duration,
             valid_from=started,
             acquired_at=datetime.fromtimestamp(self.clock.time(), tz=UTC),
+            keep_alive=options.keep_alive,
         )
-        if on_lost is not None:
-            lease.add_lost_callback(on_lost)
+        if options.on_lost is not None:
+            lease.add_lost_callback(options.on_lost)
         self._observations.forget(lock_id)
-        with self._mutex:
-            self._held[lock_id] = lease
-            if self._heartbeat is None or not self._heartbeat.is_alive():
-                self._heartbeat = Heartbeat(
-                    leases=self._held_leases,
-                    renew=self._renew,
-                    expire=self._expire,
-                    period=self.heartbeat_period,
-                    clock=self.clock,
-                    name=f"dynalock-heartbeat-{self.table_name}",
-                )
-        self._wake_heartbeat()
+        if options.keep_alive:
+            with self._mutex:
+                self._held[lock_id] = lease
+                if self._heartbeat is None or not self._heartbeat.is_alive():
+                    self._heartbeat = Heartbeat(
+                        leases=self._held_leases,
+                        renew=self._renew,
+                        expire=self._expire,
+                        period=self.heartbeat_period,
+                        clock=self.clock,
+                        name=f"dynalock-heartbeat-{self.table_name}",
+                    )
+            self._wake_heartbeat()
         if taken_over:
             acquire_logger.info(
                 "Took over %r from a holder that stopped renewing (token %d)", lock_id[0], fencing_token
@@ -432,13 +477,15 @@ class LockClient:
             acquire_logger.debug("Acquired %r (token %d)", lock_id[0], fencing_token)
         return lease
 
-    def _abandon(self, lock_id: LockId, pending: Pending) -> None:
+    def _abandon(self, lock_id: LockId, pending: Pending, options: _AcquireOptions) -> None:
         """Best effort: release versions we may have written but never heard back about."""
         if not pending:
             return
-        holder = self._holder(_new_version(), self.lease_duration)
+        holder = self._new_holder(options.owner_name, options.lease_duration)
+        # Only this process knows these versions, whatever kind of lease they would have granted.
+        unanswered = requests.KeptAlive(options.owner_name, tuple(pending))
         try:
-            self.dynamodb.update_item(**requests.release(self.layout, lock_id, holder, versions=list(pending)))
+            self.dynamodb.update_item(**requests.release(self.layout, lock_id, holder, holding=unanswered))
             acquire_logger.info("Released %r, written by an attempt whose answer was lost", lock_id[0])
         except _BotoError as error:
             acquire_logger.debug("Could not clean up unanswered writes to %r: %s", lock_id[0], error)
@@ -475,18 +522,24 @@ class LockClient:
     # -------------------------------------------------------- heartbeat & release
 
     def extend(self, lease: Lease, lease_duration: float | None = None) -> None:
-        """Renew ``lease`` now, optionally changing its lease duration; LockLost if it is gone."""
+        """Renew ``lease`` now, optionally changing its lease duration; LockLost if it is gone.
+
+        A detached lease (``keep_alive=False``) is renewed even when this
+        object believes it ran out: its owner may renew late, and the write's
+        condition (owner and fencing token) decides whether it still holds it.
+        """
         if lease_duration is not None:
-            validation.check_durations(lease_duration, self.heartbeat_period)
+            lease_duration = self._checked_lease_duration(lease_duration, keep_alive=lease.keep_alive)
         self._renew(lease, lease_duration)
         self._wake_heartbeat()
 
     def _renew(self, lease: Lease, lease_duration: float | None = None) -> None:
-        duration = lease.lease_duration if lease_duration is None else float(lease_duration)
+        duration = lease.lease_duration if lease_duration is None else lease_duration
         with lease._write_lock:
-            lease.ensure_held()
-            holder = self._holder(_new_version(), duration)
-            request = requests.renew(self.layout, lease.lock_id, holder, versions=lease._versions)
+            if lease.keep_alive:
+                lease.ensure_held()
+            holder = self._new_holder(lease.owner_name, duration)
+            request = requests.renew(self.layout, lease.lock_id, holder, holding=_holding(lease))
             started = self.clock.monotonic()
             try:
                 self.dynamodb.update_item(**request)
@@ -516,7 +569,9 @@ class LockClient:
         released by someone else): our release never changes another
         holder's lock. A lease whose safe time ran out is still released if
         nobody took it meanwhile. With ``best_effort=True``, LockLost and
-        DynamoDB errors are logged and give False. Releasing twice is a no-op.
+        DynamoDB errors are logged and give False. Releasing twice is a no-op,
+        and so is releasing a holding its owner released already (through
+        another handle on a detached lease): False.
         """
         if not lease._belongs_to_this_process:
             error = LockLost(f"Lease {lease.key!r} belongs to process {lease._pid}, not this one (after fork).")
@@ -545,6 +600,9 @@ class LockClient:
                 self._forget_lease(lease, released=True)
         if isinstance(outcome, DynamoDBError | LockLost):
             return self._release_failed(outcome, best_effort)
+        if outcome is _Outcome.ALREADY_RELEASED:
+            release_logger.debug("%r (token %d) was already released by its owner", lease.key, lease.fencing_token)
+            return False
         if outcome is _Outcome.GONE and not was_held:
             # Deleted, and we cannot tell whether someone held it after our lease ran out.
             error = LockLost(f"Lock {lease.key!r} expired before release and its item is gone.")
@@ -554,16 +612,13 @@ class LockClient:
 
     def _write_release(self, lease: Lease) -> _Outcome | LockLost:
         """One conditional write that marks our lock released (or deletes it)."""
-        holder = self._holder(_new_version(), lease.lease_duration)
+        holder = self._new_holder(lease.owner_name, lease.lease_duration)
+        holding = _holding(lease)
         try:
             if self.delete_on_release:
-                self.dynamodb.delete_item(
-                    **requests.delete(self.layout, lease.lock_id, lease.owner_name, versions=lease._versions)
-                )
+                self.dynamodb.delete_item(**requests.delete(self.layout, lease.lock_id, holding=holding))
             else:
-                self.dynamodb.update_item(
-                    **requests.release(self.layout, lease.lock_id, holder, versions=lease._versions)
-                )
+                self.dynamodb.update_item(**requests.release(self.layout, lease.lock_id, holder, holding=holding))
             return _Outcome.RELEASED
         except _BotoError as error:
             if not errors.is_condition_failed(error):
@@ -574,6 +629,12 @@ class LockClient:
         info = self.layout.parse(stored)
         if info.raw_version == {"S": holder.version}:
             return _Outcome.RELEASED  # an earlier try of this very request landed
+        if (
+            info.is_released
+            and info.released_by is None
+            and (info.owner_name, info.fencing_token) == (lease.owner_name, lease.fencing_token)
+        ):
+            return _Outcome.ALREADY_RELEASED
         return LockLost(f"Cannot release {lease.key!r}: {lost_message(lease, info)}.", info)
 
     def _release_failed(self, error: DynamoDBError | LockLost, best_effort: bool) -> bool:
@@ -625,12 +686,128 @@ class LockClient:
         release_logger.warning("Lock %r held by %r was force-released by %s", lock.key, lock.owner_name, released_by)
         return self.layout.parse(response["Attributes"])
 
+    def take_over(
+        self,
+        lock: LockInfo,
+        *,
+        data: bytes | None = None,
+        owner_name: str | None = None,
+        lease_duration: float | None = None,
+        keep_alive: bool = True,
+        on_lost: LostCallback | None = None,
+    ) -> Lease:
+        """Take someone else's lock now (an operator's or a user's action), and return our lease.
+
+        One conditional write, granted only if the lock is still the holding
+        in ``lock`` as read (owner and fencing token, as :meth:`force_release`
+        checks): it issues the next fencing token. If the lock changed hands
+        or was released since, LockNotAcquired is raised and nothing changes.
+        The previous holder finds out at its next renewal. The other options
+        are :meth:`acquire`'s.
+        """
+        lock_id = self._lock_id(lock.key, lock.sort_key)
+        options = self._acquire_options(
+            lock_id,
+            owner_name=owner_name,
+            lease_duration=lease_duration,
+            keep_alive=keep_alive,
+            data=data,
+            on_lost=on_lost,
+        )
+        self._ensure_open()
+        holder = self._new_holder(options.owner_name, options.lease_duration)
+        started = self.clock.monotonic()
+        try:
+            response = self.dynamodb.update_item(**requests.take_over(self.layout, lock, holder, data=data))
+        except _BotoError as error:
+            if not errors.is_condition_failed(error):
+                raise errors.translate(error, table_name=self.table_name) from error
+            stored = self._item_from_refusal(lock_id, error)
+            now = self.layout.parse(stored) if stored else None
+            if now is None or now.raw_version != {"S": holder.version} or now.fencing_token is None:
+                raise LockNotAcquired(
+                    f"Lock {lock.key!r} changed since it was read ({describe_holder(now)}); nothing was taken over.",
+                    now,
+                ) from error
+            taken = now  # an earlier try of this very request (retried inside botocore) landed
+        else:
+            taken = self.layout.parse(response["Attributes"])
+        assert taken.fencing_token is not None  # the write issued it
+        # INFO: a takeover is asked for by the caller (the admin hands a tab's lock to its next page on every
+        # reload); who took whose lock, when it matters, is the caller's to record (the admin's log).
+        acquire_logger.info("Lock %r held by %r was taken over by %r", lock.key, lock.owner_name, options.owner_name)
+        with self._mutex:
+            replaced = self._held.get(lock_id)
+        if replaced is not None:
+            # This very client held it: that lease ends now, not at a heartbeat that would never come.
+            with replaced._write_lock:
+                self._forget_lease(replaced, lost=(lost_message(replaced, taken), taken))
+        return self._grant(lock_id, holder.version, taken.fencing_token, started, options, taken_over=False)
+
     # ------------------------------------------------------------------ reading
 
     def get(self, key: str, *, sort_key: str | None = None) -> LockInfo | None:
-        """The lock item as stored now (a consistent read), or None if there is none."""
-        stored = self._read_item(self._lock_id(key, sort_key))
-        return self.layout.parse(stored) if stored else None
+        """The lock item as stored now (a consistent read), or None if there is none.
+
+        Like a refused acquire, it remembers the holder's version and when it
+        was first seen, so :meth:`available_in` can tell when this client may
+        take over a holder that stopped renewing.
+        """
+        lock_id = self._lock_id(key, sort_key)
+        stored = self._read_item(lock_id)
+        seen_at = self.clock.monotonic()
+        if stored is None:
+            return None
+        info = self.layout.parse(stored)
+        self._observe(lock_id, info, seen_at)
+        return info
+
+    def available_in(self, lock: LockInfo | None) -> float:
+        """Seconds until this client may take ``lock`` (as read by :meth:`get`); no request.
+
+        0 when there is no item, it is released, or its version has stood for
+        the item's lease since this client first saw it; the whole lease when
+        this client has not seen this version before.
+        """
+        if lock is None or lock.is_released:
+            return 0.0
+        observation = self._observations.get((lock.key, lock.sort_key))
+        if observation is None or observation.version != lock.raw_version:
+            return lock.lease_duration
+        return max(0.0, observation.takeover_at() - self.clock.monotonic())
+
+    def lease(
+        self,
+        key: str,
+        *,
+        owner_name: str,
+        fencing_token: int,
+        sort_key: str | None = None,
+        lease_duration: float | None = None,
+    ) -> Lease:
+        """A handle on a detached lock granted elsewhere to ``owner_name`` under ``fencing_token``; no request.
+
+        ``extend()`` renews it and ``release()`` releases it, each with one
+        write conditioned on that owner and token (not on a record version:
+        the owner renews through many processes). It counts as held only
+        after a successful ``extend()``.
+        """
+        lock_id = self._lock_id(key, sort_key)
+        validation.check_name("owner_name", owner_name)
+        validation.check_fencing_token(fencing_token)
+        return Lease(
+            self,
+            key=lock_id[0],
+            sort_key=lock_id[1],
+            owner_name=owner_name,
+            version=None,
+            fencing_token=fencing_token,
+            data=None,
+            lease_duration=self._checked_lease_duration(lease_duration, keep_alive=False),
+            valid_from=-math.inf,  # nothing is known about its lease until this handle renews it
+            acquired_at=None,
+            keep_alive=False,
+        )
 
     def scan(
         self, *, include_released: bool = True, key_prefix: str | None = None, page_size: int | None = None
@@ -815,8 +992,8 @@ class LockClient:
         if self._heartbeat is not None:
             self._heartbeat.wake()
 
-    def _holder(self, version: str, lease_duration: float) -> Holder:
-        return Holder(self.owner_name, version, lease_duration, self.clock.time())
+    def _new_holder(self, owner_name: str, lease_duration: float) -> Holder:
+        return Holder(owner_name, _new_version(), lease_duration, self.clock.time())
 
     def _lock_id(self, key: str, sort_key: str | None) -> LockId:
         validation.check_key("key", key, item.MAX_PARTITION_KEY_BYTES)
@@ -834,14 +1011,48 @@ class LockClient:
             validation.check_key("sort_key", sort_key, item.MAX_SORT_KEY_BYTES)
         return (key, sort_key)
 
-    def _check_data(self, lock_id: LockId, data: bytes | None) -> None:
-        if data is None:
+    def _acquire_options(
+        self,
+        lock_id: LockId,
+        *,
+        owner_name: str | None,
+        lease_duration: float | None,
+        keep_alive: bool,
+        data: bytes | None,
+        on_lost: LostCallback | None,
+    ) -> _AcquireOptions:
+        validation.check_name("owner_name", owner_name, optional=True)
+        options = _AcquireOptions(
+            owner_name=owner_name or self.owner_name,
+            lease_duration=self._checked_lease_duration(lease_duration, keep_alive=keep_alive),
+            keep_alive=keep_alive,
+            data=data,
+            on_lost=on_lost,
+        )
+        self._check_data(lock_id, options)
+        return options
+
+    def _checked_lease_duration(self, lease_duration: float | None, *, keep_alive: bool) -> float:
+        """A lease's own duration, the client's by default.
+
+        Only a lease the heartbeat renews needs room for a failed renewal in it.
+        """
+        if lease_duration is None:
+            return self.lease_duration
+        if keep_alive:
+            validation.check_durations(lease_duration, self.heartbeat_period)
+        else:
+            validation.check_positive("lease_duration", lease_duration)
+        return float(lease_duration)
+
+    def _check_data(self, lock_id: LockId, options: _AcquireOptions) -> None:
+        if options.data is None:
             return
         # The largest item an acquire can leave, before its data.
         largest: Item = {
             **self.layout.key(lock_id),
-            item.OWNER_NAME: {"S": self.owner_name},
-            item.LEASE_DURATION: {"S": str(round(self.lease_duration * 1000))},
+            item.OWNER_NAME: {"S": options.owner_name},
+            item.LEASE_DURATION: {"S": str(round(options.lease_duration * 1000))},
             item.RECORD_VERSION_NUMBER: {"S": _new_version()},
             item.FENCING_TOKEN: {"N": "9" * 20},
             item.ACQUIRED_AT: {"N": "9" * 14},
@@ -851,7 +1062,7 @@ class LockClient:
         }
         if self.layout.ttl_attribute:
             largest[self.layout.ttl_attribute] = {"N": "9" * 11}
-        validation.check_data(data, largest)
+        validation.check_data(options.data, largest)
 
 
 # ----------------------------------------------------------------------- helpers
@@ -867,6 +1078,13 @@ def describe_holder(holder: LockInfo | None) -> str:
 
 def _new_version() -> str:
     return str(uuid.uuid4())
+
+
+def _holding(lease: Lease) -> requests.Holding:
+    """How the writes for ``lease`` recognise its holding (the rule is :func:`.requests._still_held`'s)."""
+    if lease.keep_alive:
+        return requests.KeptAlive(lease.owner_name, tuple(lease._versions))
+    return requests.Detached(lease.owner_name, lease.fencing_token)
 
 
 def _default_owner_name() -> str:

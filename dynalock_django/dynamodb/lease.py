@@ -33,6 +33,11 @@ class Lease:
     ``wait_until_lost()`` returns.
 
     Use it as a context manager to release it at the end of a block.
+
+    A lease with ``keep_alive`` False is *detached*: its owner renews it from
+    elsewhere (``LockClient.lease()``), so no heartbeat renews it, it is never
+    reported lost for running out, and ``remaining()`` counts only from this
+    object's own last write.
     """
 
     def __init__(
@@ -42,12 +47,13 @@ class Lease:
         key: str,
         sort_key: str | None,
         owner_name: str,
-        version: str,
+        version: str | None,
         fencing_token: int,
         data: bytes | None,
         lease_duration: float,
         valid_from: float,
-        acquired_at: datetime,
+        acquired_at: datetime | None,
+        keep_alive: bool,
     ) -> None:
         self.key = key
         self.sort_key = sort_key
@@ -59,11 +65,13 @@ class Lease:
         self.lost_reason: str | None = None
         self.lost_to: LockInfo | None = None
 
+        self._keep_alive = keep_alive
         self._client = client
         self._pid = os.getpid()
         # The version we last confirmed, then versions we tried to write whose
         # outcome is unknown: the next write is conditioned on any of them.
-        self._versions: list[str] = [version]
+        # A handle on a lock granted elsewhere has written none yet.
+        self._versions: list[str] = [version] if version is not None else []
         self._valid_from = valid_from
         self._next_renewal_at = valid_from + client.heartbeat_period
         self._renewal_failures = 0
@@ -86,8 +94,13 @@ class Lease:
         )
 
     @property
-    def record_version_number(self) -> str:
-        return self._versions[0]
+    def record_version_number(self) -> str | None:
+        return self._versions[0] if self._versions else None
+
+    @property
+    def keep_alive(self) -> bool:
+        """True when this client's heartbeat renews the lease; False for a detached lease."""
+        return self._keep_alive
 
     @property
     def lock_id(self) -> tuple[str, str | None]:
@@ -177,7 +190,9 @@ class Lease:
         self._superseded = superseded
         self.lost_reason = reason
         self.lost_to = current
-        logger.warning("Lost lock %r (token %s): %s", self.key, self.fencing_token, reason)
+        # A kept-alive lease lost is news for this process; a detached one's owner is told by the caller.
+        level = logging.WARNING if self._keep_alive else logging.INFO
+        logger.log(level, "Lost lock %r (token %s): %s", self.key, self.fencing_token, reason)
         self._lost.set()
         for callback in list(self._callbacks):
             self._run_callback(callback)

@@ -59,6 +59,25 @@ class Holder:
         return int(self.wall_time * 1000)
 
 
+@dataclass(frozen=True)
+class KeptAlive:
+    """A holding whose every version since its grant this process wrote (see :func:`_still_held`)."""
+
+    owner_name: str
+    versions: tuple[str, ...]  # the last confirmed one, then any whose answer was lost
+
+
+@dataclass(frozen=True)
+class Detached:
+    """A holding its owner renews from elsewhere (``keep_alive=False``; see :func:`_still_held`)."""
+
+    owner_name: str
+    fencing_token: int
+
+
+Holding = KeptAlive | Detached
+
+
 def acquire(
     layout: TableLayout,
     lock_id: LockId,
@@ -79,33 +98,22 @@ def acquire(
     may have written already (answers lost); finding one means the lock is ours.
     """
     exprs = Expressions()
-    token = exprs.name(item.FENCING_TOKEN)
-    if observed is not None and observed.bad_fencing_token:
+    bad_token = observed is not None and observed.bad_fencing_token
+    if observed is not None and bad_token:
         same_item = _version_is(exprs, observed.raw_version)
         condition = same_item if may_take_over else f"{same_item} AND {_released(exprs)}"
-        token_update = f"{token} = {exprs.number(holder.wall_ms)}"
     else:
         free = [f"attribute_not_exists({exprs.name(layout.partition_key_name)})", _released(exprs)]
         if observed is not None and may_take_over:
             free.append(_version_is(exprs, observed.raw_version))
         if pending:
             free.append(f"({_owned_version(exprs, holder.owner_name, pending)})")
-        number = exprs.string("N")
+        token, number = exprs.name(item.FENCING_TOKEN), exprs.string("N")
         condition = f"({' OR '.join(free)}) AND (attribute_not_exists({token}) OR attribute_type({token}, {number}))"
-        # Seeding with the wall clock keeps tokens above any issued before the
-        # item was deleted (by TTL or delete_on_release) and recreated.
-        token_update = f"{token} = if_not_exists({token}, {exprs.number(holder.wall_ms)}) + {exprs.number(1)}"
-
-    sets = [*_holder_sets(exprs, layout, holder, acquired=True), token_update]
-    removes = [exprs.name(item.IS_RELEASED), exprs.name(item.RELEASED_BY)]
-    if data is not None:
-        sets.append(f"{exprs.name(item.DATA)} = {exprs.value({'B': data})}")
-    else:
-        removes.append(exprs.name(item.DATA))
     return {
         "TableName": layout.table_name,
         "Key": layout.key(lock_id),
-        "UpdateExpression": update_expression(sets, removes),
+        "UpdateExpression": _grant_update(exprs, layout, holder, data=data, overwrite_token=bad_token),
         "ConditionExpression": condition,
         "ReturnValues": "UPDATED_NEW",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
@@ -113,12 +121,24 @@ def acquire(
     }
 
 
-def renew(layout: TableLayout, lock_id: LockId, holder: Holder, *, versions: list[str]) -> dict[str, Any]:
-    """A heartbeat: a new version and lease, only if the lock is still ours and not released."""
+def take_over(layout: TableLayout, lock: LockInfo, holder: Holder, *, data: bytes | None) -> dict[str, Any]:
+    """Grant the lock to ``holder`` if it is still the holding ``lock`` was read in, as ``force_release`` does."""
     exprs = Expressions()
-    condition = (
-        f"{_owned_version(exprs, holder.owner_name, versions)} AND attribute_not_exists({exprs.name(item.IS_RELEASED)})"
-    )
+    return {
+        "TableName": layout.table_name,
+        "Key": layout.key((lock.key, lock.sort_key)),
+        "UpdateExpression": _grant_update(exprs, layout, holder, data=data, overwrite_token=lock.bad_fencing_token),
+        "ConditionExpression": _same_holding(exprs, lock),
+        "ReturnValues": "ALL_NEW",
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        **exprs.params(),
+    }
+
+
+def renew(layout: TableLayout, lock_id: LockId, holder: Holder, *, holding: Holding) -> dict[str, Any]:
+    """A heartbeat: a new version and lease, only if the lock is still ``holding`` and not released."""
+    exprs = Expressions()
+    condition = _still_held(exprs, holding, renewal=True)
     return {
         "TableName": layout.table_name,
         "Key": layout.key(lock_id),
@@ -129,7 +149,7 @@ def renew(layout: TableLayout, lock_id: LockId, holder: Holder, *, versions: lis
     }
 
 
-def release(layout: TableLayout, lock_id: LockId, holder: Holder, *, versions: list[str]) -> dict[str, Any]:
+def release(layout: TableLayout, lock_id: LockId, holder: Holder, *, holding: Holding) -> dict[str, Any]:
     """Mark our lock released, keeping the item (and so its fencing token)."""
     exprs = Expressions()
     sets = [*_holder_sets(exprs, layout, holder, acquired=False), _released(exprs)]
@@ -137,19 +157,19 @@ def release(layout: TableLayout, lock_id: LockId, holder: Holder, *, versions: l
         "TableName": layout.table_name,
         "Key": layout.key(lock_id),
         "UpdateExpression": update_expression(sets, []),
-        "ConditionExpression": _owned_version(exprs, holder.owner_name, versions),
+        "ConditionExpression": _still_held(exprs, holding),
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         **exprs.params(),
     }
 
 
-def delete(layout: TableLayout, lock_id: LockId, owner_name: str, *, versions: list[str]) -> dict[str, Any]:
+def delete(layout: TableLayout, lock_id: LockId, *, holding: Holding) -> dict[str, Any]:
     """Delete our lock's item (``delete_on_release``); the next token is then seeded anew."""
     exprs = Expressions()
     return {
         "TableName": layout.table_name,
         "Key": layout.key(lock_id),
-        "ConditionExpression": _owned_version(exprs, owner_name, versions),
+        "ConditionExpression": _still_held(exprs, holding),
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         **exprs.params(),
     }
@@ -203,6 +223,30 @@ def scan(
     return params
 
 
+def _grant_update(
+    exprs: Expressions, layout: TableLayout, holder: Holder, *, data: bytes | None, overwrite_token: bool
+) -> str:
+    """Everything a grant writes: the holder, the next fencing token, ``data``, and no release mark.
+
+    ``overwrite_token``: the item's token is not a number, so it cannot be
+    incremented; the grant replaces it (only ever conditioned on that very item).
+    """
+    token = exprs.name(item.FENCING_TOKEN)
+    if overwrite_token:
+        token_update = f"{token} = {exprs.number(holder.wall_ms)}"
+    else:
+        # Seeding with the wall clock keeps tokens above any issued before the
+        # item was deleted (by TTL or delete_on_release) and recreated.
+        token_update = f"{token} = if_not_exists({token}, {exprs.number(holder.wall_ms)}) + {exprs.number(1)}"
+    sets = [*_holder_sets(exprs, layout, holder, acquired=True), token_update]
+    removes = [exprs.name(item.IS_RELEASED), exprs.name(item.RELEASED_BY)]
+    if data is not None:
+        sets.append(f"{exprs.name(item.DATA)} = {exprs.value({'B': data})}")
+    else:
+        removes.append(exprs.name(item.DATA))
+    return update_expression(sets, removes)
+
+
 def _holder_sets(exprs: Expressions, layout: TableLayout, holder: Holder, *, acquired: bool) -> list[str]:
     now = exprs.number(holder.wall_ms)
     sets = [
@@ -229,6 +273,34 @@ def _owned_version(exprs: Expressions, owner_name: str, versions: list[str]) -> 
     return f"{exprs.one_of(item.RECORD_VERSION_NUMBER, versions)} AND {owner}"
 
 
+def _still_held(exprs: Expressions, holding: Holding, *, renewal: bool = False) -> str:
+    """The item still is ``holding``: the condition of every renewal and release of a lease.
+
+    A lease its own client keeps alive (``KeptAlive``) is recognised as the
+    AWS Java client recognises its locks: by its owner and a record version
+    this process wrote. Every write stamps a new version, a release too, so a
+    match also means nobody released it since; a renewal checks the release
+    mark all the same, as it always has.
+
+    A detached lease (``keep_alive=False``, ``Detached``) is renewed by its
+    owner from elsewhere, such as a browser tab through whichever server
+    answers, so its version changes between this process's writes and cannot
+    recognise it. Its owner and fencing token can: they change only when the
+    lock changes hands. A release keeps both, so the release mark is always
+    checked, and a retried renewal passes again: it is idempotent.
+    """
+    if isinstance(holding, Detached):
+        owner = f"{exprs.name(item.OWNER_NAME)} = {exprs.string(holding.owner_name)}"
+        token = f"{exprs.name(item.FENCING_TOKEN)} = {exprs.number(holding.fencing_token)}"
+        return f"{owner} AND {token} AND {_not_released(exprs)}"
+    condition = _owned_version(exprs, holding.owner_name, list(holding.versions))
+    return f"{condition} AND {_not_released(exprs)}" if renewal else condition
+
+
+def _not_released(exprs: Expressions) -> str:
+    return f"attribute_not_exists({exprs.name(item.IS_RELEASED)})"
+
+
 def _same_holding(exprs: Expressions, lock: LockInfo) -> str:
     """The holding ``lock`` was read in, still unreleased.
 
@@ -244,7 +316,7 @@ def _same_holding(exprs: Expressions, lock: LockInfo) -> str:
     else:
         conditions.append(_version_is(exprs, lock.raw_version))
     if not lock.is_released:
-        conditions.append(f"attribute_not_exists({exprs.name(item.IS_RELEASED)})")
+        conditions.append(_not_released(exprs))
     return " AND ".join(conditions)
 
 

@@ -11,10 +11,14 @@ def is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def check_positive(label: str, value: object) -> None:
+    if not is_number(value) or not value > 0:  # type: ignore[operator]
+        raise ConfigurationError(f"{label} must be a positive number of seconds, not {value!r}.")
+
+
 def check_durations(lease_duration: object, heartbeat_period: object, **others: object) -> None:
     for label, value in {"lease_duration": lease_duration, "heartbeat_period": heartbeat_period, **others}.items():
-        if not is_number(value) or not value > 0:  # type: ignore[operator]
-            raise ConfigurationError(f"{label} must be a positive number of seconds, not {value!r}.")
+        check_positive(label, value)
     lease, period = float(lease_duration), float(heartbeat_period)  # type: ignore[arg-type]
     if lease <= 2 * period:
         raise ConfigurationError(
@@ -43,6 +47,11 @@ def check_key(label: str, key: object, max_bytes: int) -> None:
             f"Lock {label} is {size} bytes in UTF-8, over DynamoDB's {max_bytes}-byte limit; "
             "use a shorter key (for example a hash of it)."
         )
+
+
+def check_fencing_token(token: object) -> None:
+    if not isinstance(token, int) or isinstance(token, bool):
+        raise InvalidLockRequest(f"fencing_token must be an integer, not {token!r}.")
 
 
 def check_timeout(timeout: object) -> None:

@@ -108,6 +108,19 @@ def heartbeats(endpoint_url: str, table_name: str, periods: int) -> list[Row]:
     return [(f"heartbeat ({HEARTBEAT:g} s period, {periods} periods)", f"{beats / periods:.2f} UpdateItem", "-")]
 
 
+def detached_renewals(endpoint_url: str, table_name: str, rounds: int) -> list[Row]:
+    """A browser tab's lock, granted by one client and renewed through another."""
+    granting, _ = counted_client(endpoint_url, table_name)
+    lease = granting.acquire(unique("tab"), owner_name="browser-tab", keep_alive=False)
+    serving, counter = counted_client(endpoint_url, table_name)
+    handle = serving.lease(lease.key, owner_name="browser-tab", fencing_token=lease.fencing_token)
+    median, p99, made = per_call(rounds, handle.extend, counter)
+    handle.release()
+    granting.close()
+    serving.close()
+    return [("renew a detached lease from another client", made, f"{median:.2f} / {p99:.2f}")]
+
+
 def handoff(endpoint_url: str, table_name: str, rounds: int) -> list[Row]:
     """Release in one client, a waiter in another client gets it: how long between the two."""
     holder, _ = counted_client(endpoint_url, table_name)
@@ -177,6 +190,7 @@ def main() -> None:
             *uncontended(endpoint_url, table_name, args.rounds),
             *refused(endpoint_url, table_name, args.rounds),
             *heartbeats(endpoint_url, table_name, 20),
+            *detached_renewals(endpoint_url, table_name, args.rounds),
             *handoff(endpoint_url, table_name, 20),
             *takeover_after_kill(endpoint_url, table_name, args.kills),
         ]

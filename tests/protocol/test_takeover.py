@@ -78,3 +78,35 @@ def test_observation_cache_is_bounded(make_client):
     assert len(waiter._observations) == 5
     for lease in leases:
         lease.release()
+
+
+def test_try_acquire_after_get_and_available_in_takes_over_a_dead_holder(make_client, dynamodb, key):
+    dead = abandon(make_client(), key)
+    waiter = make_client(dynamodb)
+    read = waiter.get(key)
+    wait = waiter.available_in(read)
+    assert 0 < wait <= LEASE
+    assert make_client().available_in(read) == LEASE  # a client that never saw this version waits a whole lease
+    time.sleep(wait)
+    assert waiter.available_in(read) == 0
+    counter = RequestCounter(dynamodb)
+
+    lease = waiter.try_acquire(key)
+
+    assert lease is not None
+    assert dict(counter.calls) == {"UpdateItem": 1}
+    assert lease.fencing_token > dead.fencing_token
+    lease.release()
+    assert waiter.available_in(waiter.get(key)) == 0  # released
+    assert waiter.available_in(None) == 0
+
+
+def test_available_in_restarts_with_every_renewal_of_a_live_holder(make_client, key):
+    holder, watcher = make_client(), make_client()
+    lease = holder.acquire(key)
+    watcher.get(key)
+    time.sleep(LEASE)
+    now = watcher.get(key)  # a new version, written by a heartbeat since the first read
+    assert watcher.available_in(now) > LEASE - 2 * watcher.heartbeat_period
+    assert watcher.try_acquire(key) is None
+    lease.release()

@@ -80,3 +80,33 @@ def test_a_closed_client_refuses_to_lock(make_client, key):
     client.close()
     with pytest.raises(ClientClosed, match="create a new LockClient"):
         client.acquire(key)
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"owner_name": ""}, ConfigurationError, "owner_name must be a non-empty string or None"),
+        ({"lease_duration": 0.4}, ConfigurationError, "must be more than twice heartbeat_period"),
+        ({"lease_duration": 0, "keep_alive": False}, ConfigurationError, "lease_duration must be a positive number"),
+    ],
+)
+def test_bad_acquire_options(make_client, key, options, error, message):
+    client = make_client()  # heartbeat_period 0.25 s
+    with pytest.raises(error, match=message):
+        client.try_acquire(key, **options)
+    with pytest.raises(error, match=message):
+        client.acquire(key, timeout=0, **options)
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"owner_name": "", "fencing_token": 1}, ConfigurationError, "owner_name must be a non-empty string"),
+        ({"owner_name": "tab", "fencing_token": "1"}, InvalidLockRequest, "fencing_token must be an integer"),
+        ({"owner_name": "tab", "fencing_token": True}, InvalidLockRequest, "fencing_token must be an integer"),
+        ({"owner_name": "tab", "fencing_token": 1, "lease_duration": -1}, ConfigurationError, "positive number"),
+    ],
+)
+def test_bad_lease_handles(make_client, key, options, error, message):
+    with pytest.raises(error, match=message):
+        make_client().lease(key, **options)
