@@ -62,7 +62,12 @@ def _table_name(name: Any) -> list[CheckMessage]:
 
 def _durations(values: dict[str, Any]) -> list[CheckMessage]:
     messages: list[CheckMessage] = []
-    for name, check_id in (("LEASE_DURATION", "E004"), ("HEARTBEAT_PERIOD", "E005"), ("REFRESH_PERIOD", "E007")):
+    for name, check_id in (
+        ("LEASE_DURATION", "E004"),
+        ("HEARTBEAT_PERIOD", "E005"),
+        ("REFRESH_PERIOD", "E007"),
+        ("EDIT_LEASE_DURATION", "E014"),
+    ):
         if not is_number(values[name]) or not values[name] > 0:
             messages.append(
                 Error(

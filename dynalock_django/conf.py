@@ -27,6 +27,9 @@ DEFAULTS: dict[str, Any] = {
     "KEY_PREFIX": "",
     "CONTENTION_STATUS": 423,
     "DELETE_ON_RELEASE": False,
+    # Edit locks of admin change pages, renewed by the browser tab every third of it. Long enough
+    # for a hidden tab, whose timers the browser may slow to one a minute, to keep its lock.
+    "EDIT_LEASE_DURATION": 60.0,
 }
 
 
@@ -85,6 +88,10 @@ class DynalockSettings:
     @property
     def DELETE_ON_RELEASE(self) -> bool:
         return bool(self._get("DELETE_ON_RELEASE"))
+
+    @property
+    def EDIT_LEASE_DURATION(self) -> float:
+        return float(self._get("EDIT_LEASE_DURATION"))
 
 
 dynalock_settings = DynalockSettings()

@@ -42,6 +42,10 @@ class FencingTokenField(_BigIntegerField):
         super().__init__(*args, **kwargs)
 
 
+def has_fencing_token(model: type[models.Model]) -> bool:
+    return any(isinstance(field, FencingTokenField) for field in model._meta.concrete_fields)
+
+
 def fencing_field(model: type[models.Model]) -> FencingTokenField:
     found = [field for field in model._meta.concrete_fields if isinstance(field, FencingTokenField)]
     if len(found) != 1:

@@ -1,5 +1,7 @@
 from django.contrib import admin
 
+from dynalock_django.admin import EditLockMixin
+
 from .models import Address, Customer, Note
 
 
@@ -14,7 +16,9 @@ class NoteInline(admin.StackedInline[Note, Customer]):
 
 
 @admin.register(Customer)
-class CustomerAdmin(admin.ModelAdmin[Customer]):
+class CustomerAdmin(EditLockMixin, admin.ModelAdmin[Customer]):
+    """Staff edits of a customer, its addresses and notes are serialized: one tab at a time."""
+
     list_display = ["name", "email", "plan"]
     search_fields = ["name", "email"]
     inlines = [AddressInline, NoteInline]

@@ -53,6 +53,7 @@ def test_e002_unknown_key_suggests_the_close_one(dynalock):
         ({"ENDPOINT_URL": "localhost:8000"}, "dynalock.E011"),
         ({"OWNER_NAME": ""}, "dynalock.E012"),
         ({"DELETE_ON_RELEASE": "yes"}, "dynalock.E013"),
+        ({"EDIT_LEASE_DURATION": 0}, "dynalock.E014"),
         ({"BOTO_CONFIG": {}}, "dynalock.W001"),  # botocore's defaults: 60 s time-outs x 4 attempts
         ({"DELETE_ON_RELEASE": True}, "dynalock.W002"),
     ],

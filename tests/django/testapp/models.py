@@ -30,10 +30,20 @@ class AccountProxy(Account):
 class Ticket(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4)
     title = models.CharField(max_length=100)
+    fencing_token = FencingTokenField()
+
+    def __str__(self) -> str:
+        return self.title
 
 
 class Tag(models.Model):
+    """No fencing token: its admin's saves are checked against the edit lock, but not fenced."""
+
     slug = models.CharField(primary_key=True, max_length=100)
+    label = models.CharField(max_length=100, blank=True)
+
+    def __str__(self) -> str:
+        return self.slug
 
 
 class Membership(models.Model):

@@ -17,10 +17,10 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.translation import gettext as _
 
-from .client import get_client
-from .dashboard import describe, load_page
-from .dynamodb import DynalockError, LockNotAcquired
-from .models import Lock
+from ..client import get_client
+from ..dashboard import describe, load_page
+from ..dynamodb import DynalockError, LockNotAcquired
+from ..models import Lock
 
 FORCE_RELEASE_PERMISSION = "dynalock_django.force_release"
 

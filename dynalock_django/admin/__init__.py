@@ -1,0 +1,13 @@
+"""The admin: the live-locks dashboard (registered when the admin loads this module) and
+``EditLockMixin``, which serializes staff edits in your own ModelAdmins::
+
+    from dynalock_django.admin import EditLockMixin
+
+    @admin.register(Customer)
+    class CustomerAdmin(EditLockMixin, admin.ModelAdmin): ...
+"""
+
+from .edit_lock import EditLockMixin
+from .live_locks import LockAdmin
+
+__all__ = ["EditLockMixin", "LockAdmin"]

@@ -1,0 +1,179 @@
+"""Edit locks: a model row locked for one user's browser tab, kept alive by the tab itself.
+
+A change page takes the row's lock for the tab that shows it, and the tab
+renews it through whichever server answers (``keep_alive=False`` leases of the
+protocol): no server's heartbeat keeps a closed tab's lock alive, and it runs
+out one ``EDIT_LEASE_DURATION`` after the tab stops renewing.
+
+The tab holds an :class:`EditTicket`: its tab id and its grant's fencing
+token. The lock's owner name is built on the server from the *authenticated*
+user and the ticket's tab, so whatever ticket a request presents, it can only
+ever renew, use or release a lock of the user who sends it.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, unquote
+
+from django.db import models
+
+from .client import get_client
+from .conf import dynalock_settings
+from .dynamodb import Lease, LockInfo, LockNotAcquired, LockTimeout
+from .keys import key_for_instance
+from .payload import LockData
+
+PURPOSE = "edit"
+
+_TAB = "[A-Za-z0-9_-]{22}"  # secrets.token_urlsafe(16)
+_TICKET = re.compile(rf"(?P<tab>{_TAB})\.(?P<token>[0-9]{{1,20}})")
+_OWNER = re.compile(rf"django-user:(?P<user>[^/]*)/tab:(?P<tab>{_TAB})")
+
+
+@dataclass(frozen=True)
+class EditTicket:
+    """What a tab presents to renew, save with or release its lock."""
+
+    tab: str
+    fencing_token: int
+
+    def __str__(self) -> str:
+        return f"{self.tab}.{self.fencing_token}"
+
+    @classmethod
+    def parse(cls, text: str | None) -> EditTicket | None:
+        """The ticket written in ``text``, or None: it comes from a form field or a cookie."""
+        match = _TICKET.fullmatch(text or "")
+        return cls(match["tab"], int(match["token"])) if match else None
+
+
+def owner_name(user: Any, tab: str) -> str:
+    return f"django-user:{quote(str(user.pk), safe='')}/tab:{tab}"
+
+
+def owner_user_pk(owner: str | None) -> str | None:
+    """The pk of the user whose tab holds a lock with this owner name; None for any other owner."""
+    match = _OWNER.fullmatch(owner or "")
+    return unquote(match["user"]) if match else None
+
+
+@dataclass(frozen=True)
+class EditState:
+    """What one change page may do with its object's edit lock."""
+
+    key: str
+    ticket: EditTicket | None = None  # the lock this page holds (or held, if ``problem`` says it was lost)
+    holder: LockInfo | None = None  # who holds it when this page does not
+    holder_is_me: bool = False  # that holder is the same user, in another tab
+    problem: str | None = None  # why this page cannot save
+
+    @property
+    def holder_data(self) -> LockData | None:
+        return LockData.from_bytes(self.holder.data) if self.holder else None
+
+    @property
+    def holder_name(self) -> str:
+        data = self.holder_data
+        if data is not None:
+            return data.holder
+        return (self.holder.owner_name if self.holder else None) or "?"
+
+
+class EditLock:
+    """The edit lock of one model instance, as one user's requests see it."""
+
+    def __init__(self, instance: models.Model, user: Any) -> None:
+        self.key = key_for_instance(instance)
+        self.user = user
+
+    def open(self, handoff: EditTicket | None = None) -> EditState:
+        """Take the lock for a page being shown (one request), or carry it over from ``handoff``.
+
+        ``handoff`` is the ticket of the page this tab showed just before (a
+        reload, a save-and-continue). Its lock moves to the new page under a new
+        ticket, so the release the old page sends as it unloads, which may
+        arrive after this, finds nothing of its own to release.
+        """
+        if handoff is not None:
+            current = self.read()
+            if current is not None and self._is_held_by(current, handoff):
+                try:
+                    return self.take_over(current)
+                except LockNotAcquired:
+                    pass  # it changed hands since the read: ask for it like any page
+        tab = secrets.token_urlsafe(16)
+        try:
+            lease = get_client().acquire(self.key, timeout=0, **self._grant_options(tab))
+        except LockTimeout as busy:
+            return self.held_by(busy.holder)
+        return self._granted(lease, tab)
+
+    def renew(self, ticket: EditTicket) -> Lease:
+        """Renew the tab's lock for another lease (one request); LockLost when it is not the tab's any more."""
+        lease = self._lease(ticket)
+        lease.extend(dynalock_settings.EDIT_LEASE_DURATION)
+        return lease
+
+    def release(self, ticket: EditTicket) -> bool:
+        """Release the tab's lock (one request); LockLost when it is not the tab's any more."""
+        return self._lease(ticket).release()
+
+    def read(self) -> LockInfo | None:
+        """The lock item as stored now (one consistent read)."""
+        return get_client().get(self.key)
+
+    def is_free(self, current: LockInfo | None) -> bool:
+        """A page opened now would get the lock: nobody holds it, or its holder stopped renewing.
+
+        ``current`` must come from :meth:`read`: the read is what starts this
+        process's count of how long the holder has been silent.
+        """
+        return get_client().available_in(current) == 0
+
+    def take_over(self, current: LockInfo) -> EditState:
+        """Take the lock from the holding ``current`` for a new tab of this user (one request).
+
+        LockNotAcquired, and nothing changes, when the lock changed hands or
+        was released since ``current`` was read. Whether this user may take it
+        from that holder is the caller's decision.
+        """
+        tab = secrets.token_urlsafe(16)
+        return self._granted(get_client().take_over(current, **self._grant_options(tab)), tab)
+
+    def held_by(self, holder: LockInfo | None) -> EditState:
+        return EditState(self.key, holder=holder, holder_is_me=self.is_mine(holder))
+
+    def is_mine(self, holder: LockInfo | None) -> bool:
+        """The lock is held by one of this user's tabs."""
+        return holder is not None and owner_user_pk(holder.owner_name) == str(self.user.pk)
+
+    def _is_held_by(self, current: LockInfo, ticket: EditTicket) -> bool:
+        return (
+            not current.is_released
+            and current.owner_name == owner_name(self.user, ticket.tab)
+            and current.fencing_token == ticket.fencing_token
+        )
+
+    def _lease(self, ticket: EditTicket) -> Lease:
+        return get_client().lease(
+            self.key,
+            owner_name=owner_name(self.user, ticket.tab),
+            fencing_token=ticket.fencing_token,
+            lease_duration=dynalock_settings.EDIT_LEASE_DURATION,
+        )
+
+    def _grant_options(self, tab: str) -> dict[str, Any]:
+        data = LockData(purpose=PURPOSE, user_id=str(self.user.pk), username=self.user.get_username(), tab=tab)
+        return {
+            "owner_name": owner_name(self.user, tab),
+            "lease_duration": dynalock_settings.EDIT_LEASE_DURATION,
+            "keep_alive": False,
+            "data": data.to_bytes(),
+        }
+
+    def _granted(self, lease: Lease, tab: str) -> EditState:
+        return EditState(self.key, ticket=EditTicket(tab, lease.fencing_token))

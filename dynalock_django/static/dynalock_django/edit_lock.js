@@ -1,0 +1,146 @@
+// The edit lock of an admin change page (dynalock_django.admin.EditLockMixin).
+// Editing: renew the tab's lock every third of its lease, hand it to the tab's next page on a
+// reload or a save-and-continue, release it when the page goes away, and say so when it is lost.
+// Read-only: tell the user when whoever is editing lets go.
+"use strict";
+(function () {
+  const configElement = document.getElementById("dynalock-edit-lock");
+  if (!configElement) return;
+  const config = JSON.parse(configElement.textContent);
+  const banner = document.getElementById("dynalock-banner");
+  const message = document.getElementById("dynalock-message");
+  const form = banner.closest("form");
+  const csrfToken = form.querySelector("[name=csrfmiddlewaretoken]").value;
+  let timer = null;
+
+  function say(kind, text) {
+    banner.hidden = false;
+    banner.className = "dynalock-banner dynalock-" + kind;
+    message.textContent = text;
+  }
+
+  function schedule(action, seconds) {
+    window.clearTimeout(timer);
+    timer = window.setTimeout(action, seconds * 1000);
+  }
+
+  function stopSaving() {
+    for (const button of form.querySelectorAll("[type=submit]")) button.disabled = true;
+  }
+
+  function offerReload(text) {
+    say("free", text);
+    if (!config.mayEdit || document.getElementById("dynalock-reload")) return;
+    const takeOver = document.getElementById("dynalock-take-over");
+    if (takeOver) takeOver.remove();
+    const reload = document.createElement("button");
+    reload.type = "button";
+    reload.className = "button";
+    reload.id = "dynalock-reload";
+    reload.textContent = config.strings.reload;
+    reload.addEventListener("click", () => window.location.reload());
+    banner.appendChild(reload);
+  }
+
+  // ---- editing: this tab holds the lock
+  let holding = config.mode === "edit";
+  let submitting = false;
+  let safeUntil = performance.now() + config.leaseSeconds * 1000;
+
+  function post(url) {
+    const body = new URLSearchParams({ csrfmiddlewaretoken: csrfToken, ticket: config.ticket });
+    return fetch(url, { method: "POST", body, credentials: "same-origin", headers: { "X-CSRFToken": csrfToken } });
+  }
+
+  function lost(text) {
+    holding = false;
+    window.clearTimeout(timer);
+    say("lost", text);
+    stopSaving();
+  }
+
+  async function renew() {
+    if (!holding) return;
+    // The lease counts from when the renewal was sent, as the server's does.
+    const started = performance.now();
+    let response = null;
+    try {
+      response = await post(config.renewUrl);
+    } catch (error) {
+      // Unreachable: retried below.
+    }
+    if (!holding) return;
+    if (response && response.ok) {
+      safeUntil = started + config.leaseSeconds * 1000;
+      if (banner.classList.contains("dynalock-unreachable")) say("edit", config.strings.editing);
+      schedule(renew, config.renewSeconds);
+      return;
+    }
+    if (response && response.status === 409) {
+      lost((await response.json()).message);
+      return;
+    }
+    // Unreachable, or DynamoDB unavailable: try again soon; the lock holds until safeUntil.
+    if (performance.now() > safeUntil - config.renewSeconds * 1000) say("unreachable", config.strings.unreachable);
+    schedule(renew, Math.min(2, config.renewSeconds));
+  }
+
+  if (holding) {
+    schedule(renew, config.renewSeconds);
+    // A hidden tab's timers may be slowed down: renew as soon as it is looked at again.
+    document.addEventListener("visibilitychange", () => {
+      if (!document.hidden && holding) renew();
+    });
+    form.addEventListener("submit", (event) => {
+      // The server keeps or releases the lock of a save; "save as new" leaves this object's lock to us.
+      submitting = !(event.submitter && event.submitter.name === "_saveasnew");
+    });
+    window.addEventListener("beforeunload", () => {
+      if (!holding) return;
+      // If this tab's next page is this object again (a reload), it takes the lock over with this.
+      document.cookie =
+        `${config.handoffCookie}=${config.ticket}; path=${window.location.pathname}; ` +
+        `max-age=${config.handoffSeconds}; samesite=strict`;
+    });
+    window.addEventListener("pagehide", () => {
+      if (!holding || submitting) return;
+      // Sent even as the tab closes. On a reload the next page has already taken the lock over
+      // under a new ticket, so this release finds nothing of its own and changes nothing.
+      const body = new URLSearchParams({ csrfmiddlewaretoken: csrfToken, ticket: config.ticket });
+      navigator.sendBeacon(config.releaseUrl, body);
+      holding = false;
+    });
+  }
+
+  if (config.mode === "lost") stopSaving();
+
+  // A page restored from the back-forward cache released its lock as it was hidden: load it anew.
+  window.addEventListener("pageshow", (event) => {
+    if (event.persisted && config.mode !== "view") window.location.reload();
+  });
+
+  // ---- read-only: someone else holds the lock
+  let lastHolder = config.holder;
+
+  async function poll() {
+    try {
+      const response = await fetch(config.statusUrl, { credentials: "same-origin", headers: { Accept: "application/json" } });
+      if (response.ok) {
+        const status = await response.json();
+        if (status.state === "free") {
+          offerReload(lastHolder ? config.strings.free.replace("%(holder)s", lastHolder) : config.strings.freeNobody);
+        } else if (status.state === "held") {
+          lastHolder = status.holder;
+          const reload = document.getElementById("dynalock-reload");
+          if (reload) reload.remove();
+          say("view", status.message);
+        }
+      }
+    } catch (error) {
+      // The next poll tries again.
+    }
+    schedule(poll, config.pollSeconds);
+  }
+
+  if (config.mode === "view") schedule(poll, config.pollSeconds);
+})();

@@ -1,0 +1,24 @@
+"""Debian's chromium, driven by Playwright (whose own browser download does not work here)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+CHROMIUM = os.environ.get("DYNALOCK_CHROMIUM", "/usr/bin/chromium")
+# Without the background-networking flags chromium keeps trying to reach Google, which this network refuses.
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
+
+
+@contextmanager
+def launch_chromium() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        try:
+            yield browser
+        finally:
+            browser.close()

@@ -1,0 +1,218 @@
+"""The admin's edit locks in a real browser: Debian's chromium driven by Playwright, two staff users at once.
+
+Screenshots go to ``var/screenshots/`` (docs/images/ holds the best of them).
+Without chromium these tests are skipped, unless ``DYNALOCK_REQUIRE_BROWSER``
+is set (CI sets it): then they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.admin.models import LogEntry
+from django.contrib.auth.models import Permission
+from django.test import Client, override_settings
+
+from dynalock_django.client import get_client
+from dynalock_django.keys import key_for_instance
+from testproject.desk.admin import CustomerAdmin
+from testproject.desk.models import Customer
+
+from .browser import CHROMIUM, launch_chromium
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+EDIT_LEASE = 3.0  # the page renews every second
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
+
+if not Path(CHROMIUM).exists():
+    if os.environ.get("DYNALOCK_REQUIRE_BROWSER"):
+        raise RuntimeError(f"{CHROMIUM} is missing: apt-get install chromium chromium-driver")
+    pytest.skip(f"no browser at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    # Playwright's sync API keeps an event loop in this thread while the browser is open; the ORM
+    # calls of the tests (and of their database teardown) are plain synchronous code all the same.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        with launch_chromium() as browser:
+            yield browser
+
+
+@pytest.fixture
+def edit_locks(dynalock: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(CustomerAdmin, "edit_lock_poll_seconds", 0.5)
+    with override_settings(DYNALOCK={**dynalock, "EDIT_LEASE_DURATION": EDIT_LEASE}):
+        yield
+
+
+@pytest.fixture
+def customer(edit_locks: None) -> Customer:
+    customer = Customer.objects.create(name="Acme Corporation", email="ops@acme.example", plan="enterprise")
+    customer.addresses.create(street="1 Road Runner Way", city="Phoenix")
+    return customer
+
+
+@pytest.fixture
+def staff_page(chromium: Any, live_server: Any, django_user_model: Any) -> Iterator[Callable[..., Any]]:
+    """A browser tab logged in as a new staff user who may edit customers (and ``extra`` permissions)."""
+    contexts = []
+
+    def open_as(username: str, *extra: str) -> Any:
+        user = django_user_model.objects.create_user(username, password="pw", is_staff=True)
+        codenames = [f"{a}_{m}" for m in ("customer", "address", "note") for a in ("view", "change", "add", "delete")]
+        user.user_permissions.set(Permission.objects.filter(codename__in=[*codenames, *extra]))
+        client = Client()
+        client.force_login(user)
+        context = chromium.new_context(viewport={"width": 1200, "height": 800})
+        context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}])
+        contexts.append(context)
+        return context.new_page()
+
+    yield open_as
+    for context in contexts:
+        context.close()
+
+
+def change_url(live_server: Any, customer: Customer) -> str:
+    return f"{live_server.url}/admin/desk/customer/{customer.pk}/change/"
+
+
+def lock_of(customer: Customer) -> Any:
+    return get_client().get(key_for_instance(customer))
+
+
+def wait_until(condition: Callable[[], bool], timeout: float) -> float:
+    """Seconds until ``condition()`` held; fails after ``timeout``."""
+    started = time.monotonic()
+    while not condition():
+        if time.monotonic() - started > timeout:
+            raise AssertionError(f"still not true after {timeout}s")
+        time.sleep(0.02)
+    return time.monotonic() - started
+
+
+def screenshot(page: Any, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
+
+
+def banner(page: Any) -> Any:
+    return page.locator("#dynalock-banner")
+
+
+def test_alice_edits_bob_waits_then_edits_when_she_saves(staff_page, live_server, customer):
+    alice, bob = staff_page("alice"), staff_page("bob")
+    url = change_url(live_server, customer)
+    alice.goto(url)
+    assert alice.locator("input[name=_save]").is_visible()
+    bob.goto(url)
+    bob_banner = banner(bob)
+    assert "Being edited by alice since" in bob_banner.inner_text()
+    assert bob.locator("input[name=_save]").count() == 0  # read-only: nothing to save with
+    assert bob.locator("input[name=name]").count() == 0
+    assert "1 Road Runner Way" in bob.content()  # the inline, read-only
+    screenshot(bob, "banner-read-only")
+
+    # Alice's page keeps the lock alive well past its lease.
+    alice.wait_for_timeout(EDIT_LEASE * 1000 * 1.5)
+    assert not lock_of(customer).is_released
+    assert "Being edited by alice" in bob_banner.inner_text()
+
+    alice.fill("input[name=name]", "Acme Corp.")
+    alice.click("input[name=_save]")
+    alice.wait_for_url("**/admin/desk/customer/")
+    customer.refresh_from_db()
+    assert customer.name == "Acme Corp."
+    alices_token = customer.fencing_token
+
+    bob_banner.get_by_text("alice finished editing.").wait_for(timeout=5000)
+    screenshot(bob, "banner-free")
+    bob.click("#dynalock-reload")
+    bob.locator("input[name=_save]").wait_for(timeout=5000)
+    bob.fill("input[name=name]", "Acme Corporation")
+    bob.click("input[name=_save]")
+    bob.wait_for_url("**/admin/desk/customer/")
+    customer.refresh_from_db()
+    assert customer.name == "Acme Corporation"
+    assert customer.fencing_token > alices_token  # written under bob's lock, a newer one
+
+
+def test_closing_the_tab_frees_the_lock_within_a_few_seconds(staff_page, live_server, customer):
+    alice = staff_page("alice")
+    alice.goto(change_url(live_server, customer))
+    assert not lock_of(customer).is_released
+    alice.close(run_before_unload=True)
+    freed_after = wait_until(lambda: lock_of(customer).is_released, timeout=3.0)
+    print(f"tab closed -> lock released after {freed_after * 1000:.0f} ms")
+
+
+def test_a_reload_keeps_the_lock_in_the_same_tab(staff_page, live_server, customer):
+    alice = staff_page("alice")
+    alice.goto(change_url(live_server, customer))
+    first = lock_of(customer)
+    alice.reload()
+    assert alice.locator("input[name=_save]").is_visible()
+    assert "another tab" not in banner(alice).inner_text()
+    alice.wait_for_timeout(500)  # the old page's release, if it comes after, must change nothing
+    after = lock_of(customer)
+    assert not after.is_released
+    assert after.fencing_token > first.fencing_token  # handed to the new page under a new ticket
+    alice.fill("input[name=name]", "Reloaded")
+    alice.click("input[name=_continue]")
+    alice.wait_for_load_state()
+    assert alice.locator("input[name=_save]").is_visible()  # save and continue keeps editing
+    assert not lock_of(customer).is_released
+    customer.refresh_from_db()
+    assert customer.name == "Reloaded"
+
+
+def test_a_second_tab_of_the_same_user_can_take_over(staff_page, live_server, customer):
+    first = staff_page("alice")
+    url = change_url(live_server, customer)
+    first.goto(url)
+    second = first.context.new_page()
+    second.goto(url)
+    assert "You are editing this in another tab" in banner(second).inner_text()
+    second.click("#dynalock-take-over")
+    second.locator("input[name=_save]").wait_for(timeout=5000)
+    banner(first).get_by_text("You are editing this in another tab now").wait_for(timeout=5000)
+    assert first.locator("input[name=_save]").is_disabled()
+
+
+def test_force_release_from_the_dashboard_shows_on_alices_page_and_in_the_log(staff_page, live_server, customer):
+    alice = staff_page("alice")
+    alice.goto(change_url(live_server, customer))
+    carol = staff_page("carol", "view_lock", "force_release")
+    carol.goto(f"{live_server.url}/admin/dynalock_django/lock/")
+    assert "Acme Corporation" in carol.locator("#result_list").inner_text()
+    screenshot(carol, "dashboard")
+    carol.click("text=Release…")
+    carol.click("input[type=submit]")
+    carol.wait_for_url("**/admin/dynalock_django/lock/")
+    banner(alice).get_by_text("carol released your edit lock").wait_for(timeout=5000)
+    assert alice.locator("input[name=_save]").is_disabled()
+    screenshot(alice, "banner-lost")
+    entry = LogEntry.objects.get()
+    assert (entry.object_id, entry.user.username) == (str(customer.pk), "carol")
+
+
+def test_take_over_by_someone_allowed_to_shows_on_alices_page(staff_page, live_server, customer):
+    alice = staff_page("alice")
+    url = change_url(live_server, customer)
+    alice.goto(url)
+    carol = staff_page("carol", "force_release")
+    carol.goto(url)
+    carol.click("#dynalock-take-over")
+    assert "alice" in carol.locator("#content").inner_text()
+    carol.click("input[type=submit]")
+    carol.locator("input[name=_save]").wait_for(timeout=5000)
+    banner(alice).get_by_text("carol took over editing").wait_for(timeout=5000)
+    assert "Took over the edit lock held by alice" in LogEntry.objects.get().get_change_message()

@@ -1,0 +1,454 @@
+"""EditLockMixin: one tab edits an object at a time; who may renew, release, save and take over."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.contrib.admin.models import LogEntry
+from django.contrib.admin.utils import quote
+from django.contrib.auth.models import Permission
+from django.test import Client, override_settings
+
+from dynalock_django.admin.edit_lock import HANDOFF_COOKIE, TICKET_FIELD
+from dynalock_django.client import get_client
+from dynalock_django.edit_locks import EditTicket
+from dynalock_django.keys import key_for_instance
+from dynalock_django.payload import LockData
+from testproject.desk.admin import CustomerAdmin
+from testproject.desk.models import Customer
+
+from .testapp.admin import TagAdmin
+from .testapp.models import Tag, Ticket
+
+pytestmark = pytest.mark.django_db
+
+
+def staff(django_user_model, username, *codenames, superuser=False):
+    user = django_user_model.objects.create_user(username, password="pw", is_staff=True, is_superuser=superuser)
+    user.user_permissions.set(Permission.objects.filter(codename__in=codenames))
+    return user
+
+
+EDITOR = tuple(
+    f"{action}_{model}" for model in ("customer", "address", "note") for action in ("view", "change", "add", "delete")
+)
+
+
+@pytest.fixture
+def alice(django_user_model):
+    return staff(django_user_model, "alice", *EDITOR)
+
+
+@pytest.fixture
+def bob(django_user_model):
+    return staff(django_user_model, "bob", *EDITOR)
+
+
+@pytest.fixture
+def carol(django_user_model):
+    return staff(django_user_model, "carol", *EDITOR, "view_lock", "force_release")
+
+
+@pytest.fixture
+def vera(django_user_model):
+    return staff(django_user_model, "vera", "view_customer")
+
+
+@pytest.fixture
+def customer():
+    return Customer.objects.create(name="Acme", plan="pro")
+
+
+def browser(user, **options):
+    client = Client(**options)
+    client.force_login(user)
+    return client
+
+
+def change_url(obj):
+    return f"/admin/{obj._meta.app_label}/{obj._meta.model_name}/{quote(obj.pk)}/change/"
+
+
+def edit_lock_url(obj, action):
+    return f"/admin/{obj._meta.app_label}/{obj._meta.model_name}/{quote(obj.pk)}/edit-lock/{action}/"
+
+
+def open_page(client, obj):
+    page = client.get(change_url(obj))
+    assert page.status_code == 200
+    return page
+
+
+def ticket_of(page):
+    return page.context["dynalock"]["state"].ticket
+
+
+def customer_form(ticket, button="_save", **changes):
+    data = {"name": "Acme", "email": "", "phone": "", "plan": "pro", button: "1", **changes}
+    for prefix in ("addresses", "notes"):
+        data |= {f"{prefix}-TOTAL_FORMS": "0", f"{prefix}-INITIAL_FORMS": "0"}
+    if ticket is not None:
+        data[TICKET_FIELD] = str(ticket)
+    return data
+
+
+def stored(obj):
+    return get_client().get(key_for_instance(obj))
+
+
+def renew(client, obj, ticket):
+    return client.post(edit_lock_url(obj, "renew"), {"ticket": str(ticket)})
+
+
+# ---------------------------------------------------------------- opening the page
+
+
+def test_opening_the_change_page_takes_the_lock_for_that_tab(alice, customer, dynalock):
+    page = open_page(browser(alice), customer)
+    ticket = ticket_of(page)
+    html = page.content.decode()
+    assert f'name="{TICKET_FIELD}" value="{ticket}"' in html
+    assert 'name="_save"' in html
+    assert "dynalock_django/edit_lock.js" in html
+    lock = stored(customer)
+    assert not lock.is_released
+    assert lock.owner_name == f"django-user:{alice.pk}/tab:{ticket.tab}"
+    assert lock.fencing_token == ticket.fencing_token
+    assert lock.lease_duration == 60.0  # EDIT_LEASE_DURATION, not the process clients' lease
+    assert LockData.from_bytes(lock.data).username == "alice"
+    assert LockData.from_bytes(lock.data).purpose == "edit"
+
+
+def test_someone_else_gets_a_read_only_page_saying_who_edits_since_when(alice, bob, customer):
+    customer.addresses.create(street="1 Road Runner Way", city="Phoenix")
+    open_page(browser(alice), customer)
+    page = open_page(browser(bob), customer)
+    html = page.content.decode()
+    assert ticket_of(page) is None
+    assert "Being edited by alice since" in html
+    assert 'name="_save"' not in html
+    assert 'name="name"' not in html  # the fields are shown read-only
+    assert 'name="addresses-0-street"' not in html  # and so are the inlines
+    assert "1 Road Runner Way" in html
+    assert page.context["dynalock"]["config"]["mode"] == "view"
+    assert "Take over" not in html  # bob may not take alice's lock
+
+
+def test_a_view_only_user_takes_no_lock_but_sees_who_edits(alice, vera, customer):
+    ticket = ticket_of(open_page(browser(alice), customer))
+    html = open_page(browser(vera), customer).content.decode()
+    assert "Being edited by alice" in html
+    assert stored(customer).fencing_token == ticket.fencing_token
+
+
+def test_add_pages_take_no_lock(alice, dynalock):
+    page = browser(alice).get("/admin/desk/customer/add/")
+    assert page.status_code == 200
+    assert "dynalock" not in page.context
+    assert list(get_client().scan()) == []
+
+
+def test_the_page_extends_the_projects_own_change_form(django_user_model):
+    admin_user = staff(django_user_model, "root", superuser=True)
+    ticket = Ticket.objects.create(title="Printer on fire")
+    html = open_page(browser(admin_user), ticket).content.decode()
+    assert 'id="project-template"' in html
+    assert 'id="dynalock-banner"' in html
+
+
+@pytest.mark.parametrize(
+    "make", [lambda: Ticket.objects.create(title="UUID"), lambda: Tag.objects.create(slug="a/b c,d%")]
+)
+def test_uuid_and_string_primary_keys(make, django_user_model):
+    obj = make()
+    alice = staff(django_user_model, "alice", superuser=True)
+    bob = staff(django_user_model, "bob", superuser=True)
+    alices, url = browser(alice), change_url(obj)
+    page = alices.get(url)
+    assert page.status_code == 200
+    ticket = ticket_of(page)
+    assert ticket is not None
+    assert ticket_of(browser(bob).get(url)) is None
+    assert renew(alices, obj, ticket).json() == {"state": "held"}
+
+
+# ---------------------------------------------------------------- saving
+
+
+def test_a_save_goes_through_the_fence_and_releases_the_lock(alice, customer, django_capture_on_commit_callbacks):
+    client = browser(alice)
+    ticket = ticket_of(open_page(client, customer))
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(change_url(customer), customer_form(ticket, name="Acme Inc"))
+    assert response.status_code == 302
+    customer.refresh_from_db()
+    assert customer.name == "Acme Inc"
+    assert customer.fencing_token == ticket.fencing_token
+    assert stored(customer).is_released
+
+
+def test_a_save_without_the_lock_is_refused_and_writes_nothing(alice, bob, customer):
+    alice_ticket = ticket_of(open_page(browser(alice), customer))
+    bobs = browser(bob)
+    for ticket in (None, alice_ticket, EditTicket("x" * 22, 1)):  # none, alice's own, a made-up one
+        response = bobs.post(change_url(customer), customer_form(ticket, name="Bob was here"))
+        assert response.status_code == 200
+        assert "Nothing was saved" in response.content.decode()
+    customer.refresh_from_db()
+    assert customer.name == "Acme"
+    lock = stored(customer)
+    assert lock.owner_name.endswith(alice_ticket.tab)
+    assert not lock.is_released
+
+
+def test_a_save_after_the_lock_was_taken_over_is_refused_with_who_took_it(alice, carol, customer):
+    alices, carols = browser(alice), browser(carol)
+    ticket = ticket_of(open_page(alices, customer))
+    take_over = edit_lock_url(customer, "take-over")
+    assert carols.post(take_over, {"fencing_token": ticket.fencing_token}).status_code == 302
+    response = alices.post(change_url(customer), customer_form(ticket, name="Too late"))
+    html = response.content.decode()
+    assert "carol took over editing at" in html
+    assert "Nothing was saved" in html
+    assert 'name="name" value="Too late"' in html  # alice's input stays on the page to copy
+    customer.refresh_from_db()
+    assert customer.name == "Acme"
+
+
+def test_save_and_continue_keeps_the_lock_for_the_tabs_next_page(alice, customer):
+    client = browser(alice)
+    ticket = ticket_of(open_page(client, customer))
+    response = client.post(change_url(customer), customer_form(ticket, button="_continue", name="Acme Inc"))
+    assert response.status_code == 302
+    assert response.cookies[HANDOFF_COOKIE].value == str(ticket)
+    assert response.cookies[HANDOFF_COOKIE]["path"] == change_url(customer)
+    assert response.cookies[HANDOFF_COOKIE]["httponly"]
+    assert not stored(customer).is_released
+    next_page = client.get(response.url)
+    new_ticket = ticket_of(next_page)
+    assert new_ticket.fencing_token > ticket.fencing_token
+    assert next_page.cookies[HANDOFF_COOKIE].value == ""  # used up
+    # The old page's release, sent as it unloads, finds nothing of its own.
+    assert client.post(edit_lock_url(customer, "release"), {"ticket": str(ticket)}).status_code == 409
+    assert stored(customer).fencing_token == new_ticket.fencing_token
+    assert not stored(customer).is_released
+
+
+def test_a_reload_hands_the_lock_to_the_new_page(alice, customer, requests_made):
+    client = browser(alice)
+    ticket = ticket_of(open_page(client, customer))
+    client.cookies[HANDOFF_COOKIE] = str(ticket)  # what the page sets as it unloads
+    requests_made.reset()
+    new_ticket = ticket_of(open_page(client, customer))
+    assert dict(requests_made.calls) == {"GetItem": 1, "UpdateItem": 1}
+    assert new_ticket is not None
+    assert new_ticket.tab != ticket.tab
+    assert renew(client, customer, ticket).status_code == 409
+    assert renew(client, customer, new_ticket).status_code == 200
+
+
+def test_a_handoff_cookie_of_another_user_hands_nothing_over(alice, bob, customer):
+    ticket = ticket_of(open_page(browser(alice), customer))
+    bobs = browser(bob)
+    bobs.cookies[HANDOFF_COOKIE] = str(ticket)
+    assert ticket_of(open_page(bobs, customer)) is None
+    assert stored(customer).fencing_token == ticket.fencing_token
+
+
+def test_a_save_refused_by_the_fence_writes_nothing(alice, customer):
+    client = browser(alice)
+    ticket = ticket_of(open_page(client, customer))
+    Customer.objects.filter(pk=customer.pk).update(fencing_token=ticket.fencing_token + 1000)
+    response = client.post(change_url(customer), customer_form(ticket, name="Stale"), follow=True)
+    assert "Nothing was saved" in response.content.decode()
+    customer.refresh_from_db()
+    assert customer.name == "Acme"
+
+
+def test_a_model_without_fencing_token_saves_under_the_lock_unfenced(django_user_model):
+    tag = Tag.objects.create(slug="urgent")
+    client = browser(staff(django_user_model, "root", superuser=True))
+    ticket = ticket_of(client.get(change_url(tag)))
+    response = client.post(change_url(tag), {"slug": "urgent", "label": "Urgent!", TICKET_FIELD: str(ticket)})
+    assert response.status_code == 302
+    tag.refresh_from_db()
+    assert tag.label == "Urgent!"
+
+
+# ---------------------------------------------------------------- the same user, two tabs
+
+
+def test_a_second_tab_of_the_same_user_is_read_only_and_can_take_over(alice, customer):
+    client = browser(alice)
+    first = ticket_of(open_page(client, customer))
+    second_page = open_page(client, customer)
+    html = second_page.content.decode()
+    assert ticket_of(second_page) is None
+    assert "You are editing this in another tab" in html
+    assert "Edit here instead" in html
+    response = client.post(edit_lock_url(customer, "take-over"), {"fencing_token": first.fencing_token})
+    assert response.status_code == 302
+    third = ticket_of(client.get(response.url))
+    assert third is not None
+    lost = renew(client, customer, first)
+    assert lost.status_code == 409
+    assert "You are editing this in another tab now" in lost.json()["message"]
+    assert not LogEntry.objects.exists()  # one's own lock: nothing to log
+
+
+# ---------------------------------------------------------------- someone else's lock
+
+
+def test_taking_over_someone_elses_lock_needs_the_force_release_permission(alice, bob, customer):
+    ticket = ticket_of(open_page(browser(alice), customer))
+    bobs = browser(bob)
+    take_over = edit_lock_url(customer, "take-over")
+    assert bobs.get(take_over).status_code == 403
+    assert bobs.post(take_over, {"fencing_token": ticket.fencing_token}).status_code == 403
+    assert stored(customer).fencing_token == ticket.fencing_token
+
+
+def test_take_over_with_confirmation_is_logged_and_the_holder_is_told(alice, carol, customer):
+    alices, carols = browser(alice), browser(carol)
+    ticket = ticket_of(open_page(alices, customer))
+    read_only = open_page(carols, customer).content.decode()
+    assert "Take over…" in read_only
+    take_over = edit_lock_url(customer, "take-over")
+    confirmation = carols.get(take_over).content.decode()
+    assert "<strong>alice</strong> has been editing this since" in confirmation
+    assert stored(customer).fencing_token == ticket.fencing_token  # nothing happens before the POST
+    response = carols.post(take_over, {"fencing_token": ticket.fencing_token})
+    assert response.status_code == 302
+    assert ticket_of(open_page(carols, customer)) is not None
+    entry = LogEntry.objects.get()
+    assert (entry.object_id, entry.user) == (str(customer.pk), carol)
+    assert "Took over the edit lock held by alice" in entry.get_change_message()
+    told = renew(alices, customer, ticket)
+    assert told.status_code == 409
+    assert "carol took over editing at" in told.json()["message"]
+
+
+def test_take_over_of_a_holding_that_changed_since_the_confirmation_changes_nothing(alice, carol, customer):
+    alices = browser(alice)
+    first = ticket_of(open_page(alices, customer))
+    alices.post(edit_lock_url(customer, "release"), {"ticket": str(first)})
+    second = ticket_of(open_page(alices, customer))  # alice again, a new holding
+    response = browser(carol).post(edit_lock_url(customer, "take-over"), {"fencing_token": first.fencing_token})
+    assert response.status_code == 302
+    assert stored(customer).fencing_token == second.fencing_token
+    assert not LogEntry.objects.exists()
+
+
+def test_a_force_release_from_the_dashboard_is_told_to_the_holders_page(alice, carol, customer):
+    alices = browser(alice)
+    ticket = ticket_of(open_page(alices, customer))
+    browser(carol).post("/admin/dynalock_django/lock/release/", {"key": key_for_instance(customer)})
+    told = renew(alices, customer, ticket)
+    assert told.status_code == 409
+    assert "carol released your edit lock" in told.json()["message"]
+
+
+# ---------------------------------------------------------------- the endpoints
+
+
+def test_renew_keeps_the_lock_with_one_request(alice, customer, requests_made):
+    client = browser(alice)
+    ticket = ticket_of(open_page(client, customer))
+    before = stored(customer).record_version_number
+    requests_made.reset()
+    response = renew(client, customer, ticket)
+    assert response.json() == {"state": "held"}
+    assert dict(requests_made.calls) == {"UpdateItem": 1}
+    assert stored(customer).record_version_number != before
+
+
+def test_one_user_can_never_renew_or_release_another_users_lock(alice, bob, customer):
+    ticket = ticket_of(open_page(browser(alice), customer))
+    before = stored(customer)
+    bobs = browser(bob)
+    assert renew(bobs, customer, ticket).status_code == 409
+    assert bobs.post(edit_lock_url(customer, "release"), {"ticket": str(ticket)}).status_code == 409
+    after = stored(customer)
+    assert (after.record_version_number, after.is_released) == (before.record_version_number, False)
+
+
+def test_the_endpoints_check_csrf(alice, customer):
+    client = browser(alice, enforce_csrf_checks=True)
+    ticket = ticket_of(open_page(client, customer))
+    before = stored(customer).record_version_number
+    assert renew(client, customer, ticket).status_code == 403
+    assert client.post(edit_lock_url(customer, "release"), {"ticket": str(ticket)}).status_code == 403
+    assert client.post(edit_lock_url(customer, "take-over"), {"fencing_token": 1}).status_code == 403
+    assert stored(customer).record_version_number == before
+    assert not stored(customer).is_released
+
+
+def test_the_endpoints_check_staff_status_and_permissions(alice, vera, customer, django_user_model):
+    ticket = ticket_of(open_page(browser(alice), customer))
+    anonymous = Client()
+    assert renew(anonymous, customer, ticket).status_code == 302  # to the login page
+    assert anonymous.get(edit_lock_url(customer, "status")).status_code == 302
+    outsider = django_user_model.objects.create_user("mallory", password="pw")
+    outsider.user_permissions.set(Permission.objects.filter(codename__in=EDITOR))
+    assert renew(browser(outsider), customer, ticket).status_code == 302  # not staff
+    nobody = staff(django_user_model, "nobody")
+    assert browser(nobody).get(edit_lock_url(customer, "status")).status_code == 403
+    veras = browser(vera)  # may view, not change
+    assert renew(veras, customer, ticket).status_code == 403
+    assert veras.get(edit_lock_url(customer, "take-over")).status_code == 403
+    assert veras.get(edit_lock_url(customer, "status")).json()["holder"] == "alice"
+
+
+def test_the_endpoints_take_only_their_method_and_a_ticket(alice, customer):
+    client = browser(alice)
+    open_page(client, customer)
+    assert client.get(edit_lock_url(customer, "renew")).status_code == 405
+    assert client.post(edit_lock_url(customer, "status")).status_code == 405
+    garbage = client.post(edit_lock_url(customer, "renew"), {"ticket": "../../etc"})
+    assert garbage.status_code == 400
+    assert client.post("/admin/desk/customer/999999/edit-lock/renew/", {"ticket": "x"}).status_code == 404
+
+
+def test_release_frees_the_lock_and_a_read_only_page_hears_it(alice, bob, customer):
+    alices, bobs = browser(alice), browser(bob)
+    ticket = ticket_of(open_page(alices, customer))
+    status = bobs.get(edit_lock_url(customer, "status")).json()
+    assert status["state"] == "held"
+    assert status["holder"] == "alice"
+    assert "Being edited by alice" in status["message"]
+    assert alices.post(edit_lock_url(customer, "release"), {"ticket": str(ticket)}).json() == {"state": "released"}
+    assert bobs.get(edit_lock_url(customer, "status")).json() == {"state": "free"}
+    assert ticket_of(open_page(bobs, customer)) is not None
+
+
+def test_a_tab_that_stopped_renewing_loses_its_lock_after_its_lease(alice, bob, customer, dynalock):
+    with override_settings(DYNALOCK={**dynalock, "EDIT_LEASE_DURATION": 0.5}):
+        open_page(browser(alice), customer)  # and the tab dies: no renewal, no release
+        bobs = browser(bob)
+        assert bobs.get(edit_lock_url(customer, "status")).json()["state"] == "held"
+        time.sleep(0.6)
+        assert bobs.get(edit_lock_url(customer, "status")).json() == {"state": "free"}
+        assert ticket_of(open_page(bobs, customer)) is not None
+
+
+# ---------------------------------------------------------------- failures and checks
+
+
+def test_without_dynamodb_the_page_is_read_only_and_says_why(alice, customer, dynalock):
+    with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": "no-such-table"}):
+        client = browser(alice)
+        page = open_page(client, customer)
+        assert "Edit locks are unavailable" in page.content.decode()
+        assert 'name="_save"' not in page.content.decode()
+        refused = client.post(change_url(customer), customer_form(EditTicket("y" * 22, 5), name="Blind"))
+    assert "Nothing was saved" in refused.content.decode()
+    customer.refresh_from_db()
+    assert customer.name == "Acme"
+
+
+def test_w003_an_edit_locked_model_without_fencing_token():
+    from django.contrib import admin
+
+    assert "dynalock.W003" in [message.id for message in TagAdmin(Tag, admin.site).check()]
+    assert "dynalock.W003" not in [message.id for message in CustomerAdmin(Customer, admin.site).check()]
