@@ -70,14 +70,16 @@
       // Unreachable: retried below.
     }
     if (!holding) return;
-    if (response && response.ok) {
+    // A logged-out session answers with the login page: only the endpoint's own answer counts.
+    const body = response ? await response.json().catch(() => null) : null;
+    if (response && response.ok && body && body.state === "held") {
       safeUntil = started + config.leaseSeconds * 1000;
       if (banner.classList.contains("dynalock-unreachable")) say("edit", config.strings.editing);
       schedule(renew, config.renewSeconds);
       return;
     }
-    if (response && response.status === 409) {
-      lost((await response.json()).message);
+    if (response && response.status === 409 && body) {
+      lost(body.message);
       return;
     }
     // Unreachable, or DynamoDB unavailable: try again soon; the lock holds until safeUntil.
