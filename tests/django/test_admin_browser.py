@@ -37,6 +37,12 @@ if not Path(CHROMIUM).exists():
     pytest.skip(f"no browser at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _database_before_live_server(django_db_setup: None) -> None:
+    """The test database exists before the live server starts: its threads then open their own
+    connections to it (a file, see tests/settings.py) rather than share the test's connection."""
+
+
 @pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
     # Playwright's sync API keeps an event loop in this thread while the browser is open; the ORM
