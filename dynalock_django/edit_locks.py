@@ -112,15 +112,39 @@ class EditLock:
             return self.held_by(busy.holder)
         return self._granted(lease, tab)
 
+    def claim(self) -> EditState:
+        """Take the lock for a request that changes the object without a page to edit it (a deletion).
+
+        It gets the lock when nobody holds it, or from one of this user's own
+        tabs (the change page the user just left may not have released it yet);
+        otherwise the state says who holds it.
+        """
+        state = self.open()
+        if state.ticket is not None or not state.holder_is_me or state.holder is None:
+            return state
+        try:
+            return self.take_over(state.holder)
+        except LockNotAcquired:
+            return state  # it changed hands since: whoever has it now keeps it
+
     def renew(self, ticket: EditTicket) -> Lease:
         """Renew the tab's lock for another lease (one request); LockLost when it is not the tab's any more."""
-        lease = self._lease(ticket)
+        lease = self.lease(ticket)
         lease.extend(dynalock_settings.EDIT_LEASE_DURATION)
         return lease
 
     def release(self, ticket: EditTicket) -> bool:
         """Release the tab's lock (one request); LockLost when it is not the tab's any more."""
-        return self._lease(ticket).release()
+        return self.lease(ticket).release()
+
+    def lease(self, ticket: EditTicket) -> Lease:
+        """The handle of the ticket's lock (no request): its writes are refused once it is not the ticket's."""
+        return get_client().lease(
+            self.key,
+            owner_name=owner_name(self.user, ticket.tab),
+            fencing_token=ticket.fencing_token,
+            lease_duration=dynalock_settings.EDIT_LEASE_DURATION,
+        )
 
     def read(self) -> LockInfo | None:
         """The lock item as stored now (one consistent read)."""
@@ -156,14 +180,6 @@ class EditLock:
             not current.is_released
             and current.owner_name == owner_name(self.user, ticket.tab)
             and current.fencing_token == ticket.fencing_token
-        )
-
-    def _lease(self, ticket: EditTicket) -> Lease:
-        return get_client().lease(
-            self.key,
-            owner_name=owner_name(self.user, ticket.tab),
-            fencing_token=ticket.fencing_token,
-            lease_duration=dynalock_settings.EDIT_LEASE_DURATION,
         )
 
     def _grant_options(self, tab: str) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from django.contrib.admin.options import TO_FIELD_VAR
 from django.contrib.admin.utils import quote, unquote
 from django.core.checks import CheckMessage, Warning
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import models, router
+from django.db import models, router, transaction
 from django.forms import ModelForm
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.loader import select_template
@@ -155,8 +155,50 @@ class EditLockMixin(_ModelAdmin):
             select_template(names) if isinstance(names, Sequence) else names
         )
         response.context_data["dynalock"] = self._page_context(request, obj, page)
+        state = page.state
+        if state.problem or (state.holder is not None and not state.holder_is_me):
+            response.context_data["show_delete"] = False  # the delete page would refuse: see delete_view
         response.template_name = TEMPLATE
         return response
+
+    # ------------------------------------------------------------- the delete page
+
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        """Deletes under the object's edit lock: nothing is deleted while someone else edits it."""
+        to_field = request.POST.get(TO_FIELD_VAR, request.GET.get(TO_FIELD_VAR))
+        obj = self._object_for(request, object_id, to_field)
+        if obj is None or not self.has_delete_permission(request, obj):
+            return super().delete_view(request, object_id, extra_context)  # the admin's own answer
+        with transaction.atomic(using=router.db_for_write(self.model)):
+            refusal = self._lock_for_deletion(request, obj, deleting=request.method == "POST")
+            if refusal is not None:
+                messages.error(request, _("%(reason)s Nothing was deleted.") % {"reason": refusal})
+                return HttpResponseRedirect(self._change_url(obj))
+            return super().delete_view(request, object_id, extra_context)
+
+    def _lock_for_deletion(self, request: HttpRequest, obj: models.Model, *, deleting: bool) -> str | None:
+        """Why ``obj`` cannot be deleted now, or None.
+
+        The confirmation page only looks (one read); the deletion itself takes
+        the lock until its transaction (the caller's) commits or rolls back.
+        """
+        edit_lock = EditLock(obj, request.user)
+        try:
+            if deleting:
+                state = edit_lock.claim()
+                if state.ticket is not None:
+                    release_when_transaction_ends(edit_lock.lease(state.ticket), router.db_for_write(type(obj)))
+                    return None
+            else:
+                current = edit_lock.read()
+                if edit_lock.is_free(current) or edit_lock.is_mine(current):
+                    return None
+                state = edit_lock.held_by(current)
+        except DynamoDBError as error:
+            return _unavailable_message(error)
+        return _held_message(state)
 
     def check(self, **kwargs: Any) -> list[CheckMessage]:
         messages_ = super().check(**kwargs)
@@ -221,9 +263,7 @@ class EditLockMixin(_ModelAdmin):
         obj, edit_lock = self._edit_lock_for(request, object_id)
         if not self.has_change_permission(request, obj):
             raise PermissionDenied
-        change_url = reverse(
-            f"{self.admin_site.name}:{self.opts.app_label}_{self.opts.model_name}_change", args=[quote(obj.pk)]
-        )
+        change_url = self._change_url(obj)
         current = edit_lock.read()
         seen = request.POST.get("fencing_token") if request.method == "POST" else None
         if current is None or edit_lock.is_free(current):
@@ -262,12 +302,9 @@ class EditLockMixin(_ModelAdmin):
 
     def _open_edit_lock(self, request: HttpRequest, object_id: str) -> None:
         """Decide, before the page renders, whether it holds the lock (editable) or shows who does."""
-        to_field = request.GET.get(TO_FIELD_VAR)
-        if to_field and not self.to_field_allowed(request, to_field):
-            return  # the change view refuses the request
-        obj = self.get_object(request, unquote(object_id), to_field)
+        obj = self._object_for(request, object_id, request.GET.get(TO_FIELD_VAR))
         if obj is None:
-            return
+            return  # the change view answers: not found, or a to_field it refuses
         edit_lock = EditLock(obj, request.user)
         may_edit = self.has_change_permission(request, obj)
         try:
@@ -277,7 +314,7 @@ class EditLockMixin(_ModelAdmin):
                 current = edit_lock.read()
                 state = edit_lock.held_by(None if edit_lock.is_free(current) else current)
         except DynamoDBError as error:
-            state = EditState(edit_lock.key, problem=_("Edit locks are unavailable (%(error)s).") % {"error": error})
+            state = EditState(edit_lock.key, problem=_unavailable_message(error))
         setattr(request, _PAGE, _EditPage(state, may_edit))
 
     def _check_before_save(self, request: HttpRequest, edit_lock: EditLock) -> None:
@@ -314,6 +351,15 @@ class EditLockMixin(_ModelAdmin):
         except DynamoDBError as error:
             return JsonResponse({"state": "unavailable", "message": str(error)}, status=503)
         return JsonResponse({"state": done})
+
+    def _object_for(self, request: HttpRequest, object_id: str, to_field: str | None) -> models.Model | None:
+        if to_field and not self.to_field_allowed(request, to_field):
+            return None
+        return self.get_object(request, unquote(object_id), to_field)
+
+    def _change_url(self, obj: models.Model) -> str:
+        name = f"{self.admin_site.name}:{self.opts.app_label}_{self.opts.model_name}_change"
+        return reverse(name, args=[quote(obj.pk)])
 
     def _edit_lock_for(self, request: HttpRequest, object_id: str) -> tuple[models.Model, EditLock]:
         obj = self.get_object(request, unquote(object_id))
@@ -408,6 +454,10 @@ def _held_message(state: EditState) -> str:
         "holder": state.holder_name,
         "since": _since(state.holder),
     }
+
+
+def _unavailable_message(error: DynamoDBError) -> str:
+    return _("Edit locks are unavailable (%(error)s).") % {"error": error}
 
 
 def _lost_message(edit_lock: EditLock, current: LockInfo | None) -> str:

@@ -100,6 +100,13 @@ def page_actions(alice: Any, customer: Any, args: argparse.Namespace) -> list[tu
     def status() -> None:
         assert client.get(f"{lock_url}status/").status_code == 200
 
+    def new_customer() -> None:
+        state["doomed"] = type(customer).objects.create(name="Doomed", plan="free")
+
+    def delete() -> None:
+        doomed_url = f"/admin/desk/customer/{state['doomed'].pk}/delete/"
+        assert client.post(doomed_url, {"post": "yes"}).status_code == 302
+
     cases: list[tuple[str, Callable[[], None], Callable[[], None], Callable[[], None]]] = [
         # (action, what sets the page up before it, what cleans up after it)
         ("open the change page (takes the lock)", open_page, lambda: None, release),
@@ -108,6 +115,7 @@ def page_actions(alice: Any, customer: Any, args: argparse.Namespace) -> list[tu
         ("status, from a read-only page", status, open_page, release),
         ("release, as the tab closes", release, open_page, lambda: None),
         ("save (checks the lock, writes, releases)", save, open_page, lambda: None),
+        ("delete (takes the lock, deletes, releases)", delete, new_customer, lambda: None),
     ]
     rows = []
     for name, action, before, after in cases:

@@ -184,6 +184,21 @@ def test_a_reload_keeps_the_lock_in_the_same_tab(staff_page, live_server, custom
     assert customer.name == "Reloaded"
 
 
+def test_alice_deletes_from_her_page_while_bob_cannot(staff_page, live_server, customer):
+    alice, bob = staff_page("alice"), staff_page("bob")
+    url = change_url(live_server, customer)
+    alice.goto(url)
+    bob.goto(url)
+    assert bob.locator("a.deletelink").count() == 0  # bob's read-only page offers no deletion
+    bob.goto(url.replace("/change/", "/delete/"))
+    assert "Nothing was deleted." in bob.locator(".messagelist").inner_text()
+    alice.click("a.deletelink")  # her page's release races the delete page: her own lock does not stop her
+    alice.click("input[type=submit]")
+    alice.wait_for_url("**/admin/desk/customer/")
+    assert not Customer.objects.filter(pk=customer.pk).exists()
+    assert lock_of(customer).is_released
+
+
 def test_a_second_tab_of_the_same_user_can_take_over(staff_page, live_server, customer):
     first = staff_page("alice")
     url = change_url(live_server, customer)

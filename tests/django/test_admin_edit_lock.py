@@ -8,6 +8,7 @@ import pytest
 from django.contrib.admin.models import LogEntry
 from django.contrib.admin.utils import quote
 from django.contrib.auth.models import Permission
+from django.db.models.signals import post_delete
 from django.test import Client, override_settings
 
 from dynalock_django.admin.edit_lock import HANDOFF_COOKIE, TICKET_FIELD
@@ -430,6 +431,84 @@ def test_a_tab_that_stopped_renewing_loses_its_lock_after_its_lease(alice, bob, 
         time.sleep(0.6)
         assert bobs.get(edit_lock_url(customer, "status")).json() == {"state": "free"}
         assert ticket_of(open_page(bobs, customer)) is not None
+
+
+# ---------------------------------------------------------------- deleting
+
+
+def delete_url(obj):
+    return f"/admin/{obj._meta.app_label}/{obj._meta.model_name}/{quote(obj.pk)}/delete/"
+
+
+def test_nothing_is_deleted_while_someone_else_edits(alice, bob, customer):
+    ticket = ticket_of(open_page(browser(alice), customer))
+    bobs = browser(bob)
+    read_only = open_page(bobs, customer).content.decode()
+    assert "/delete/" not in read_only  # no delete link on the read-only page
+    for send in (bobs.get, lambda url: bobs.post(url, {"post": "yes"})):
+        response = send(delete_url(customer))
+        assert response.status_code == 302
+        assert response.url == change_url(customer)
+        refused = bobs.get(response.url).content.decode()
+        assert "Being edited by alice since" in refused
+        assert "Nothing was deleted." in refused
+    assert Customer.objects.filter(pk=customer.pk).exists()
+    lock = stored(customer)
+    assert (lock.owner_name, lock.fencing_token, lock.is_released) == (
+        f"django-user:{alice.pk}/tab:{ticket.tab}",
+        ticket.fencing_token,
+        False,
+    )
+
+
+def test_the_editor_deletes_from_their_own_change_page(alice, customer, django_capture_on_commit_callbacks):
+    client = browser(alice)
+    ticket = ticket_of(open_page(client, customer))
+    # The change page's release (sent as it unloads) has not arrived yet: the user's own lock does not stop them.
+    assert client.get(delete_url(customer)).status_code == 200
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(delete_url(customer), {"post": "yes"})
+    assert response.status_code == 302
+    assert not Customer.objects.filter(pk=customer.pk).exists()
+    lock = stored(customer)
+    assert lock.is_released
+    assert lock.fencing_token > ticket.fencing_token  # the deletion took the lock over from the tab
+
+
+def test_a_deletion_holds_the_lock_until_it_commits(alice, customer, requests_made, django_capture_on_commit_callbacks):
+    seen_while_deleting = []
+
+    def record(sender, instance, **kwargs):
+        seen_while_deleting.append(stored(instance))
+
+    post_delete.connect(record, sender=Customer)
+    try:
+        requests_made.reset()
+        with django_capture_on_commit_callbacks(execute=True):
+            response = browser(alice).post(delete_url(customer), {"post": "yes"})
+    finally:
+        post_delete.disconnect(record, sender=Customer)
+    assert response.status_code == 302
+    [during] = seen_while_deleting
+    assert not during.is_released
+    assert during.owner_name.startswith(f"django-user:{alice.pk}/tab:")
+    assert dict(requests_made.calls) == {"UpdateItem": 2, "GetItem": 1}  # take, (the receiver's read), let go
+    assert stored(customer).is_released  # let go once the deletion committed
+
+
+def test_a_delete_page_without_the_permission_takes_no_lock(vera, customer):
+    assert browser(vera).post(delete_url(customer), {"post": "yes"}).status_code == 403
+    assert stored(customer) is None
+    assert Customer.objects.filter(pk=customer.pk).exists()
+
+
+def test_without_dynamodb_nothing_is_deleted(alice, customer, dynalock):
+    with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": "no-such-table"}):
+        client = browser(alice)
+        response = client.post(delete_url(customer), {"post": "yes"})
+        assert response.status_code == 302
+        assert "Edit locks are unavailable" in client.get(response.url).content.decode()
+    assert Customer.objects.filter(pk=customer.pk).exists()
 
 
 # ---------------------------------------------------------------- failures and checks
