@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 
 import pytest
 from django.contrib.admin.models import LogEntry
@@ -509,6 +510,54 @@ def test_without_dynamodb_nothing_is_deleted(alice, customer, dynalock):
         assert response.status_code == 302
         assert "Edit locks are unavailable" in client.get(response.url).content.decode()
     assert Customer.objects.filter(pk=customer.pk).exists()
+
+
+def delete_selected(client, *objects, confirmed):
+    data = {"action": "delete_selected", "_selected_action": [obj.pk for obj in objects]}
+    if confirmed:
+        data["post"] = "yes"
+    return client.post("/admin/desk/customer/", data, follow=True)
+
+
+def test_delete_selected_deletes_nothing_while_someone_else_edits_one(
+    alice, bob, customer, django_capture_on_commit_callbacks
+):
+    other = Customer.objects.create(name="Globex", plan="free")
+    ticket = ticket_of(open_page(browser(alice), customer))
+    bobs = browser(bob)
+    for confirmed in (False, True):  # the confirmation page, then the deletion itself
+        with django_capture_on_commit_callbacks(execute=True):
+            html = delete_selected(bobs, customer, other, confirmed=confirmed).content.decode()
+        assert "Acme: Being edited by alice since" in html
+        assert "Nothing was deleted." in html
+    assert Customer.objects.filter(pk__in=[customer.pk, other.pk]).count() == 2
+    assert stored(customer).fencing_token == ticket.fencing_token
+    assert not stored(customer).is_released
+    assert stored(other).is_released  # taken for the deletion that was refused, then let go
+
+
+def test_delete_selected_deletes_under_the_locks(alice, customer, requests_made, django_capture_on_commit_callbacks):
+    other = Customer.objects.create(name="Globex", plan="free")
+    client = browser(alice)
+    requests_made.reset()
+    confirmation = delete_selected(client, customer, other, confirmed=False)
+    assert "Are you sure" in confirmation.content.decode()
+    assert dict(requests_made.calls) == {"GetItem": 2}  # the confirmation page looks at each lock
+    requests_made.reset()
+    with django_capture_on_commit_callbacks(execute=True):
+        deleted = delete_selected(client, customer, other, confirmed=True)
+    assert "Successfully deleted 2 customers." in deleted.content.decode()
+    assert dict(requests_made.calls) == {"UpdateItem": 4}  # take each lock, let each go
+    assert not Customer.objects.filter(pk__in=[customer.pk, other.pk]).exists()
+    assert stored(customer).is_released
+    assert stored(other).is_released
+
+
+def test_the_actions_override_raises_no_deprecation_warning(alice, customer):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # Django 6.1 warns about get_actions() without action_location
+        changelist = browser(alice).get("/admin/desk/customer/")
+    assert 'value="delete_selected"' in changelist.content.decode()
 
 
 # ---------------------------------------------------------------- failures and checks
