@@ -718,7 +718,7 @@ class LockClient:
         holder = self._new_holder(options.owner_name, options.lease_duration)
         started = self.clock.monotonic()
         try:
-            response = self.dynamodb.update_item(**requests.take_over(self.layout, lock, holder, data=data))
+            response = self.dynamodb.update_item(**requests.take_over(self.layout, lock, holder, data=options.data))
         except _BotoError as error:
             if not errors.is_condition_failed(error):
                 raise errors.translate(error, table_name=self.table_name) from error

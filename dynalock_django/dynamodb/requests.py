@@ -290,11 +290,15 @@ def _still_held(exprs: Expressions, holding: Holding, *, renewal: bool = False) 
     checked, and a retried renewal passes again: it is idempotent.
     """
     if isinstance(holding, Detached):
-        owner = f"{exprs.name(item.OWNER_NAME)} = {exprs.string(holding.owner_name)}"
-        token = f"{exprs.name(item.FENCING_TOKEN)} = {exprs.number(holding.fencing_token)}"
-        return f"{owner} AND {token} AND {_not_released(exprs)}"
+        return f"{_owner_and_token(exprs, holding.owner_name, holding.fencing_token)} AND {_not_released(exprs)}"
     condition = _owned_version(exprs, holding.owner_name, list(holding.versions))
     return f"{condition} AND {_not_released(exprs)}" if renewal else condition
+
+
+def _owner_and_token(exprs: Expressions, owner_name: str, fencing_token: int) -> str:
+    """One holding, whatever its renewals: owner and fencing token change only when the lock changes hands."""
+    owner = f"{exprs.name(item.OWNER_NAME)} = {exprs.string(owner_name)}"
+    return f"{owner} AND {exprs.name(item.FENCING_TOKEN)} = {exprs.number(fencing_token)}"
 
 
 def _not_released(exprs: Expressions) -> str:
@@ -311,8 +315,7 @@ def _same_holding(exprs: Expressions, lock: LockInfo) -> str:
     """
     conditions = []
     if lock.fencing_token is not None and not lock.bad_fencing_token and lock.owner_name is not None:
-        conditions.append(f"{exprs.name(item.OWNER_NAME)} = {exprs.string(lock.owner_name)}")
-        conditions.append(f"{exprs.name(item.FENCING_TOKEN)} = {exprs.number(lock.fencing_token)}")
+        conditions.append(_owner_and_token(exprs, lock.owner_name, lock.fencing_token))
     else:
         conditions.append(_version_is(exprs, lock.raw_version))
     if not lock.is_released:

@@ -272,6 +272,10 @@ def test_a_model_without_fencing_token_saves_under_the_lock_unfenced(django_user
     tag = Tag.objects.create(slug="urgent")
     client = browser(staff(django_user_model, "root", superuser=True))
     ticket = ticket_of(client.get(change_url(tag)))
+    refused = client.post(change_url(tag), {"slug": "urgent", "label": "No lock"})  # no ticket
+    assert "Nothing was saved" in refused.content.decode()
+    tag.refresh_from_db()
+    assert tag.label == ""
     response = client.post(change_url(tag), {"slug": "urgent", "label": "Urgent!", TICKET_FIELD: str(ticket)})
     assert response.status_code == 302
     tag.refresh_from_db()

@@ -47,9 +47,13 @@
   let submitting = false;
   let safeUntil = performance.now() + config.leaseSeconds * 1000;
 
+  function ticketForm() {
+    return new URLSearchParams({ csrfmiddlewaretoken: csrfToken, ticket: config.ticket });
+  }
+
   function post(url) {
-    const body = new URLSearchParams({ csrfmiddlewaretoken: csrfToken, ticket: config.ticket });
-    return fetch(url, { method: "POST", body, credentials: "same-origin", headers: { "X-CSRFToken": csrfToken } });
+    const headers = { "X-CSRFToken": csrfToken };
+    return fetch(url, { method: "POST", body: ticketForm(), credentials: "same-origin", headers });
   }
 
   function lost(text) {
@@ -108,8 +112,7 @@
       if (!holding || submitting) return;
       // Sent even as the tab closes. On a reload the next page has already taken the lock over
       // under a new ticket, so this release finds nothing of its own and changes nothing.
-      const body = new URLSearchParams({ csrfmiddlewaretoken: csrfToken, ticket: config.ticket });
-      navigator.sendBeacon(config.releaseUrl, body);
+      navigator.sendBeacon(config.releaseUrl, ticketForm());
       holding = false;
     });
   }
