@@ -152,6 +152,15 @@ def _simple_types(values: dict[str, Any]) -> list[CheckMessage]:
                 id="dynalock.E012",
             )
         )
+    for name, check_id in (("ADMIN_SHOWS_ALL_KEYS", "E015"), ("SHOW_HOLDER_TO_ANONYMOUS", "E016")):
+        if not isinstance(values[name], bool):
+            messages.append(
+                Error(
+                    f"DYNALOCK['{name}'] must be True or False.",
+                    hint="The default is False.",
+                    id=f"dynalock.{check_id}",
+                )
+            )
     if not isinstance(values["DELETE_ON_RELEASE"], bool):
         messages.append(
             Error(

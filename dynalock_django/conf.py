@@ -30,6 +30,10 @@ DEFAULTS: dict[str, Any] = {
     # Edit locks of admin change pages, renewed by the browser tab every third of it. Long enough
     # for a hidden tab, whose timers the browser may slow to one a minute, to keep its lock.
     "EDIT_LEASE_DURATION": 60.0,
+    # The admin shows and force-releases only keys under KEY_PREFIX; True shows every key in the table.
+    "ADMIN_SHOWS_ALL_KEYS": False,
+    # @requires_lock's contention response names the holder to anonymous requests too.
+    "SHOW_HOLDER_TO_ANONYMOUS": False,
 }
 
 
@@ -92,6 +96,14 @@ class DynalockSettings:
     @property
     def EDIT_LEASE_DURATION(self) -> float:
         return float(self._get("EDIT_LEASE_DURATION"))
+
+    @property
+    def ADMIN_SHOWS_ALL_KEYS(self) -> bool:
+        return bool(self._get("ADMIN_SHOWS_ALL_KEYS"))
+
+    @property
+    def SHOW_HOLDER_TO_ANONYMOUS(self) -> bool:
+        return bool(self._get("SHOW_HOLDER_TO_ANONYMOUS"))
 
 
 dynalock_settings = DynalockSettings()

@@ -8,12 +8,13 @@ only on request), although only the protocol may decide it is free.
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.contrib import admin
-from django.core.exceptions import ValidationError
+from django.contrib.admin.utils import quote
 from django.db import models
 from django.urls import NoReverseMatch, reverse
 
@@ -24,6 +25,9 @@ from .payload import LockData
 
 # A lock not renewed for its lease plus this long (by the holder's clock) is shown as dead.
 DEAD_AFTER = timedelta(minutes=1)
+
+# Which models' objects a reader may see (their str() and admin links); None: all of them (the command line).
+ModelFilter = Callable[[type[models.Model]], bool]
 
 
 @dataclass(frozen=True)
@@ -52,8 +56,8 @@ class LockRow:
         """Seconds left by the holder's last renewal and our clock; None when it cannot be told."""
         if self.state != "held" or self.lock.renewed_at is None:
             return None
-        ends = self.lock.renewed_at + timedelta(seconds=self.lock.lease_duration)
-        return max(0.0, (ends - datetime.now(UTC)).total_seconds())
+        ends = _later(self.lock.renewed_at, timedelta(seconds=self.lock.lease_duration))
+        return None if ends is None else max(0.0, (ends - datetime.now(UTC)).total_seconds())
 
 
 @dataclass
@@ -73,19 +77,24 @@ def load_page(
     holder: str = "",
     show_all: bool = False,
     admin_site: admin.AdminSite | None = None,
+    may_view: ModelFilter | None = None,
 ) -> DashboardPage:
-    """One Scan request: ``model`` and ``search`` (a key prefix) filter in DynamoDB, ``holder`` here."""
-    prefix = dynalock_settings.KEY_PREFIX + search if search else None
+    """One Scan request: ``model`` and ``search`` (a key prefix) filter in DynamoDB, ``holder`` here.
+
+    Only this project's keys (``KEY_PREFIX``) are read, unless ``ADMIN_SHOWS_ALL_KEYS``.
+    """
+    scope = "" if dynalock_settings.ADMIN_SHOWS_ALL_KEYS else dynalock_settings.KEY_PREFIX
+    prefix = dynalock_settings.KEY_PREFIX + search if search else scope
     if model is not None:
         model_prefix = f"{dynalock_settings.KEY_PREFIX}{model_label(model)}:"
         prefix = prefix if prefix and prefix.startswith(model_prefix) else model_prefix
-    page = client.scan_page(limit=page_size, cursor=cursor, include_released=show_all, key_prefix=prefix)
+    page = client.scan_page(limit=page_size, cursor=cursor, include_released=show_all, key_prefix=prefix or None)
     rows = [describe(lock) for lock in page.locks]
     counts = collections.Counter(row.state for row in rows)
     visible = [row for row in rows if show_all or row.state in ("held", "malformed")]
     if holder:
         visible = [row for row in visible if row.holder == holder]
-    return DashboardPage(with_objects(visible, admin_site), page.cursor, counts)
+    return DashboardPage(with_objects(visible, admin_site, may_view), page.cursor, counts)
 
 
 def describe_rows(locks: list[LockInfo], admin_site: admin.AdminSite | None = None) -> list[LockRow]:
@@ -105,28 +114,41 @@ def _state(lock: LockInfo) -> str:
     if lock.is_released:
         return "released"
     renewed = lock.renewed_at or lock.acquired_at
-    if renewed is not None and renewed + timedelta(seconds=lock.lease_duration) + DEAD_AFTER < datetime.now(UTC):
-        return "dead"
-    return "held"
+    if renewed is None:
+        return "held"
+    dead_after = _later(renewed, timedelta(seconds=lock.lease_duration), DEAD_AFTER)
+    return "dead" if dead_after is not None and dead_after < datetime.now(UTC) else "held"
 
 
-def with_objects(rows: list[LockRow], admin_site: admin.AdminSite | None) -> list[LockRow]:
-    """The locked objects' str() and admin links: one query per model on the page."""
+def _later(moment: datetime, *durations: timedelta) -> datetime | None:
+    """``moment`` plus ``durations``; None past the last date there is (an item's lease of 30 million years)."""
+    try:
+        for duration in durations:
+            moment += duration
+    except OverflowError:
+        return None
+    return moment
+
+
+def with_objects(
+    rows: list[LockRow], admin_site: admin.AdminSite | None, may_view: ModelFilter | None = None
+) -> list[LockRow]:
+    """The locked objects' str() and admin links: one query per model on the page.
+
+    Objects of models that ``may_view`` refuses stay unnamed (the key alone).
+    """
     wanted: dict[type[models.Model], set[Any]] = collections.defaultdict(set)
     for row in rows:
-        if row.parsed.model is not None and row.parsed.pk is not None:
-            wanted[row.parsed.model].add(row.parsed.pk_value)
+        model = row.parsed.model
+        if model is not None and row.parsed.object_pk is not None and (may_view is None or may_view(model)):
+            wanted[model].add(row.parsed.object_pk)
     found: dict[tuple[type[models.Model], str], models.Model] = {}
     for model, pks in wanted.items():
-        try:
-            objects = model._base_manager.in_bulk(list(pks))
-        except (ValueError, TypeError, ValidationError):  # a pk not valid for its model (a hand-written key)
-            continue
-        found.update({(model, _pk_text(pk)): obj for pk, obj in objects.items()})
+        found.update({(model, _pk_text(pk)): obj for pk, obj in model._base_manager.in_bulk(list(pks)).items()})
     described = []
     for row in rows:
-        row_model = row.parsed.model
-        obj = found.get((row_model, _pk_text(row.parsed.pk_value))) if row_model is not None else None
+        row_model, pk = row.parsed.model, row.parsed.object_pk
+        obj = found.get((row_model, _pk_text(pk))) if row_model is not None and pk is not None else None
         if obj is None:
             described.append(row)
             continue
@@ -144,6 +166,6 @@ def _admin_url(obj: models.Model, admin_site: admin.AdminSite | None) -> str | N
         return None
     opts = obj._meta
     try:
-        return reverse(f"{site.name}:{opts.app_label}_{opts.model_name}_change", args=[obj.pk])
+        return reverse(f"{site.name}:{opts.app_label}_{opts.model_name}_change", args=[quote(obj.pk)])
     except NoReverseMatch:
         return None

@@ -3,7 +3,9 @@
 On contention the view does not run: the response is ``CONTENTION_STATUS``
 (423 Locked by default) with ``Retry-After`` and who holds the lock, as JSON
 for JSON clients and from the ``dynalock_django/locked.html`` template
-otherwise. A missing object is a 404. The lease is on ``request.lock_lease``.
+otherwise. Who holds it (a user, or a host and process) and for what are told
+to logged-in users only, unless ``SHOW_HOLDER_TO_ANONYMOUS``. A missing object
+is a 404. The lease is on ``request.lock_lease``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ from .locks import Lock, lock_object
 from .payload import LockData
 
 V = TypeVar("V", bound=Callable[..., Any])
+
+# A day: an item can claim a lease of millions of years, and no client should be told to wait that long.
+MAX_RETRY_AFTER = 24 * 3600
 
 
 def requires_lock(
@@ -89,12 +94,14 @@ def requires_lock(
 
 
 def locked_response(request: HttpRequest, holder: LockInfo | None, status: int | None = None) -> HttpResponse:
-    """The answer to a request for a locked object: who holds it and when to retry."""
+    """The answer to a request for a locked object: who holds it (to those who may know) and when to retry."""
     data = LockData.from_bytes(holder.data) if holder else None
-    retry_after = math.ceil(holder.lease_duration) if holder else 1
+    retry_after = min(math.ceil(holder.lease_duration), MAX_RETRY_AFTER) if holder else 1
+    user = getattr(request, "user", None)
+    disclose = dynalock_settings.SHOW_HOLDER_TO_ANONYMOUS or bool(user and user.is_authenticated)
     context = {
-        "holder": data.holder if data else (holder.owner_name if holder else None),
-        "purpose": data.purpose if data else "",
+        "holder": (data.holder if data else (holder.owner_name if holder else None)) if disclose else None,
+        "purpose": (data.purpose if data else "") if disclose else "",
         "since": holder.acquired_at.isoformat() if holder and holder.acquired_at else None,
         "retry_after": retry_after,
     }

@@ -5,40 +5,52 @@ every database and environment. Proxy models and multi-table-inheritance
 children lock their root model's key: they share its row. Primary key values
 are percent-encoded, so any string pk is unambiguous; the parts of a
 composite pk are joined by ``,`` (which is encoded inside a part).
+
+A key must fit DynamoDB's 2048-byte partition key. The rare one that would
+not (a long non-ASCII string pk: up to 12 bytes per character once encoded)
+keeps a readable start of its encoded pk, cut there, followed by ``#`` and
+the SHA-256 of the whole key it would have been: stable, collision-resistant,
+and every key that fits is unchanged. ``#`` never occurs in an encoded pk, so
+such a key is recognised; it names its model but not the row.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
 
 from django.apps import apps
+from django.core.exceptions import ValidationError
 from django.db import models
 
 from .conf import dynalock_settings
+from .dynamodb.item import MAX_PARTITION_KEY_BYTES
 from .exceptions import InvalidLockRequest
 
 _PK_SEPARATOR = ","
+_DIGEST_SEPARATOR = "#"  # quote() always encodes it, so it cannot occur in an encoded pk
+_DIGEST_LENGTH = 64  # SHA-256, in hex
 
 
 @dataclass(frozen=True)
 class ParsedKey:
-    """What a lock key names: a model row (``model`` is None when not installed here) or a plain name."""
+    """What a lock key names: a model row (``model`` is None when not installed here) or a plain name.
+
+    ``pk`` is the key's text (None for a shortened key, whose row cannot be
+    told); ``object_pk`` is that pk as its model's field reads it, or None
+    when the text is no valid pk of the model (a hand-written key, a bad
+    UUID, an integer out of range), so no query is made for it.
+    """
 
     key: str
     label: str | None
     model: type[models.Model] | None
     pk: tuple[str, ...] | None
     name: str | None
-
-    @property
-    def pk_value(self) -> str | tuple[str, ...] | None:
-        """The pk as given to the ORM: a string, or a tuple for a composite pk."""
-        if self.pk is None:
-            return None
-        return self.pk[0] if len(self.pk) == 1 else self.pk
+    object_pk: Any = None
 
 
 def root_model(model: type[models.Model]) -> type[models.Model]:
@@ -58,7 +70,7 @@ def key_for_model(model: type[models.Model], pk: Any) -> str:
         raise InvalidLockRequest(f"{model!r} is not a Django model class; pass the model, e.g. Customer.")
     values = _pk_parts(model, pk)
     encoded = _PK_SEPARATOR.join(quote(value, safe="") for value in values)
-    return f"{dynalock_settings.KEY_PREFIX}{model_label(model)}:{encoded}"
+    return _fitting(f"{dynalock_settings.KEY_PREFIX}{model_label(model)}:", encoded)
 
 
 def key_for_instance(instance: models.Model) -> str:
@@ -91,16 +103,60 @@ def parse_key(key: str) -> ParsedKey:
         return ParsedKey(key, None, None, None, body)
     try:
         model: type[models.Model] | None = apps.get_model(app_label, model_name)
-    except LookupError:
+    except (LookupError, ValueError):
         model = None
+    if _is_shortened(encoded):
+        return ParsedKey(key, label, model, None, None)
     pk = tuple(unquote(part) for part in encoded.split(_PK_SEPARATOR))
-    return ParsedKey(key, label, model, pk, None)
+    return ParsedKey(key, label, model, pk, None, _object_pk(model, pk) if model is not None else None)
+
+
+def _fitting(head: str, encoded: str) -> str:
+    """``head + encoded``, or its shortened form when that is over DynamoDB's key limit."""
+    key = head + encoded
+    if len(key.encode()) <= MAX_PARTITION_KEY_BYTES:
+        return key
+    digest = hashlib.sha256(key.encode()).hexdigest()
+    room = max(0, MAX_PARTITION_KEY_BYTES - len(head.encode()) - len(_DIGEST_SEPARATOR) - _DIGEST_LENGTH)
+    start = encoded[:room]  # encoded text is ASCII: one byte per character
+    escape = start.rfind("%", len(start) - 2)
+    if escape != -1:  # do not cut a %XX escape in two
+        start = start[:escape]
+    return f"{head}{start}{_DIGEST_SEPARATOR}{digest}"
+
+
+def _is_shortened(encoded: str) -> bool:
+    _, separator, digest = encoded.rpartition(_DIGEST_SEPARATOR)
+    return bool(separator) and len(digest) == _DIGEST_LENGTH
+
+
+def _pk_fields(model: type[models.Model]) -> Sequence[models.Field[Any, Any]]:
+    pk_field = root_model(model)._meta.pk
+    assert pk_field is not None
+    return getattr(pk_field, "fields", None) or [pk_field]
+
+
+def _python_pk(fields: Sequence[models.Field[Any, Any]], values: Sequence[Any]) -> tuple[Any, ...]:
+    """The values as the pk fields store them; ValidationError (or TypeError) when they cannot be."""
+    python = tuple(field.to_python(value) for field, value in zip(fields, values, strict=True))
+    for field, value in zip(fields, python, strict=True):
+        field.run_validators(value)  # an integer's range, a string's max_length
+    return python
+
+
+def _object_pk(model: type[models.Model], pk: tuple[str, ...]) -> Any:
+    fields = _pk_fields(model)
+    if len(pk) != len(fields):
+        return None
+    try:
+        python = _python_pk(fields, pk)
+    except (ValidationError, TypeError, ValueError):
+        return None
+    return python[0] if len(python) == 1 else python
 
 
 def _pk_parts(model: type[models.Model], pk: Any) -> tuple[str, ...]:
-    pk_field = root_model(model)._meta.pk
-    assert pk_field is not None
-    fields: Sequence[models.Field[Any, Any]] = getattr(pk_field, "fields", None) or [pk_field]
+    fields = _pk_fields(model)
     values = pk if len(fields) > 1 else (pk,)
     name = model.__name__
     if not isinstance(values, (tuple, list)) or len(values) != len(fields):
@@ -110,6 +166,6 @@ def _pk_parts(model: type[models.Model], pk: Any) -> tuple[str, ...]:
     if any(value is None for value in values):
         raise InvalidLockRequest(f"Cannot lock {name} with primary key {pk!r}: a part of it is None. Save it first.")
     try:
-        return tuple(str(field.to_python(value)) for field, value in zip(fields, values, strict=True))
-    except Exception as error:  # to_python raises ValidationError, but also TypeError for odd input
+        return tuple(str(value) for value in _python_pk(fields, values))
+    except Exception as error:  # to_python and validators raise ValidationError, but also TypeError for odd input
         raise InvalidLockRequest(f"{pk!r} is not a valid primary key for {name}: {error}") from error

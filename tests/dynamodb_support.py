@@ -95,8 +95,15 @@ class FaultInjector:
         self.injected: collections.Counter[str] = collections.Counter()
         dynamodb.meta.events.register_first("before-send.dynamodb", self._before_send)
 
-    def fail(self, operation: str, code: str = "ThrottlingException", status: int = 400, times: int = 1) -> None:
-        self._add(operation, lambda request: error_response(code, status), times)
+    def fail(
+        self,
+        operation: str,
+        code: str = "ThrottlingException",
+        status: int = 400,
+        times: int = 1,
+        message: str = "injected",
+    ) -> None:
+        self._add(operation, lambda request: error_response(code, status, message), times)
 
     def lose_response(self, operation: str, times: int = 1) -> None:
         def send_then_lose(request: Any) -> Any:

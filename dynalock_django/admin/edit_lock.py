@@ -31,16 +31,19 @@ from django.template.loader import select_template
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import dateformat, timezone
+from django.utils.encoding import escape_uri_path
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from ..conf import dynalock_settings
 from ..dynamodb import DynamoDBError, Lease, LockInfo, LockLost, LockNotAcquired
 from ..edit_locks import EditLock, EditState, EditTicket
 from ..exceptions import StaleFencingToken
-from ..fencing import fenced_save, has_fencing_token
+from ..fencing import fenced_refresh, fenced_save, has_fencing_token
 from ..keys import key_for_instance
 from ..transactions import release_when_transaction_ends
+from .bulk_edits import changelist_form_under_edit_locks, modifies, under_edit_locks
+from .errors import staff_message, unavailable_response
 from .live_locks import FORCE_RELEASE_PERMISSION
 
 if TYPE_CHECKING:  # django-stubs makes ModelAdmin generic; Django's class is not subscriptable
@@ -56,6 +59,7 @@ HANDOFF_SECONDS = 30
 TEMPLATE = "admin/dynalock_django/edit_lock/change_form.html"
 
 _PAGE = "_dynalock_edit_page"  # the request's _EditPage
+_CLAIMED = "_dynalock_claimed"  # the request's changelist writes: {key: Lease} of the objects it claimed
 
 
 @dataclass
@@ -87,7 +91,7 @@ class EditLockMixin(_ModelAdmin):
             messages.error(request, _("Nothing was saved: %(error)s") % {"error": stale})
             return HttpResponseRedirect(request.get_full_path())
         if HANDOFF_COOKIE in request.COOKIES and HANDOFF_COOKIE not in response.cookies:
-            response.delete_cookie(HANDOFF_COOKIE, path=request.path)
+            response.delete_cookie(HANDOFF_COOKIE, path=escape_uri_path(request.path))
         return response
 
     def has_change_permission(self, request: HttpRequest, obj: models.Model | None = None) -> bool:
@@ -118,8 +122,9 @@ class EditLockMixin(_ModelAdmin):
 
     def save_model(self, request: HttpRequest, obj: models.Model, form: Any, change: bool) -> None:
         page: _EditPage | None = getattr(request, _PAGE, None)
-        if page is not None and page.lease is not None and has_fencing_token(type(obj)):
-            fenced_save(obj, page.lease)
+        lease = page.lease if page is not None else getattr(request, _CLAIMED, {}).get(key_for_instance(obj))
+        if lease is not None and has_fencing_token(type(obj)):
+            fenced_save(obj, lease)
         else:
             super().save_model(request, obj, form, change)
 
@@ -130,7 +135,7 @@ class EditLockMixin(_ModelAdmin):
             return response
         if "_continue" in request.POST:
             # The tab's next page takes the lock over; the page sets this too, but it may lack JavaScript.
-            _set_handoff(response, page.state.ticket, request.path, secure=request.is_secure())
+            _set_handoff(response, page.state.ticket, escape_uri_path(request.path), secure=request.is_secure())
         else:
             release_when_transaction_ends(page.lease, router.db_for_write(type(obj)))
         return response
@@ -181,13 +186,65 @@ class EditLockMixin(_ModelAdmin):
             return super().delete_view(request, object_id, extra_context)
 
     def get_actions(self, request: HttpRequest, action_location: Any = None) -> dict[str, Any]:
-        """The admin's actions, with "Delete selected" deleting under the edit locks of the objects."""
+        """The admin's actions, each one that modifies run under the edit locks of the selected objects.
+
+        "Delete selected" deletes nothing while any of them is edited by
+        someone else; other actions run on the objects nobody else edits.
+        """
         # Django 6.1 passes action_location (and warns about overrides without it); 5.2 has no such argument.
         get_actions: Callable[..., dict[str, Any]] = super().get_actions
         actions = get_actions(request) if action_location is None else get_actions(request, action_location)
-        if actions.get("delete_selected") is not None:
-            actions["delete_selected"] = _replace_func(actions["delete_selected"], _deleting_under_edit_locks)
+        for name, action in actions.items():
+            if name == "delete_selected" and action is not None:
+                actions[name] = _replace_func(action, _deleting_under_edit_locks)
+            elif action is not None and modifies(action):
+                actions[name] = _replace_func(action, under_edit_locks)
         return actions
+
+    # ------------------------------------------------------------- the changelist
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        if request.method == "POST" and "_save" in request.POST:
+            # The list_editable rows take their edit locks as their forms are cleaned, held until this ends.
+            with transaction.atomic(using=router.db_for_write(self.model)):
+                return super().changelist_view(request, extra_context)
+        return super().changelist_view(request, extra_context)
+
+    def get_changelist_form(self, request: HttpRequest, **kwargs: Any) -> type[ModelForm[Any]]:
+        form = super().get_changelist_form(request, **kwargs)
+        return changelist_form_under_edit_locks(form, lambda obj: self.claim_edit_lock(request, obj) is not None)
+
+    def claim_edit_lock(self, request: HttpRequest, obj: models.Model) -> Lease | None:
+        """Take ``obj``'s edit lock for a write made without its change page, until the transaction ends.
+
+        For a changelist edit or an action: None, with a message naming who
+        edits it, when someone else does. The row is stamped with the lock's
+        fencing token, so a writer with an older lock can no longer write it.
+        """
+        lease, refusal = self._claim(request, obj)
+        if lease is not None and has_fencing_token(type(obj)):
+            try:
+                fenced_refresh(obj, lease)
+            except StaleFencingToken as stale:
+                lease, refusal = None, str(stale)
+        if refusal is not None:
+            messages.error(request, _("%(object)s was not changed: %(reason)s") % {"object": obj, "reason": refusal})
+        return lease
+
+    def _claim(self, request: HttpRequest, obj: models.Model) -> tuple[Lease | None, str | None]:
+        """``obj``'s edit lock, held until the current transaction ends; or why it cannot be had."""
+        edit_lock = EditLock(obj, request.user)
+        try:
+            state = edit_lock.claim()
+        except DynamoDBError as error:
+            return None, _unavailable_message(error)
+        if state.ticket is None:
+            return None, _held_message(state)
+        lease = edit_lock.lease(state.ticket)
+        release_when_transaction_ends(lease, router.db_for_write(type(obj)))
+        claimed: dict[str, Lease] = getattr(request, _CLAIMED, {})
+        setattr(request, _CLAIMED, {**claimed, edit_lock.key: lease})
+        return lease, None
 
     def _lock_for_deletion(self, request: HttpRequest, obj: models.Model, *, deleting: bool) -> str | None:
         """Why ``obj`` cannot be deleted now, or None.
@@ -195,21 +252,16 @@ class EditLockMixin(_ModelAdmin):
         The confirmation page only looks (one read); the deletion itself takes
         the lock until its transaction (the caller's) commits or rolls back.
         """
+        if deleting:
+            return self._claim(request, obj)[1]
         edit_lock = EditLock(obj, request.user)
         try:
-            if deleting:
-                state = edit_lock.claim()
-                if state.ticket is not None:
-                    release_when_transaction_ends(edit_lock.lease(state.ticket), router.db_for_write(type(obj)))
-                    return None
-            else:
-                current = edit_lock.read()
-                if edit_lock.is_free(current) or edit_lock.is_mine(current):
-                    return None
-                state = edit_lock.held_by(current)
+            current = edit_lock.read()
         except DynamoDBError as error:
             return _unavailable_message(error)
-        return _held_message(state)
+        if edit_lock.is_free(current) or edit_lock.is_mine(current):
+            return None
+        return _held_message(edit_lock.held_by(current))
 
     def check(self, **kwargs: Any) -> list[CheckMessage]:
         messages_ = super().check(**kwargs)
@@ -232,7 +284,7 @@ class EditLockMixin(_ModelAdmin):
             ("renew", require_POST(self.edit_lock_renew_view)),
             ("release", require_POST(self.edit_lock_release_view)),
             ("status", require_GET(self.edit_lock_status_view)),
-            ("take_over", self.edit_lock_take_over_view),
+            ("take_over", require_http_methods(["GET", "HEAD", "POST"])(self.edit_lock_take_over_view)),
         ]
         return [
             path(
@@ -259,7 +311,7 @@ class EditLockMixin(_ModelAdmin):
         try:
             current = edit_lock.read()
         except DynamoDBError as error:
-            return JsonResponse({"state": "unavailable", "message": str(error)}, status=503)
+            return JsonResponse({"state": "unavailable", "message": staff_message(error)}, status=503)
         if edit_lock.is_free(current):
             return JsonResponse({"state": "free"})
         state = edit_lock.held_by(current)
@@ -274,6 +326,12 @@ class EditLockMixin(_ModelAdmin):
         obj, edit_lock = self._edit_lock_for(request, object_id)
         if not self.has_change_permission(request, obj):
             raise PermissionDenied
+        try:
+            return self._take_over(request, obj, edit_lock)
+        except DynamoDBError as error:
+            return unavailable_response(request, {**self.admin_site.each_context(request), "opts": self.opts}, error)
+
+    def _take_over(self, request: HttpRequest, obj: models.Model, edit_lock: EditLock) -> HttpResponse:
         change_url = self._change_url(obj)
         current = edit_lock.read()
         seen = request.POST.get("fencing_token") if request.method == "POST" else None
@@ -340,7 +398,7 @@ class EditLockMixin(_ModelAdmin):
             except LockLost as lost:
                 problem = _lost_message(edit_lock, lost.current)
             except DynamoDBError as error:
-                problem = _("The edit lock could not be checked (%(error)s).") % {"error": error}
+                problem = _("The edit lock could not be checked (%(error)s).") % {"error": staff_message(error)}
         state = EditState(edit_lock.key, ticket=ticket, problem=problem)
         setattr(request, _PAGE, _EditPage(state, may_edit=True, lease=lease))
         if problem is not None:
@@ -360,7 +418,7 @@ class EditLockMixin(_ModelAdmin):
         except LockLost as lost:
             return JsonResponse({"state": "lost", "message": _lost_message(edit_lock, lost.current)}, status=409)
         except DynamoDBError as error:
-            return JsonResponse({"state": "unavailable", "message": str(error)}, status=503)
+            return JsonResponse({"state": "unavailable", "message": staff_message(error)}, status=503)
         return JsonResponse({"state": done})
 
     def _object_for(self, request: HttpRequest, object_id: str, to_field: str | None) -> models.Model | None:
@@ -504,7 +562,7 @@ def _deleting_under_edit_locks(delete_selected: Callable[..., Any]) -> Callable[
 
 
 def _unavailable_message(error: DynamoDBError) -> str:
-    return _("Edit locks are unavailable (%(error)s).") % {"error": error}
+    return _("Edit locks are unavailable (%(error)s).") % {"error": staff_message(error)}
 
 
 def _lost_message(edit_lock: EditLock, current: LockInfo | None) -> str:

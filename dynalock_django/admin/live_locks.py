@@ -2,25 +2,37 @@
 
 Registered on the unmanaged ``Lock`` model (django-rq's pattern): Django's
 own permissions decide who sees it (``dynalock_django.view_lock``) and who may
-take a lock away (``dynalock_django.force_release``).
+take a lock away (``dynalock_django.force_release``). The model has no table,
+so of the admin's URLs only the changelist (the dashboard) is kept; an
+object's "change" URL, where the admin log links a release to, leads to the
+dashboard filtered on that key.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
+from urllib.parse import urlencode
 
 from django.apps import apps
 from django.contrib import admin, messages
+from django.contrib.admin.exceptions import NotRegistered
+from django.contrib.admin.utils import unquote
+from django.contrib.auth import get_permission_codename
 from django.core.exceptions import PermissionDenied
+from django.db import models
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.translation import gettext as _
+from django.views.decorators.http import require_http_methods, require_safe
 
 from ..client import get_client
-from ..dashboard import describe, load_page
-from ..dynamodb import DynalockError, LockNotAcquired
+from ..conf import dynalock_settings
+from ..dashboard import LockRow, ModelFilter, describe, load_page
+from ..dynamodb import DynalockError, DynamoDBError, InvalidLockRequest, LockInfo, LockNotAcquired
 from ..models import Lock
+from .errors import staff_message, unavailable_response
 
 FORCE_RELEASE_PERMISSION = "dynalock_django.force_release"
 
@@ -40,28 +52,39 @@ class LockAdmin(admin.ModelAdmin[Lock]):
         return False
 
     def get_urls(self) -> list[URLPattern]:
-        release = self.admin_site.admin_view(self.force_release_view)
-        return [path("release/", release, name="dynalock_django_lock_release"), *super().get_urls()]
+        site = self.admin_site
+        release = require_http_methods(["GET", "HEAD", "POST"])(self.force_release_view)
+        return [
+            path("", site.admin_view(require_safe(self.changelist_view)), name="dynalock_django_lock_changelist"),
+            path("release/", site.admin_view(release), name="dynalock_django_lock_release"),
+            path(
+                "<path:object_id>/change/",
+                site.admin_view(require_safe(self.lock_change_view)),
+                name="dynalock_django_lock_change",
+            ),
+        ]
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         if not self.has_view_permission(request):
             raise PermissionDenied
         params = request.GET
+        may_view = self._model_filter(request)
         model = _model_or_none(params.get("model", ""))
         try:
             page = load_page(
                 get_client(),
                 cursor=params.get("cursor") or None,
                 page_size=self.list_per_page,
-                model=model,
+                model=model if model is not None and may_view(model) else None,
                 search=params.get("q", ""),
                 holder=params.get("holder", ""),
                 show_all=params.get("status") == "all",
                 admin_site=self.admin_site,
+                may_view=may_view,
             )
             error = None
         except DynalockError as failure:  # a missing table, DynamoDB down: say so on the page
-            page, error = None, str(failure)
+            page, error = None, staff_message(failure)
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
@@ -69,7 +92,7 @@ class LockAdmin(admin.ModelAdmin[Lock]):
             "page": page,
             "error": error,
             "params": params,
-            "models": _lockable_models(),
+            "models": _lockable_models(may_view),
             "can_force_release": request.user.has_perm(FORCE_RELEASE_PERMISSION),
             "refresh_seconds": self.refresh_seconds,
             **(extra_context or {}),
@@ -77,57 +100,118 @@ class LockAdmin(admin.ModelAdmin[Lock]):
         template = "rows" if params.get("fragment") else "change_list"
         return TemplateResponse(request, f"admin/dynalock_django/lock/{template}.html", context)
 
+    def lock_change_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Where the admin log links a lock to: the dashboard, on that key."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        key, prefix = unquote(object_id), dynalock_settings.KEY_PREFIX
+        search = key[len(prefix) :] if key.startswith(prefix) else key
+        return HttpResponseRedirect(f"{self._changelist_url()}?{urlencode({'q': search, 'status': 'all'})}")
+
     def force_release_view(self, request: HttpRequest) -> HttpResponse:
-        """GET: a confirmation page saying who holds the lock; POST (CSRF-checked): take it away."""
+        """GET: a confirmation page saying who holds the lock; POST (CSRF-checked): release that holding.
+
+        The form carries the holding it showed (owner and fencing token): if
+        the lock changed hands since, nothing is released and the operator is
+        shown who holds it now.
+        """
         if not request.user.has_perm(FORCE_RELEASE_PERMISSION):
             raise PermissionDenied
-        key = request.POST.get("key") if request.method == "POST" else request.GET.get("key")
+        confirmed = request.method == "POST"
+        form = request.POST if confirmed else request.GET
+        key = form.get("key", "")
         if not key:
             return HttpResponseBadRequest(_("Which lock? Pass its key."))
-        changelist = reverse(f"{self.admin_site.name}:dynalock_django_lock_changelist")
-        lock = get_client().get(key)
+        if not _in_scope(key):
+            messages.error(
+                request,
+                _("The lock %(key)s is not this project's (its key does not start with KEY_PREFIX).") % {"key": key},
+            )
+            return HttpResponseRedirect(self._changelist_url())
+        context = {**self.admin_site.each_context(request), "opts": self.opts}
+        try:
+            lock = get_client().get(key)
+        except InvalidLockRequest as invalid:
+            return HttpResponseBadRequest(str(invalid))
+        except DynamoDBError as error:
+            return unavailable_response(request, context, error)
         if lock is None or lock.is_released:
             messages.info(request, _("The lock %(key)s is not held any more.") % {"key": key})
-            return HttpResponseRedirect(changelist)
+            return HttpResponseRedirect(self._changelist_url())
         row = describe(lock)
-        if request.method == "GET":
-            context = {
-                **self.admin_site.each_context(request),
-                "opts": self.opts,
-                "row": row,
-                "title": _("Release lock"),
-            }
+        if not confirmed:
+            context |= {"row": row, "holding": _holding(lock), "title": _("Release lock")}
             return TemplateResponse(request, "admin/dynalock_django/lock/release_confirmation.html", context)
-        released_by = request.user.get_username()
+        if (form.get("owner", ""), form.get("fencing_token", "")) != _holding(lock):
+            return self._changed_hands(request, row)
         try:
-            get_client().force_release(lock, released_by=released_by)
-        except LockNotAcquired:
-            messages.warning(
-                request, _("The lock %(key)s changed hands meanwhile; nothing was released.") % {"key": key}
-            )
-            return HttpResponseRedirect(changelist)
+            get_client().force_release(lock, released_by=request.user.get_username())
+        except LockNotAcquired as changed:
+            return self._changed_hands(request, describe(changed.holder) if changed.holder else None)
+        except DynamoDBError as error:
+            return unavailable_response(request, context, error)
         self.log_change(
             request, _logged_object(row), _("Force-released the lock held by %(holder)s.") % {"holder": row.holder}
         )
         messages.success(request, _("Released the lock held by %(holder)s.") % {"holder": row.holder})
-        return HttpResponseRedirect(changelist)
+        return HttpResponseRedirect(self._changelist_url())
+
+    def _changed_hands(self, request: HttpRequest, now: LockRow | None) -> HttpResponse:
+        """Nothing released: the lock is not the holding the operator confirmed any more."""
+        if now is None or now.lock.is_released:
+            messages.warning(request, _("The lock changed hands and is free now; nothing was released."))
+            return HttpResponseRedirect(self._changelist_url())
+        messages.warning(
+            request,
+            _("The lock changed hands: %(holder)s holds it now. Nothing was released.") % {"holder": now.holder},
+        )
+        release_url = reverse(f"{self.admin_site.name}:dynalock_django_lock_release")
+        return HttpResponseRedirect(f"{release_url}?{urlencode({'key': now.lock.key})}")
+
+    def _changelist_url(self) -> str:
+        return reverse(f"{self.admin_site.name}:dynalock_django_lock_changelist")
+
+    def _model_filter(self, request: HttpRequest) -> ModelFilter:
+        """Whether this request's user may see objects of a model: its admin's view permission, else the user's."""
+
+        @functools.cache
+        def may_view(model: type[models.Model]) -> bool:
+            try:
+                return self.admin_site.get_model_admin(model).has_view_or_change_permission(request)
+            except NotRegistered:
+                opts = model._meta
+                return any(
+                    request.user.has_perm(f"{opts.app_label}.{get_permission_codename(action, opts)}")
+                    for action in ("view", "change")
+                )
+
+        return may_view
 
 
-def _logged_object(row: Any) -> Any:
+def _holding(lock: LockInfo) -> tuple[str, str]:
+    """What identifies a holding for the operator's confirmation: its owner and fencing token."""
+    return lock.owner_name or "", "" if lock.fencing_token is None else str(lock.fencing_token)
+
+
+def _in_scope(key: str) -> bool:
+    return dynalock_settings.ADMIN_SHOWS_ALL_KEYS or key.startswith(dynalock_settings.KEY_PREFIX)
+
+
+def _logged_object(row: LockRow) -> Any:
     """The admin log records the release against the locked object, or against the lock for a named lock."""
-    model = row.parsed.model
-    if model is not None:
-        found = model._base_manager.filter(pk=row.parsed.pk_value).first()
+    model, pk = row.parsed.model, row.parsed.object_pk
+    if model is not None and pk is not None:
+        found = model._base_manager.filter(pk=pk).first()
         if found is not None:
             return found
     return Lock(key=row.lock.key)
 
 
-def _lockable_models() -> list[tuple[str, str]]:
+def _lockable_models(may_view: ModelFilter) -> list[tuple[str, str]]:
     return sorted(
         (model._meta.label_lower, str(model._meta.verbose_name_plural).capitalize())
         for model in apps.get_models()
-        if model._meta.managed and not model._meta.proxy
+        if model._meta.managed and not model._meta.proxy and may_view(model)
     )
 
 

@@ -683,7 +683,7 @@ class LockClient:
             raise LockNotAcquired(
                 f"Lock {lock.key!r} changed since it was read ({describe_holder(now)}); nothing was released.", now
             ) from error
-        release_logger.warning("Lock %r held by %r was force-released by %s", lock.key, lock.owner_name, released_by)
+        release_logger.warning("Lock %r held by %r was force-released by %r", lock.key, lock.owner_name, released_by)
         return self.layout.parse(response["Attributes"])
 
     def take_over(

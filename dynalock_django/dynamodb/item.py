@@ -46,6 +46,10 @@ MALFORMED_ITEM_LEASE_SECONDS = 300.0
 
 _DIGITS = re.compile(r"[0-9]{1,18}")
 
+# Display-only times stay a day inside datetime's range, so any time zone can show them.
+_EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
+_LATEST = datetime(9999, 12, 30, tzinfo=UTC)
+
 
 @dataclass(frozen=True)
 class LockInfo:
@@ -161,11 +165,12 @@ def _number(item: Item, name: str, problems: list[str]) -> int | None:
 
 
 def _timestamp(item: Item, name: str) -> datetime | None:
-    """Display-only attributes: a bad value is shown as unknown, not as a problem."""
+    """Display-only attributes: a bad or out-of-range value is shown as unknown, not as a problem."""
     try:
-        return datetime.fromtimestamp(int(item[name]["N"]) / 1000.0, tz=UTC)
+        moment = datetime.fromtimestamp(int(item[name]["N"]) / 1000.0, tz=UTC)
     except (KeyError, TypeError, ValueError, OverflowError, OSError):
         return None
+    return moment if _EARLIEST <= moment <= _LATEST else None
 
 
 def item_size(item: Item) -> int:

@@ -10,6 +10,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Literal
 
+from .display import printable
 from .exceptions import DynalockError, LockLost
 
 if TYPE_CHECKING:
@@ -213,6 +214,6 @@ def lost_message(lease: Lease, current: LockInfo | None) -> str:
     if current is None:
         return f"the lock item {lease.key!r} was deleted by someone else"
     if current.is_released:
-        by = f" by {current.released_by}" if current.released_by else ""
+        by = f" by {printable(current.released_by)}" if current.released_by else ""
         return f"the lock {lease.key!r} was released{by}"
     return f"the lock {lease.key!r} was taken over by {current.owner_name!r}"

@@ -14,6 +14,7 @@ from dynalock_django.payload import LockData
 from testproject.desk.models import Customer
 
 from ..dynamodb_support import HEARTBEAT
+from .admin_support import put_item
 
 pytestmark = pytest.mark.django_db
 DASHBOARD = "/admin/dynalock_django/lock/"
@@ -22,14 +23,14 @@ RELEASE = "/admin/dynalock_django/lock/release/"
 
 def staff_with(django_user_model, username, *codenames):
     user = django_user_model.objects.create_user(username, password="pw", is_staff=True)
-    permissions = Permission.objects.filter(content_type__app_label="dynalock_django", codename__in=codenames)
+    permissions = Permission.objects.filter(codename__in=codenames)
     user.user_permissions.set(permissions)
     return user
 
 
 @pytest.fixture
 def viewer(django_user_model):
-    return staff_with(django_user_model, "vera", "view_lock")
+    return staff_with(django_user_model, "vera", "view_lock", "view_customer")
 
 
 @pytest.fixture
@@ -46,6 +47,13 @@ def logged_in(user, **options):
     client = Client(**options)
     client.force_login(user)
     return client
+
+
+def confirmed(client, key):
+    """The release form as its confirmation page fills it in: the key and the holding shown."""
+    page = client.get(RELEASE, {"key": key})
+    owner, fencing_token = page.context["holding"]
+    return {"key": key, "owner": owner, "fencing_token": fencing_token}
 
 
 def test_anonymous_users_go_to_the_login_page(client):
@@ -157,7 +165,7 @@ def test_force_release_confirms_who_holds_it_then_releases_and_logs(releaser, cu
     confirmation = client.get(RELEASE, {"key": lease.key}).content.decode()
     assert "held by <strong>alice</strong>" in confirmation
     assert lease.is_held()
-    response = client.post(RELEASE, {"key": lease.key})
+    response = client.post(RELEASE, confirmed(client, lease.key))
     assert response.status_code == 302
     stored = get_client().get(key_for_instance(customer))
     assert stored.is_released
@@ -179,7 +187,8 @@ def test_force_release_without_csrf_is_refused(releaser):
 
 def test_force_release_of_a_named_lock_is_logged_against_the_lock(releaser):
     lease = lock_key("nightly-billing", data={"job": 1}).acquire()
-    logged_in(releaser).post(RELEASE, {"key": "nightly-billing"})
+    client = logged_in(releaser)
+    client.post(RELEASE, confirmed(client, "nightly-billing"))
     entry = LogEntry.objects.get()
     assert (entry.object_id, entry.content_type.model) == ("nightly-billing", "lock")
     assert lease.wait_until_lost(HEARTBEAT + 0.5)
@@ -196,3 +205,84 @@ def test_a_holder_named_in_lock_data_is_shown(viewer, other_holder):
     assert "dora" in html
     assert "export" in html
     held.release()
+
+
+def test_objects_of_models_the_viewer_may_not_view_stay_unnamed(django_user_model, customer):
+    boss = django_user_model.objects.create_user("the-boss-username", is_superuser=True, is_staff=True)
+    lock_only = staff_with(django_user_model, "lena", "view_lock")
+    with lock_object(boss, purpose="audit"), lock_object(customer):
+        page = logged_in(lock_only).get(DASHBOARD)
+        html = page.content.decode()
+        assert key_for_instance(boss) in html  # the key alone
+        assert "the-boss-username" not in html
+        assert f"/admin/auth/user/{boss.pk}/" not in html
+        assert "Acme" not in html
+        assert [label for label, _ in page.context["models"]] == []
+        seen = logged_in(staff_with(django_user_model, "cora", "view_lock", "view_customer")).get(DASHBOARD)
+        assert "Acme" in seen.content.decode()
+        assert "the-boss-username" not in seen.content.decode()
+        assert [label for label, _ in seen.context["models"]] == ["desk.customer"]
+
+
+def test_the_dashboard_shows_only_this_projects_keys_unless_configured(viewer, dynalock):
+    for key in ("crm:ours", "billing:theirs"):  # two applications sharing the table
+        put_item(
+            {
+                "key": {"S": key},
+                "ownerName": {"S": "x"},
+                "leaseDuration": {"S": "60000"},
+                "recordVersionNumber": {"S": "1"},
+            }
+        )
+    with override_settings(DYNALOCK={**dynalock, "KEY_PREFIX": "crm:"}):
+        scoped = logged_in(viewer).get(DASHBOARD).content.decode()
+    with override_settings(DYNALOCK={**dynalock, "KEY_PREFIX": "crm:", "ADMIN_SHOWS_ALL_KEYS": True}):
+        unscoped = logged_in(viewer).get(DASHBOARD).content.decode()
+    assert "crm:ours" in scoped
+    assert "billing:theirs" not in scoped
+    assert "crm:ours" in unscoped
+    assert "billing:theirs" in unscoped
+
+
+def test_links_quote_the_pk_so_they_open_the_locked_row(django_user_model):
+    from tests.django.testapp.models import Tag
+
+    viewer = staff_with(django_user_model, "tess", "view_lock", "view_tag")
+    quoted, slashed = Tag.objects.create(slug="x_2Fy"), Tag.objects.create(slug="x/y")
+    with lock_object(quoted):
+        html = logged_in(viewer).get(DASHBOARD).content.decode()
+    assert 'href="/admin/testapp/tag/x_5F2Fy/change/"' in html
+    assert slashed.slug == "x/y"
+    assert 'href="/admin/testapp/tag/x_2Fy/change/"' not in html  # that is the row "x/y"
+
+
+def test_the_lock_models_inherited_admin_urls_are_gone_and_log_links_lead_to_the_dashboard(releaser):
+    lease = lock_key("nightly/billing").acquire()
+    client = logged_in(releaser)
+    key = "nightly_2Fbilling"  # as the admin quotes it into a URL
+    for suffix in ("history/", "delete/"):
+        assert client.get(f"{DASHBOARD}{key}/{suffix}").status_code == 404
+    assert client.get(f"{DASHBOARD}add/").status_code in (302, 404)  # never the add form
+    client.post(RELEASE, confirmed(client, "nightly/billing"))
+    entry = LogEntry.objects.get()
+    assert entry.get_admin_url() == f"{DASHBOARD}{key}/change/"
+    landing = client.get(entry.get_admin_url(), follow=True)
+    assert landing.status_code == 200
+    assert landing.context["params"]["q"] == "nightly/billing"
+    assert "nightly/billing" in landing.content.decode()
+    assert lease.wait_until_lost(HEARTBEAT + 0.5)
+
+
+def test_an_unmapped_dynamodb_error_shows_a_reference_not_its_text(viewer, caplog):
+    from ..dynamodb_support import FaultInjector
+
+    faults = FaultInjector(get_client().dynamodb)
+    secret = "arn:aws:dynamodb:us-east-1:123456789012:table/dynalock is not authorized"
+    faults.fail("Scan", "ValidationException", message=secret)
+    page = logged_in(viewer).get(DASHBOARD)
+    html = page.content.decode()
+    assert "DynamoDB refused the request. Reference:" in html
+    assert "123456789012" not in html
+    reference = html.split("Reference: ")[1][:8]
+    assert f"reference {reference}" in caplog.text
+    assert "123456789012" in caplog.text

@@ -349,7 +349,9 @@ def test_take_over_of_a_holding_that_changed_since_the_confirmation_changes_noth
 def test_a_force_release_from_the_dashboard_is_told_to_the_holders_page(alice, carol, customer):
     alices = browser(alice)
     ticket = ticket_of(open_page(alices, customer))
-    browser(carol).post("/admin/dynalock_django/lock/release/", {"key": key_for_instance(customer)})
+    held = stored(customer)
+    form = {"key": held.key, "owner": held.owner_name, "fencing_token": held.fencing_token}
+    browser(carol).post("/admin/dynalock_django/lock/release/", form)
     told = renew(alices, customer, ticket)
     assert told.status_code == 409
     assert "carol released your edit lock" in told.json()["message"]

@@ -54,6 +54,8 @@ def test_e002_unknown_key_suggests_the_close_one(dynalock):
         ({"OWNER_NAME": ""}, "dynalock.E012"),
         ({"DELETE_ON_RELEASE": "yes"}, "dynalock.E013"),
         ({"EDIT_LEASE_DURATION": 0}, "dynalock.E014"),
+        ({"ADMIN_SHOWS_ALL_KEYS": "yes"}, "dynalock.E015"),
+        ({"SHOW_HOLDER_TO_ANONYMOUS": 1}, "dynalock.E016"),
         ({"BOTO_CONFIG": {}}, "dynalock.W001"),  # botocore's defaults: 60 s time-outs x 4 attempts
         ({"DELETE_ON_RELEASE": True}, "dynalock.W002"),
     ],

@@ -71,9 +71,16 @@ def test_the_view_runs_holding_the_lock_and_releases_it_after(client, account):
     assert get_client().get(key_for_instance(account)).is_released
 
 
-def test_contention_is_423_with_retry_after_and_the_holder_as_json(client, account, other_holder):
+@pytest.fixture
+def member(client, django_user_model):
+    """A logged-in client: the holder is named to logged-in users."""
+    client.force_login(django_user_model.objects.create_user("mia"))
+    return client
+
+
+def test_contention_is_423_with_retry_after_and_the_holder_as_json(member, account, other_holder):
     held = hold_as_bob(other_holder, account)
-    response = client.get(f"/accounts/{account.pk}/", headers={"accept": "application/json"})
+    response = member.get(f"/accounts/{account.pk}/", headers={"accept": "application/json"})
     assert response.status_code == 423
     assert response["Retry-After"] == str(int(LEASE))
     body = response.json()
@@ -83,12 +90,29 @@ def test_contention_is_423_with_retry_after_and_the_holder_as_json(client, accou
     held.release()
 
 
-def test_contention_for_a_browser_renders_the_template(client, account, other_holder):
+def test_contention_for_a_browser_renders_the_template(member, account, other_holder):
     held = hold_as_bob(other_holder, account)
-    response = client.get(f"/accounts/{account.pk}/", headers={"accept": "text/html"})
+    response = member.get(f"/accounts/{account.pk}/", headers={"accept": "text/html"})
     assert response.status_code == 423
     assert "dynalock_django/locked.html" in [t.name for t in response.templates]
     assert b"It is locked by bob" in response.content
+    held.release()
+
+
+def test_anonymous_requests_are_not_told_who_holds_the_lock_unless_configured(client, account, other_holder, dynalock):
+    held = other_holder.acquire(key_for_instance(account))  # code: the host name and process id would show
+    as_json = client.get(f"/accounts/{account.pk}/", headers={"accept": "application/json"})
+    as_html = client.get(f"/accounts/{account.pk}/", headers={"accept": "text/html"})
+    assert as_json.status_code == as_html.status_code == 423
+    assert as_json.json()["holder"] is None
+    assert as_json.json()["purpose"] == ""
+    identity = other_holder.owner_name  # host name, process id and a random part
+    assert identity not in as_json.content.decode()
+    assert identity not in as_html.content.decode()
+    assert b"It is locked since" in as_html.content
+    with override_settings(DYNALOCK={**dynalock, "SHOW_HOLDER_TO_ANONYMOUS": True}):
+        told = client.get(f"/accounts/{account.pk}/", headers={"accept": "application/json"})
+    assert told.json()["holder"] == identity
     held.release()
 
 

@@ -29,13 +29,13 @@ def test_any_string_pk_round_trips_unambiguously(slug):
     assert key.count(":") == 1
     parsed = parse_key(key)
     assert parsed.model is Tag
-    assert parsed.pk_value == slug
+    assert parsed.object_pk == slug
 
 
 def test_composite_pk_joins_its_parts_and_round_trips():
     key = key_for_model(Membership, ("red,team", "alice"))
     assert key == "testapp.membership:red%2Cteam,alice"
-    assert parse_key(key).pk_value == ("red,team", "alice")
+    assert parse_key(key).object_pk == ("red,team", "alice")
 
 
 @pytest.mark.django_db
@@ -81,7 +81,7 @@ def test_key_prefix_applies_to_every_key_and_is_stripped_when_parsing(dynalock):
 
 def test_keys_of_unknown_models_and_plain_names_parse():
     assert parse_key("billing.invoice:7").model is None
-    assert parse_key("billing.invoice:7").pk_value == "7"
+    assert parse_key("billing.invoice:7").pk == ("7",)
     assert parse_key("nightly-billing").name == "nightly-billing"
     with pytest.raises(InvalidLockRequest):
         key_for_name("")

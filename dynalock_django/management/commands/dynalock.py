@@ -1,4 +1,8 @@
-"""``manage.py dynalock``: create and inspect the lock table, list, show and release locks, run one-host jobs."""
+"""``manage.py dynalock``: create and inspect the lock table, list, show and release locks, run one-host jobs.
+
+Table data is printed terminal-safe (:func:`~dynalock_django.dynamodb.display.printable`):
+an item cannot hide text or drive the terminal with escape sequences. ``--json`` prints it exactly, as JSON.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from ...client import get_client
 from ...conf import dynalock_settings
 from ...dashboard import LockRow, describe_rows
 from ...dynamodb import DynalockError, LockNotAcquired, TableNotFound
+from ...dynamodb.display import printable
 from ...keys import key_for_model, model_label
 from ...leader import EXIT_LEASE_LOST, run_while_leader
 
@@ -106,7 +111,7 @@ class Command(BaseCommand):
         rows += [("problem", problem) for problem in table.problems]
         width = max(len(label) for label, _ in rows)
         for label, value in rows:
-            self.stdout.write(f"{label.ljust(width)}  {value}")
+            self.stdout.write(f"{label.ljust(width)}  {printable(value)}")
 
     def list_locks(self, *, model: str | None, include_released: bool, as_json: bool, page_size: int, **_: Any) -> None:
         prefix = None
@@ -126,7 +131,7 @@ class Command(BaseCommand):
                     self.stdout.write(json.dumps(described))
                 else:
                     cells = ("key", "object", "holder", "age", "lease", "token", "state")
-                    self.stdout.write("  ".join(str(described[cell] or "-") for cell in cells))
+                    self.stdout.write("  ".join(printable(described[cell] or "-") for cell in cells))
                 count += 1
             cursor = page.cursor
             if cursor is None:
@@ -145,7 +150,7 @@ class Command(BaseCommand):
         if lock is None:
             raise CommandError(f"No lock item for key {key!r}.")
         for name, value in _as_dict(describe_rows([lock])[0]).items():
-            self.stdout.write(f"{name:>10}  {value}")
+            self.stdout.write(f"{name:>10}  {printable(value)}")
 
     def release(self, *, key: str, force: bool, yes: bool, by: str | None, **_: Any) -> None:
         if not force:
@@ -156,7 +161,7 @@ class Command(BaseCommand):
             raise CommandError(f"Lock {key!r} is not held; nothing to release.")
         described = _as_dict(describe_rows([lock])[0])
         if not yes:
-            answer = input(f"Release {key!r}, held by {described['holder']} for {described['age']}? [y/N] ")
+            answer = input(f"Release {key!r}, held by {printable(described['holder'])} for {described['age']}? [y/N] ")
             if answer.strip().lower() not in {"y", "yes"}:
                 raise CommandError("Not released.")
         released_by = by or f"{getpass.getuser()}@{socket.gethostname()} (manage.py dynalock)"
@@ -164,7 +169,7 @@ class Command(BaseCommand):
             client.force_release(lock, released_by=released_by)
         except LockNotAcquired as error:
             raise CommandError(f"{error} Run the command again to release the new holding.") from error
-        self.stdout.write(self.style.SUCCESS(f"Released {key!r} (was held by {described['holder']})."))
+        self.stdout.write(self.style.SUCCESS(f"Released {key!r} (was held by {printable(described['holder'])})."))
 
     def run(self, *, name: str, command: list[str], timeout: float | None, grace_period: float, **_: Any) -> None:
         code = run_while_leader(name, command, timeout=timeout, grace_period=grace_period)

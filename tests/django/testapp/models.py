@@ -46,6 +46,15 @@ class Tag(models.Model):
         return self.slug
 
 
+class Topic(models.Model):
+    """A long string pk: 255 non-ASCII characters make a key far over DynamoDB's 2048 bytes."""
+
+    name = models.CharField(primary_key=True, max_length=255)
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class Membership(models.Model):
     pk = models.CompositePrimaryKey("team", "person")
     team = models.CharField(max_length=50)

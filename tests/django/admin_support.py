@@ -1,0 +1,62 @@
+"""Users, browsers and table access shared by the admin's security tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import Permission
+from django.test import Client
+
+from dynalock_django.client import get_client
+from dynalock_django.conf import dynalock_settings
+
+DASHBOARD = "/admin/dynalock_django/lock/"
+RELEASE = "/admin/dynalock_django/lock/release/"
+# An unmasked CSRF secret: the form field may carry the cookie's value as it is.
+CSRF_TOKEN = "a" * 32
+
+
+def staff(django_user_model: Any, username: str, *codenames: str, **fields: Any) -> Any:
+    fields.setdefault("is_staff", True)
+    user = django_user_model.objects.create_user(username, password="pw", **fields)
+    user.user_permissions.set(Permission.objects.filter(codename__in=codenames))
+    return user
+
+
+def browser(user: Any = None, **options: Any) -> Client:
+    """A client that enforces CSRF like a real browser session would, logged in as ``user`` if given."""
+    client = Client(enforce_csrf_checks=True, **options)
+    client.cookies["csrftoken"] = CSRF_TOKEN
+    if user is not None:
+        client.force_login(user)
+    return client
+
+
+def with_token(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "csrfmiddlewaretoken": CSRF_TOKEN}
+
+
+def put_item(item: dict[str, Any]) -> None:
+    """Write a raw item into the lock table, as someone else (or an attacker) could."""
+    get_client().dynamodb.put_item(TableName=dynalock_settings.TABLE_NAME, Item=item)
+
+
+def table_items() -> list[dict[str, Any]]:
+    """Every item of the lock table, as stored."""
+    dynamodb, items, start = get_client().dynamodb, [], None
+    while True:
+        page = dynamodb.scan(
+            TableName=dynalock_settings.TABLE_NAME,
+            ConsistentRead=True,
+            **({"ExclusiveStartKey": start} if start else {}),
+        )
+        items += page["Items"]
+        start = page.get("LastEvaluatedKey")
+        if not start:
+            return sorted(items, key=lambda item: str(item.get("key")))
+
+
+def release_form(holder: Any) -> dict[str, Any]:
+    """What the release confirmation posts for the holding ``holder`` (a LockInfo)."""
+    token = "" if holder.fencing_token is None else str(holder.fencing_token)
+    return with_token({"key": holder.key, "owner": holder.owner_name or "", "fencing_token": token})

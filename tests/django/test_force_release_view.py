@@ -1,0 +1,119 @@
+"""Force release from the dashboard: only a CSRF-checked POST releases, and only the holding confirmed."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.admin.models import LogEntry
+from django.test import override_settings
+
+from dynalock_django import lock_key
+from dynalock_django.client import get_client
+from dynalock_django.keys import key_for_name
+
+from ..dynamodb_support import FaultInjector
+from .admin_support import RELEASE, browser, put_item, release_form, staff, with_token
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def carol(django_user_model):
+    return staff(django_user_model, "carol", "view_lock", "force_release")
+
+
+def held_by(owner, key, token="7"):
+    """An item held by ``owner`` for an hour, written as another client would."""
+    put_item(
+        {
+            "key": {"S": key},
+            "ownerName": {"S": owner},
+            "leaseDuration": {"S": "3600000"},
+            "recordVersionNumber": {"S": f"rvn-{owner}"},
+            "fencingToken": {"N": token},
+        }
+    )
+    return get_client().get(key)
+
+
+@pytest.mark.parametrize("method", ["head", "options", "trace", "put", "patch", "delete"])
+def test_no_method_but_post_releases_anything(carol, method):
+    lock = held_by("job-host", "nightly")
+    client = browser(carol)
+    response = getattr(client, method)(f"{RELEASE}?key=nightly&owner=job-host&fencing_token=7")
+    assert response.status_code in (200, 403, 405)  # HEAD shows the confirmation; CSRF or the method refuses others
+    assert not get_client().get("nightly").is_released
+    assert not LogEntry.objects.exists()
+    assert client.post(RELEASE, {"key": "nightly", "owner": "job-host", "fencing_token": "7"}).status_code == 403
+    assert client.post(RELEASE, release_form(lock)).status_code == 302  # a POST with its CSRF token does
+    assert get_client().get("nightly").is_released
+
+
+def test_the_release_is_of_the_holding_confirmed_not_of_whoever_holds_it_now(carol):
+    alices = held_by("alice-host", "report", token="1")
+    client = browser(carol)
+    confirmation = client.get(RELEASE, {"key": "report"})
+    assert confirmation.context["holding"] == ("alice-host", "1")
+    held_by("bob-host", "report", token="2")  # alice released, bob took it, before carol clicked
+
+    response = client.post(RELEASE, release_form(alices), follow=True)
+
+    stored = get_client().get("report")
+    assert not stored.is_released
+    assert stored.owner_name == "bob-host"
+    assert "bob-host holds it now. Nothing was released." in response.content.decode()
+    assert response.context["holding"] == ("bob-host", "2")  # back on the confirmation, of bob's holding
+    assert not LogEntry.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "desk.customer:nightly",  # a lock_key name that reads like a model key
+        "testapp.ticket:not-a-uuid",
+        "testapp.membership:only-one-part",
+        "desk.customer:99999999999999999999999",
+    ],
+)
+def test_keys_that_name_no_row_are_released_and_logged_against_the_lock(carol, key):
+    lock = held_by("job-host", key)
+    response = browser(carol).post(RELEASE, release_form(lock))
+    assert response.status_code == 302
+    assert get_client().get(key).is_released
+    entry = LogEntry.objects.get()
+    assert (entry.object_id, entry.content_type.model) == (key, "lock")
+
+
+def test_an_oversized_key_is_a_bad_request(carol):
+    client = browser(carol)
+    assert client.get(RELEASE, {"key": "k" * 2049}).status_code == 400
+    assert client.post(RELEASE, with_token({"key": "k" * 2049})).status_code == 400
+
+
+def test_dynamodb_failures_answer_503_with_a_reference_not_aws_text(carol, caplog):
+    lock = held_by("job-host", "nightly")
+    faults = FaultInjector(get_client().dynamodb)
+    client = browser(carol)
+    faults.fail("GetItem", "InternalFailure", status=400)
+    page = client.get(RELEASE, {"key": "nightly"})
+    assert page.status_code == 503
+    assert "Reference:" in page.content.decode()
+    assert "injected" not in page.content.decode()  # the AWS message
+    assert "injected" in caplog.text
+    faults.fail("UpdateItem", "ThrottlingException", times=5)
+    assert client.post(RELEASE, release_form(lock)).status_code == 503
+    assert not get_client().get("nightly").is_released
+
+
+def test_other_applications_keys_are_out_of_reach_unless_configured(carol, dynalock):
+    with override_settings(DYNALOCK={**dynalock, "KEY_PREFIX": "crm:"}):
+        ours = lock_key("nightly").acquire()
+        theirs = held_by("billing-host", "billing:nightly")
+        client = browser(carol)
+        refused = client.post(RELEASE, release_form(theirs), follow=True)
+        assert "is not this project&#x27;s" in refused.content.decode()
+        assert not get_client().get("billing:nightly").is_released
+        assert client.post(RELEASE, release_form(get_client().get(key_for_name("nightly")))).status_code == 302
+        assert ours.key == "crm:nightly"
+    with override_settings(DYNALOCK={**dynalock, "KEY_PREFIX": "crm:", "ADMIN_SHOWS_ALL_KEYS": True}):
+        assert browser(carol).post(RELEASE, release_form(theirs)).status_code == 302
+        assert get_client().get("billing:nightly").is_released
