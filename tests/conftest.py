@@ -5,6 +5,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from dynalock_django.dynamodb import LockClient
 
@@ -18,6 +19,12 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 
 
 pytest_plugins = ["dynalock_django.testing"]
+
+# Property tests: a few dozen examples per test keep the suite quick (CI runs it twice);
+# DYNALOCK_HYPOTHESIS_PROFILE=thorough explores far more. No deadline: requests to a local server vary.
+settings.register_profile("default", max_examples=25, deadline=None)
+settings.register_profile("thorough", max_examples=500, deadline=None)
+settings.load_profile(os.environ.get("DYNALOCK_HYPOTHESIS_PROFILE", "default"))
 
 
 @pytest.fixture(scope="session")

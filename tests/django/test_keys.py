@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import uuid
+from urllib.parse import quote
 
 import pytest
 from django.test import override_settings
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dynalock_django.exceptions import InvalidLockRequest
 from dynalock_django.keys import key_for_instance, key_for_model, key_for_name, parse_key
 
-from .testapp.models import Account, AccountProxy, Membership, PremiumAccount, Tag, Ticket
+from .testapp.models import Account, AccountProxy, Membership, PremiumAccount, Tag, Ticket, Topic
 
 
 def test_integer_pk_key_is_label_and_pk():
@@ -85,3 +88,29 @@ def test_keys_of_unknown_models_and_plain_names_parse():
     assert parse_key("nightly-billing").name == "nightly-billing"
     with pytest.raises(InvalidLockRequest):
         key_for_name("")
+
+
+def test_integer_pks_out_of_the_fields_range_are_refused():
+    with pytest.raises(InvalidLockRequest, match="not a valid primary key for Account"):
+        key_for_model(Account, "99999999999999999999999")
+    assert parse_key("testapp.account:99999999999999999999999").object_pk is None  # no query for it
+
+
+@given(st.text(min_size=1, max_size=255))
+def test_every_string_pk_maps_to_a_key_that_fits(pk):
+    key = key_for_model(Topic, pk)
+    assert len(key.encode()) <= 2048
+    assert key == key_for_model(Topic, pk)  # stable
+    parsed = parse_key(key)
+    assert parsed.model is Topic
+    if len(f"testapp.topic:{quote(pk, safe='')}".encode()) <= 2048:
+        assert parsed.object_pk == pk  # keys that fit are as they always were
+    else:
+        assert parsed.pk is None  # shortened: the model is known, the row is not
+        assert key.startswith(f"testapp.topic:{quote(pk, safe='')[:100]}")  # a readable start
+
+
+def test_shortened_keys_differ_for_pks_that_differ_only_at_the_end():
+    first, second = key_for_model(Topic, "😀" * 254 + "a"), key_for_model(Topic, "😀" * 254 + "b")
+    assert first != second
+    assert len(first.encode()) == len(second.encode()) <= 2048

@@ -1,0 +1,74 @@
+"""Edit locks at the edges: pks too long for a DynamoDB key, DynamoDB failing, paths that could inject cookies."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.admin.utils import quote
+
+from dynalock_django.admin.edit_lock import HANDOFF_COOKIE, TICKET_FIELD
+from dynalock_django.client import get_client
+from dynalock_django.keys import key_for_instance
+
+from ..dynamodb_support import FaultInjector
+from .admin_support import browser, staff, with_token
+from .testapp.models import Tag, Topic
+
+pytestmark = pytest.mark.django_db
+
+EDITOR = [f"{action}_{model}" for model in ("tag", "topic") for action in ("view", "change", "delete")]
+
+
+@pytest.fixture
+def alice(django_user_model):
+    return staff(django_user_model, "alice", *EDITOR)
+
+
+@pytest.fixture
+def carol(django_user_model):
+    return staff(django_user_model, "carol", *EDITOR, "force_release")
+
+
+def test_an_object_whose_key_would_be_too_long_can_be_edited_and_deleted(alice):
+    topic = Topic.objects.create(name="😀" * 255)  # 12 bytes per character once percent-encoded
+    base = f"/admin/testapp/topic/{quote(topic.pk)}"
+    client = browser(alice)
+    page = client.get(f"{base}/change/")
+    assert page.status_code == 200
+    ticket = page.context["dynalock"]["state"].ticket
+    assert ticket is not None
+    assert not get_client().get(key_for_instance(topic)).is_released
+    assert client.get(f"{base}/edit-lock/status/").json()["state"] == "held"
+    assert client.get(f"{base}/delete/").status_code == 200
+    client.post(f"{base}/edit-lock/release/", with_token({"ticket": str(ticket)}))
+    assert client.post(f"{base}/delete/", with_token({"post": "yes"})).status_code == 302
+    assert not Topic.objects.exists()
+
+
+def test_take_over_answers_503_when_dynamodb_fails(alice, carol):
+    tag = Tag.objects.create(slug="red")
+    browser(alice).get(f"/admin/testapp/tag/{tag.pk}/change/")
+    client = browser(carol)
+    url = f"/admin/testapp/tag/{tag.pk}/edit-lock/take-over/"
+    faults = FaultInjector(get_client().dynamodb)
+    faults.fail("GetItem", "InternalServerError", status=500)
+    page = client.get(url)
+    assert page.status_code == 503
+    assert "Reference:" in page.content.decode()
+    token = get_client().get(key_for_instance(tag)).fencing_token
+    faults.fail("UpdateItem", "ThrottlingException")
+    assert client.post(url, with_token({"fencing_token": str(token)})).status_code == 503
+    assert get_client().get(key_for_instance(tag)).fencing_token == token  # still alice's
+
+
+def test_the_handoff_cookie_path_cannot_carry_attributes(alice):
+    tag = Tag.objects.create(slug="x;Domain=evil.example;Secure")
+    url = "/admin/testapp/tag/x%3BDomain=evil.example%3BSecure/change/"  # a path with ";" in it
+    client = browser(alice)
+    ticket = client.get(url).context["dynalock"]["state"].ticket
+    form = {"slug": tag.slug, "label": "", "_continue": "1", TICKET_FIELD: str(ticket)}
+    response = client.post(url, with_token(form))
+    assert response.status_code == 302
+    cookie = response.cookies[HANDOFF_COOKIE]
+    assert cookie["path"].startswith("/admin/testapp/tag/x%3BDomain")  # the path, escaped
+    assert ";" not in cookie["path"]
+    assert "Domain=evil" not in cookie.OutputString()
