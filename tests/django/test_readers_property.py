@@ -1,0 +1,191 @@
+"""Any item, any key: every reader of the table answers, and shows what it read escaped.
+
+Hypothesis writes items no client would write — every attribute type, empty
+and huge strings, control characters, numbers at and past every limit,
+attributes missing or foreign — under arbitrary keys, and at the keys of an
+edited customer and of an account behind ``@requires_lock``. Then it renders
+the dashboard and its fragment, the release confirmation, the change page's
+banner and status endpoint, ``manage.py dynalock list/show/describe/release``
+(text and ``--json``) and the 423 response: nothing raises, nothing answers
+500, HTML stays escaped and terminal text stays printable.
+"""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+from typing import Any
+from unittest import mock
+
+import pytest
+from django.contrib import admin
+from django.core.management import CommandError, call_command
+from django.db.models import F
+from django.http import HttpResponse
+from django.urls import path
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dynalock_django import requires_lock
+from dynalock_django.client import get_client
+from dynalock_django.conf import dynalock_settings
+from dynalock_django.keys import key_for_instance
+from dynalock_django.payload import LockData
+from testproject.desk.models import Customer
+
+from .admin_support import DASHBOARD, RELEASE, browser, put_item, staff
+from .testapp.models import Account
+
+pytestmark = [pytest.mark.django_db, pytest.mark.urls(__name__)]
+
+
+@requires_lock(Account)
+def deposit(request, pk):
+    Account.objects.filter(pk=pk).update(balance=F("balance") + 1)
+    return HttpResponse("deposited")
+
+
+urlpatterns = [path("admin/", admin.site.urls), path("accounts/<int:pk>/deposit/", deposit)]
+
+MARKUP = "<b>boom</b>"  # must never reach a page unescaped
+HOSTILE = [
+    MARKUP,
+    "<script>alert(1)</script>",
+    "\x1b]0;pwned\x07",
+    "\x1b[2K\rsomeone else",
+    "line\nforged",
+    "\u202eevil",
+    "\x00\x7f\x85\u2028",
+    "&amp; \"' `",
+    "",
+    "x" * 5000,
+]
+texts = st.one_of(st.sampled_from(HOSTILE), st.text(max_size=20))
+numbers = st.one_of(
+    st.sampled_from(
+        ["0", "-1", "1.5", "999999999999999999", "253402300799999", "-253402300799999", "1E+125", "9" * 38]
+    ),
+    st.integers(-(10**20), 10**20).map(str),
+)
+payloads = st.one_of(
+    st.binary(max_size=40),
+    st.builds(
+        lambda username, purpose, host, pid: json.dumps(
+            {"dynalock": 1, "username": username, "purpose": purpose, "host": host, "pid": pid}
+        ).encode(),
+        st.one_of(st.none(), texts),
+        texts,
+        texts,
+        st.one_of(st.integers(), st.sampled_from(["x", "1e999"])),
+    ),
+    st.just(LockData(username=MARKUP, purpose=MARKUP, host=MARKUP).to_bytes()),
+)
+scalars = st.one_of(
+    texts.map(lambda text: {"S": text}),
+    numbers.map(lambda number: {"N": number}),
+    payloads.map(lambda raw: {"B": raw}),
+    st.booleans().map(lambda flag: {"BOOL": flag}),
+    st.just({"NULL": True}),
+    st.sets(st.text(min_size=1, max_size=8), min_size=1, max_size=3).map(lambda items: {"SS": sorted(items)}),
+    st.sets(numbers, min_size=1, max_size=3).map(lambda items: {"NS": sorted(items)}),
+)
+values = st.one_of(
+    scalars,
+    st.lists(scalars, max_size=3).map(lambda items: {"L": items}),
+    st.dictionaries(st.text(min_size=1, max_size=8), scalars, max_size=3).map(lambda items: {"M": items}),
+)
+# Each attribute of the wire format: absent, well typed with an odd value, or of any type at all.
+WELL_TYPED = {
+    "ownerName": texts.map(lambda text: {"S": text}),
+    "leaseDuration": numbers.map(lambda number: {"S": number}),
+    "recordVersionNumber": texts.map(lambda text: {"S": text}),
+    "data": payloads.map(lambda raw: {"B": raw}),
+    "isReleased": st.sampled_from([{"S": "1"}, {"S": "0"}, {"S": ""}]),
+    "fencingToken": numbers.map(lambda number: {"N": number}),
+    "acquiredAt": numbers.map(lambda number: {"N": number}),
+    "renewedAt": numbers.map(lambda number: {"N": number}),
+    "releasedBy": texts.map(lambda text: {"S": text}),
+}
+items = st.fixed_dictionaries(
+    {}, optional={name: st.one_of(typed, values) for name, typed in WELL_TYPED.items()}
+).flatmap(
+    lambda known: st.dictionaries(st.sampled_from(["ttl", "foreign", "x-y"]), values, max_size=2).map(
+        lambda foreign: {**foreign, **known}
+    )
+)
+keys = st.one_of(
+    texts,
+    st.sampled_from(["desk.customer:", "testapp.ticket:", "testapp.membership:", "auth.user:", "a.b:"]).flatmap(
+        lambda label: st.one_of(texts, numbers).map(lambda pk: label + pk)
+    ),
+).filter(lambda key: 0 < len(key.encode("utf-8")) <= 2048)
+
+
+def command(*args: str) -> str:
+    out = StringIO()
+    try:
+        call_command("dynalock", *args, stdout=out)
+    except CommandError as error:
+        return str(error)
+    return out.getvalue()
+
+
+def assert_escaped(html: str) -> None:
+    assert MARKUP not in html
+    assert "<script>alert" not in html
+
+
+def assert_terminal_safe(text: str) -> None:
+    assert all(char.isprintable() or char in "\n " for char in text), repr(text[:300])
+
+
+def test_every_reader_survives_any_item_and_escapes_it(django_user_model):
+    customer = Customer.objects.create(name="Acme", plan="pro")
+    account = Account.objects.create(name="Acme")
+    editor = staff(
+        django_user_model, "carol", "view_lock", "force_release", "view_customer", "change_customer", "view_account"
+    )
+    staff_client, anonymous, member = browser(editor), browser(), browser(django_user_model.objects.create_user("m"))
+    fixed_keys = [key_for_instance(customer), key_for_instance(account)]
+    change_page = f"/admin/desk/customer/{customer.pk}/change/"
+
+    @given(item=items, key=keys)
+    def check(item: dict[str, Any], key: str) -> None:
+        written = [key, *fixed_keys]
+        for at in written:
+            put_item({**item, "key": {"S": at}})
+        try:
+            pages = [
+                staff_client.get(DASHBOARD, {"status": "all"}),
+                staff_client.get(DASHBOARD, {"fragment": "1", "status": "all"}),
+                staff_client.get(DASHBOARD, {"q": key[:20]}),
+                staff_client.get(RELEASE, {"key": key}),
+                staff_client.get(change_page),
+            ]
+            for page in pages:
+                assert page.status_code in (200, 302, 400), page.status_code
+                assert_escaped(page.content.decode())
+            status = staff_client.get(f"{change_page[: -len('change/')]}edit-lock/status/")
+            assert status.status_code == 200
+            json.loads(status.content)
+            for client in (anonymous, member):
+                for accept in ("application/json", "text/html"):
+                    locked = client.get(f"/accounts/{account.pk}/deposit/", headers={"accept": accept})
+                    assert locked.status_code in (200, 423)
+                    if accept == "application/json" and locked.status_code == 423:
+                        assert locked["Content-Type"] == "application/json"  # a JSON string, not markup
+                        json.loads(locked.content)
+                    else:
+                        assert_escaped(locked.content.decode())
+            text = [command("list", "--all"), command("show", "--", key), command("describe")]
+            with mock.patch("builtins.input", side_effect=lambda prompt: text.append(prompt) or "n"):
+                text.append(command("release", "--force", "--", key))
+            for output in text:
+                assert_terminal_safe(output)
+            for line in command("list", "--all", "--json").splitlines():
+                json.loads(line)
+        finally:
+            for at in written:
+                get_client().dynamodb.delete_item(TableName=dynalock_settings.TABLE_NAME, Key={"key": {"S": at}})
+
+    check()
