@@ -22,6 +22,7 @@ from django.urls import include, path
 
 from dynalock_django import requires_lock
 from dynalock_django.admin.edit_lock import TICKET_FIELD
+from dynalock_django.client import get_client
 from dynalock_django.keys import key_for_instance
 from testproject.desk.models import Customer
 
@@ -118,8 +119,6 @@ def targets(users: dict[str, Any]) -> dict[str, Callable[[], Target]]:
     def take_over() -> Target:
         obj = customer()
         edit_page_ticket(browser(users["alice"]), obj)
-        from dynalock_django.client import get_client
-
         token = get_client().get(key_for_instance(obj)).fencing_token
         return Target(f"/admin/desk/customer/{obj.pk}/edit-lock/take-over/", {"fencing_token": str(token)}, True)
 
