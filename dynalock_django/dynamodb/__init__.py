@@ -9,7 +9,6 @@
 Nothing in this package imports Django.
 """
 
-from .client import LockClient, ScanPage
 from .clock import Clock, SystemClock
 from .exceptions import (
     ClientClosed,
@@ -26,6 +25,7 @@ from .exceptions import (
 )
 from .item import LockInfo
 from .lease import Lease
+from .lock_client import LockClient, ScanPage
 from .retries import RECOMMENDED_CONFIG, RetryBudgetWarning
 from .schema import TableDescription, validate_table_name
 

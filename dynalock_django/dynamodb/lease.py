@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Literal
 from .exceptions import DynalockError, LockLost
 
 if TYPE_CHECKING:
-    from .client import LockClient
     from .item import LockInfo
+    from .lock_client import LockClient
 
 logger = logging.getLogger("dynalock_django.heartbeat")
 

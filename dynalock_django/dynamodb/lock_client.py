@@ -20,7 +20,7 @@ Request budget (each a single DynamoDB call; botocore may retry it inside):
   write only when the lock looks free or may be taken over. Threads of one
   client waiting for each other send nothing at all.
 
-The wire format of each write is in :mod:`.requests`.
+The wire format of each write is in :mod:`.writes`.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from . import errors, item, requests, retries, table, validation
+from . import botocore_errors, item, retries, table, validation, writes
 from .clock import SYSTEM_CLOCK, Clock
 from .cursor import decode_cursor, encode_cursor
 from .exceptions import (
@@ -57,10 +57,11 @@ from .exceptions import (
 )
 from .heartbeat import Heartbeat
 from .item import Item, LockInfo
+from .layout import LockId, TableLayout
 from .lease import Lease, LostCallback, lost_message
 from .observations import Observations
-from .requests import Holder, LockId, TableLayout
 from .schema import TableDescription, validate_table_name
+from .writes import Stamp
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -143,12 +144,9 @@ class LockClient:
         sort_key_name: str | None = None,
         delete_on_release: bool = False,
         ttl_attribute: str | None = "ttl",
-        item_retention: float = 86400.0,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        validation.check_durations(
-            lease_duration, heartbeat_period, refresh_period=refresh_period, item_retention=item_retention
-        )
+        validation.check_durations(lease_duration, heartbeat_period, refresh_period=refresh_period)
         validation.check_name("partition_key_name", partition_key_name)
         validation.check_name("owner_name", owner_name, optional=True)
         validation.check_name("sort_key_name", sort_key_name, optional=True)
@@ -158,7 +156,6 @@ class LockClient:
             partition_key_name=partition_key_name,
             sort_key_name=sort_key_name,
             ttl_attribute=ttl_attribute,
-            item_retention=float(item_retention),
         )
         self.lease_duration = float(lease_duration)
         self.heartbeat_period = float(heartbeat_period)
@@ -332,11 +329,11 @@ class LockClient:
         """One conditional write that takes the lock if it is free, released, expired or ours."""
         observation = self._observations.get(lock_id)
         may_take_over = observation is not None and self.clock.monotonic() >= observation.takeover_at()
-        holder = self._new_holder(options.owner_name, options.lease_duration)
-        request = requests.acquire(
+        stamp = self._new_stamp(options.owner_name, options.lease_duration)
+        request = writes.acquire(
             self.layout,
             lock_id,
-            holder,
+            stamp,
             data=options.data,
             observed=observation.info if observation else None,
             may_take_over=may_take_over,
@@ -346,14 +343,14 @@ class LockClient:
         try:
             response = self.dynamodb.update_item(**request)
         except _BotoError as error:
-            if errors.is_condition_failed(error):
-                return self._after_refused_acquire(lock_id, error, holder.version, started, options)
-            if errors.is_transient(error):
-                pending[holder.version] = started
-            raise errors.translate(error, table_name=self.table_name) from error
+            if botocore_errors.is_condition_failed(error):
+                return self._after_refused_acquire(lock_id, error, stamp.version, started, options)
+            if botocore_errors.is_transient(error):
+                pending[stamp.version] = started
+            raise botocore_errors.translate(error, table_name=self.table_name) from error
         pending.clear()
         fencing_token = int(response["Attributes"][item.FENCING_TOKEN]["N"])
-        return self._grant(lock_id, holder.version, fencing_token, started, options, taken_over=may_take_over)
+        return self._grant(lock_id, stamp.version, fencing_token, started, options, taken_over=may_take_over)
 
     def _after_refused_acquire(
         self,
@@ -481,11 +478,11 @@ class LockClient:
         """Best effort: release versions we may have written but never heard back about."""
         if not pending:
             return
-        holder = self._new_holder(options.owner_name, options.lease_duration)
+        stamp = self._new_stamp(options.owner_name, options.lease_duration)
         # Only this process knows these versions, whatever kind of lease they would have granted.
-        unanswered = requests.KeptAlive(options.owner_name, tuple(pending))
+        unanswered = writes.KeptAlive(options.owner_name, tuple(pending))
         try:
-            self.dynamodb.update_item(**requests.release(self.layout, lock_id, holder, holding=unanswered))
+            self.dynamodb.update_item(**writes.release(self.layout, lock_id, stamp, holding=unanswered))
             acquire_logger.info("Released %r, written by an attempt whose answer was lost", lock_id[0])
         except _BotoError as error:
             acquire_logger.debug("Could not clean up unanswered writes to %r: %s", lock_id[0], error)
@@ -538,24 +535,24 @@ class LockClient:
         with lease._write_lock:
             if lease.keep_alive:
                 lease.ensure_held()
-            holder = self._new_holder(lease.owner_name, duration)
-            request = requests.renew(self.layout, lease.lock_id, holder, holding=_holding(lease))
+            stamp = self._new_stamp(lease.owner_name, duration)
+            request = writes.renew(self.layout, lease.lock_id, stamp, holding=_holding(lease))
             started = self.clock.monotonic()
             try:
                 self.dynamodb.update_item(**request)
             except _BotoError as error:
-                if not errors.is_condition_failed(error):
-                    if errors.is_transient(error):
-                        lease._versions.append(holder.version)
-                    raise errors.translate(error, table_name=self.table_name) from error
+                if not botocore_errors.is_condition_failed(error):
+                    if botocore_errors.is_transient(error):
+                        lease._versions.append(stamp.version)
+                    raise botocore_errors.translate(error, table_name=self.table_name) from error
                 stored = self._item_from_refusal(lease.lock_id, error)
                 info = self.layout.parse(stored) if stored else None
-                if info is None or info.raw_version != {"S": holder.version}:
+                if info is None or info.raw_version != {"S": stamp.version}:
                     message = lost_message(lease, info)
                     self._forget_lease(lease, lost=(message, info))
                     raise LockLost(f"Lost lock {lease.key!r}: {message}.", info) from error
                 # else: an earlier try of this very request (retried inside botocore) landed
-            lease._mark_renewed(holder.version, started, duration)
+            lease._mark_renewed(stamp.version, started, duration)
 
     def _expire(self, lease: Lease, reason: str) -> None:
         with lease._write_lock:
@@ -612,22 +609,22 @@ class LockClient:
 
     def _write_release(self, lease: Lease) -> _Outcome | LockLost:
         """One conditional write that marks our lock released (or deletes it)."""
-        holder = self._new_holder(lease.owner_name, lease.lease_duration)
+        stamp = self._new_stamp(lease.owner_name, lease.lease_duration)
         holding = _holding(lease)
         try:
             if self.delete_on_release:
-                self.dynamodb.delete_item(**requests.delete(self.layout, lease.lock_id, holding=holding))
+                self.dynamodb.delete_item(**writes.delete(self.layout, lease.lock_id, holding=holding))
             else:
-                self.dynamodb.update_item(**requests.release(self.layout, lease.lock_id, holder, holding=holding))
+                self.dynamodb.update_item(**writes.release(self.layout, lease.lock_id, stamp, holding=holding))
             return _Outcome.RELEASED
         except _BotoError as error:
-            if not errors.is_condition_failed(error):
-                raise errors.translate(error, table_name=self.table_name) from error
+            if not botocore_errors.is_condition_failed(error):
+                raise botocore_errors.translate(error, table_name=self.table_name) from error
             stored = self._item_from_refusal(lease.lock_id, error)
         if stored is None:
             return _Outcome.GONE  # deleted: by an earlier try of this request, or after our lease ran out
         info = self.layout.parse(stored)
-        if info.raw_version == {"S": holder.version}:
+        if info.raw_version == {"S": stamp.version}:
             return _Outcome.RELEASED  # an earlier try of this very request landed
         if (
             info.is_released
@@ -670,14 +667,14 @@ class LockClient:
         nothing changes. ``released_by`` is stored so the holder learns who did it.
         """
         lock_id = self._lock_id(lock.key, lock.sort_key)
-        request = requests.force_release(
+        request = writes.force_release(
             self.layout, lock, version=_new_version(), released_by=released_by, wall_time=self.clock.time()
         )
         try:
             response = self.dynamodb.update_item(**request)
         except _BotoError as error:
-            if not errors.is_condition_failed(error):
-                raise errors.translate(error, table_name=self.table_name) from error
+            if not botocore_errors.is_condition_failed(error):
+                raise botocore_errors.translate(error, table_name=self.table_name) from error
             stored = self._item_from_refusal(lock_id, error)
             now = self.layout.parse(stored) if stored else None
             raise LockNotAcquired(
@@ -715,16 +712,16 @@ class LockClient:
             on_lost=on_lost,
         )
         self._ensure_open()
-        holder = self._new_holder(options.owner_name, options.lease_duration)
+        stamp = self._new_stamp(options.owner_name, options.lease_duration)
         started = self.clock.monotonic()
         try:
-            response = self.dynamodb.update_item(**requests.take_over(self.layout, lock, holder, data=options.data))
+            response = self.dynamodb.update_item(**writes.take_over(self.layout, lock, stamp, data=options.data))
         except _BotoError as error:
-            if not errors.is_condition_failed(error):
-                raise errors.translate(error, table_name=self.table_name) from error
+            if not botocore_errors.is_condition_failed(error):
+                raise botocore_errors.translate(error, table_name=self.table_name) from error
             stored = self._item_from_refusal(lock_id, error)
             now = self.layout.parse(stored) if stored else None
-            if now is None or now.raw_version != {"S": holder.version} or now.fencing_token is None:
+            if now is None or now.raw_version != {"S": stamp.version} or now.fencing_token is None:
                 raise LockNotAcquired(
                     f"Lock {lock.key!r} changed since it was read ({describe_holder(now)}); nothing was taken over.",
                     now,
@@ -742,7 +739,7 @@ class LockClient:
             # This very client held it: that lease ends now, not at a heartbeat that would never come.
             with replaced._write_lock:
                 self._forget_lease(replaced, lost=(lost_message(replaced, taken), taken))
-        return self._grant(lock_id, holder.version, taken.fencing_token, started, options, taken_over=False)
+        return self._grant(lock_id, stamp.version, taken.fencing_token, started, options, taken_over=False)
 
     # ------------------------------------------------------------------ reading
 
@@ -839,13 +836,13 @@ class LockClient:
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
             raise InvalidLockRequest(f"limit must be a positive integer, not {limit!r}.")
         start_key = decode_cursor(cursor, self.layout.key_names()) if cursor else None
-        params = requests.scan(
+        params = writes.scan(
             self.layout, limit=limit, start_key=start_key, include_released=include_released, key_prefix=key_prefix
         )
         try:
             response = self.dynamodb.scan(**params)
         except _BotoError as error:
-            raise errors.translate(error, table_name=self.table_name) from error
+            raise botocore_errors.translate(error, table_name=self.table_name) from error
         last_key = response.get("LastEvaluatedKey")
         return ScanPage(
             [self.layout.parse(stored) for stored in response.get("Items", [])],
@@ -858,7 +855,7 @@ class LockClient:
                 TableName=self.table_name, Key=self.layout.key(lock_id), ConsistentRead=True
             )
         except _BotoError as error:
-            raise errors.translate(error, table_name=self.table_name) from error
+            raise botocore_errors.translate(error, table_name=self.table_name) from error
         return response.get("Item")
 
     def _item_from_refusal(self, lock_id: LockId, error: BaseException) -> Item | None:
@@ -992,8 +989,8 @@ class LockClient:
         if self._heartbeat is not None:
             self._heartbeat.wake()
 
-    def _new_holder(self, owner_name: str, lease_duration: float) -> Holder:
-        return Holder(owner_name, _new_version(), lease_duration, self.clock.time())
+    def _new_stamp(self, owner_name: str, lease_duration: float) -> Stamp:
+        return Stamp(owner_name, _new_version(), lease_duration, self.clock.time())
 
     def _lock_id(self, key: str, sort_key: str | None) -> LockId:
         validation.check_key("key", key, item.MAX_PARTITION_KEY_BYTES)
@@ -1080,11 +1077,11 @@ def _new_version() -> str:
     return str(uuid.uuid4())
 
 
-def _holding(lease: Lease) -> requests.Holding:
-    """How the writes for ``lease`` recognise its holding (the rule is :func:`.requests._still_held`'s)."""
+def _holding(lease: Lease) -> writes.Holding:
+    """How the writes for ``lease`` recognise its holding (the rule is :func:`.writes._still_held`'s)."""
     if lease.keep_alive:
-        return requests.KeptAlive(lease.owner_name, tuple(lease._versions))
-    return requests.Detached(lease.owner_name, lease.fencing_token)
+        return writes.KeptAlive(lease.owner_name, tuple(lease._versions))
+    return writes.Detached(lease.owner_name, lease.fencing_token)
 
 
 def _default_owner_name() -> str:
