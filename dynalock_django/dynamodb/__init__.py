@@ -9,7 +9,9 @@
 Nothing in this package imports Django.
 """
 
+from .botocore_config import RECOMMENDED_CONFIG, RetryBudgetWarning, retry_budget_seconds
 from .clock import Clock, SystemClock
+from .connection import build_dynamodb_client
 from .exceptions import (
     ClientClosed,
     ConfigurationError,
@@ -25,8 +27,8 @@ from .exceptions import (
 )
 from .item import LockInfo
 from .lease import Lease
+from .local_server import LocalDynamoDB
 from .lock_client import LockClient, ScanPage
-from .retries import RECOMMENDED_CONFIG, RetryBudgetWarning
 from .schema import TableDescription, validate_table_name
 
 __all__ = [
@@ -39,6 +41,7 @@ __all__ = [
     "DynamoDBUnavailable",
     "InvalidLockRequest",
     "Lease",
+    "LocalDynamoDB",
     "LockClient",
     "LockInfo",
     "LockLost",
@@ -50,5 +53,7 @@ __all__ = [
     "TableDescription",
     "TableNotFound",
     "TableSchemaError",
+    "build_dynamodb_client",
+    "retry_budget_seconds",
     "validate_table_name",
 ]

@@ -40,11 +40,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from . import botocore_errors, item, retries, table, validation, writes
+from . import botocore_config, botocore_errors, item, table, validation, writes
 from .clock import SYSTEM_CLOCK, Clock
+from .connection import ClientFactory, Connection
 from .cursor import decode_cursor, encode_cursor
 from .exceptions import (
     ClientClosed,
@@ -69,8 +69,6 @@ if TYPE_CHECKING:
 acquire_logger = logging.getLogger("dynalock_django.acquire")
 release_logger = logging.getLogger("dynalock_django.release")
 table_logger = logging.getLogger("dynalock_django.table")
-
-ClientFactory = Callable[[], "DynamoDBClient"]
 
 # Waiting: the first poll comes quickly (most locks are held briefly), then
 # backs off exponentially up to refresh_period.
@@ -165,11 +163,7 @@ class LockClient:
         self._owner_name_given = owner_name is not None
         self.owner_name = owner_name or _default_owner_name()
 
-        self._factory: ClientFactory | None = dynamodb if callable(dynamodb) else None
-        self._dynamodb: DynamoDBClient | None = None if callable(dynamodb) else dynamodb
-        self._owns_dynamodb = self._factory is not None
-        if self._dynamodb is not None:
-            self._check_retry_budget(self._dynamodb)
+        self._connection = Connection(dynamodb, on_new_client=self._check_retry_budget)
         self._init_process_state()
         _live_clients.add(self)
 
@@ -909,15 +903,7 @@ class LockClient:
     @property
     def dynamodb(self) -> DynamoDBClient:
         """The boto3 client this process uses (built on first use from a factory)."""
-        client = self._dynamodb
-        if client is None:
-            assert self._factory is not None
-            with self._mutex:
-                if self._dynamodb is None:
-                    self._dynamodb = self._factory()
-                    self._check_retry_budget(self._dynamodb)
-                client = self._dynamodb
-        return client
+        return self._connection.client
 
     def held_leases(self) -> list[Lease]:
         """The leases this client holds and renews now."""
@@ -937,8 +923,7 @@ class LockClient:
                 lease.release(best_effort=True)
             else:
                 self._forget_lease(lease, lost=("the client was closed without releasing", None), superseded=False)
-        if self._owns_dynamodb and self._dynamodb is not None:
-            self._dynamodb.close()
+        self._connection.close()
         _live_clients.discard(self)
 
     def __enter__(self) -> LockClient:
@@ -961,11 +946,7 @@ class LockClient:
         # The parent's leases, heartbeat thread and connections stay the
         # parent's: the child starts empty, under a new owner name.
         was_closed = self._closed.is_set()
-        if self._dynamodb is not None and self._factory is None:
-            self._factory = _rebuild_factory(self._dynamodb)
-            self._owns_dynamodb = True
-        if self._factory is not None:
-            self._dynamodb = None
+        self._connection.after_fork_in_child()
         if not self._owner_name_given:
             self.owner_name = _default_owner_name()
         self._init_process_state()
@@ -973,7 +954,7 @@ class LockClient:
             self._closed.set()
 
     def _check_retry_budget(self, dynamodb: DynamoDBClient) -> None:
-        retries.warn_if_too_slow(
+        botocore_config.warn_if_too_slow(
             dynamodb.meta.config, lease_duration=self.lease_duration, heartbeat_period=self.heartbeat_period
         )
 
@@ -1086,15 +1067,6 @@ def _holding(lease: Lease) -> writes.Holding:
 
 def _default_owner_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-def _rebuild_factory(client: DynamoDBClient) -> ClientFactory:
-    region, endpoint, config = client.meta.region_name, client.meta.endpoint_url, client.meta.config
-
-    def build() -> DynamoDBClient:
-        return boto3.session.Session().client("dynamodb", region_name=region, endpoint_url=endpoint, config=config)
-
-    return build
 
 
 _live_clients: weakref.WeakSet[LockClient] = weakref.WeakSet()
