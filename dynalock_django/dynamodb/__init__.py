@@ -28,8 +28,9 @@ from .exceptions import (
 from .item import LockInfo
 from .lease import Lease
 from .local_server import LocalDynamoDB
-from .lock_client import LockClient, ScanPage
+from .lock_client import LockClient
 from .schema import TableDescription, validate_table_name
+from .store import ScanPage
 
 __all__ = [
     "RECOMMENDED_CONFIG",

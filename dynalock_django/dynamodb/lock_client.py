@@ -40,12 +40,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from . import botocore_config, botocore_errors, item, table, validation, writes
 from .clock import SYSTEM_CLOCK, Clock
 from .connection import ClientFactory, Connection
-from .cursor import decode_cursor, encode_cursor
 from .exceptions import (
     ClientClosed,
     DynamoDBError,
@@ -61,6 +58,7 @@ from .layout import LockId, TableLayout
 from .lease import Lease, LostCallback, lost_message
 from .observations import Observations
 from .schema import TableDescription, validate_table_name
+from .store import LockStore, Refused, ScanPage
 from .writes import Stamp
 
 if TYPE_CHECKING:
@@ -73,16 +71,6 @@ table_logger = logging.getLogger("dynalock_django.table")
 # Waiting: the first poll comes quickly (most locks are held briefly), then
 # backs off exponentially up to refresh_period.
 FIRST_POLL_SECONDS = 0.02
-
-_BotoError = (ClientError, BotoCoreError)
-
-
-@dataclass(frozen=True)
-class ScanPage:
-    """One page of a scan; pass ``cursor`` back to get the next (None: last page)."""
-
-    locks: list[LockInfo]
-    cursor: str | None
 
 
 class _Outcome(enum.Enum):
@@ -164,6 +152,7 @@ class LockClient:
         self.owner_name = owner_name or _default_owner_name()
 
         self._connection = Connection(dynamodb, on_new_client=self._check_retry_budget)
+        self._store = LockStore(self._connection, self.layout)
         self._init_process_state()
         _live_clients.add(self)
 
@@ -335,42 +324,30 @@ class LockClient:
         )
         started = self.clock.monotonic()
         try:
-            response = self.dynamodb.update_item(**request)
-        except _BotoError as error:
-            if botocore_errors.is_condition_failed(error):
-                return self._after_refused_acquire(lock_id, error, stamp.version, started, options)
-            if botocore_errors.is_transient(error):
+            granted = self._store.update(request)
+        except Refused as refused:
+            current = refused.current
+            seen_at = self.clock.monotonic()
+            if current is None:
+                return _Outcome.RETRY  # released and deleted in between: the lock is free now
+            if stamp.landed_in(current) and current.fencing_token is not None:
+                return self._grant(lock_id, stamp.version, current.fencing_token, started, options, taken_over=False)
+            return self._observe(lock_id, current, seen_at)
+        except DynamoDBError as error:
+            if botocore_errors.may_have_landed(error):
                 pending[stamp.version] = started
-            raise botocore_errors.translate(error, table_name=self.table_name) from error
+            raise
         pending.clear()
-        fencing_token = int(response["Attributes"][item.FENCING_TOKEN]["N"])
+        fencing_token = int(granted[item.FENCING_TOKEN]["N"])
         return self._grant(lock_id, stamp.version, fencing_token, started, options, taken_over=may_take_over)
-
-    def _after_refused_acquire(
-        self,
-        lock_id: LockId,
-        error: BaseException,
-        version: str,
-        started: float,
-        options: _AcquireOptions,
-    ) -> Lease | LockInfo | _Outcome:
-        stored = self._item_from_refusal(lock_id, error)
-        seen_at = self.clock.monotonic()
-        if stored is None:
-            return _Outcome.RETRY  # released and deleted in between: the lock is free now
-        info = self.layout.parse(stored)
-        if info.raw_version == {"S": version} and info.fencing_token is not None:
-            # An earlier try of this very request (retried inside botocore) was applied.
-            return self._grant(lock_id, version, info.fencing_token, started, options, taken_over=False)
-        return self._observe(lock_id, info, seen_at)
 
     def _poll(self, lock_id: LockId) -> LockInfo | _Outcome:
         """Read the lock while waiting (a read costs less than a refused write)."""
-        stored = self._read_item(lock_id)
+        current = self._store.read(lock_id)
         seen_at = self.clock.monotonic()
-        if stored is None:
+        if current is None:
             return _Outcome.RETRY
-        return self._observe(lock_id, self.layout.parse(stored), seen_at)
+        return self._observe(lock_id, current, seen_at)
 
     def _observe(self, lock_id: LockId, info: LockInfo, seen_at: float) -> LockInfo | _Outcome:
         """Remember a holder's item for takeover; a released one means: write now."""
@@ -407,13 +384,12 @@ class LockClient:
         cannot be told (then our possible writes are abandoned).
         """
         try:
-            stored = self._read_item(lock_id)
+            info = self._store.read(lock_id)
         except DynamoDBError:
             self._abandon(lock_id, pending, options)
             return None
-        if stored is None:
+        if info is None:
             return None
-        info = self.layout.parse(stored)
         version = info.record_version_number
         if version in pending and info.owner_name == options.owner_name and info.fencing_token is not None:
             # Count the lease from the start of the write that landed.
@@ -476,9 +452,9 @@ class LockClient:
         # Only this process knows these versions, whatever kind of lease they would have granted.
         unanswered = writes.KeptAlive(options.owner_name, tuple(pending))
         try:
-            self.dynamodb.update_item(**writes.release(self.layout, lock_id, stamp, holding=unanswered))
+            self._store.update(writes.release(self.layout, lock_id, stamp, holding=unanswered))
             acquire_logger.info("Released %r, written by an attempt whose answer was lost", lock_id[0])
-        except _BotoError as error:
+        except (Refused, DynamoDBError) as error:
             acquire_logger.debug("Could not clean up unanswered writes to %r: %s", lock_id[0], error)
         pending.clear()
 
@@ -533,19 +509,17 @@ class LockClient:
             request = writes.renew(self.layout, lease.lock_id, stamp, holding=_holding(lease))
             started = self.clock.monotonic()
             try:
-                self.dynamodb.update_item(**request)
-            except _BotoError as error:
-                if not botocore_errors.is_condition_failed(error):
-                    if botocore_errors.is_transient(error):
-                        lease._versions.append(stamp.version)
-                    raise botocore_errors.translate(error, table_name=self.table_name) from error
-                stored = self._item_from_refusal(lease.lock_id, error)
-                info = self.layout.parse(stored) if stored else None
-                if info is None or info.raw_version != {"S": stamp.version}:
-                    message = lost_message(lease, info)
-                    self._forget_lease(lease, lost=(message, info))
-                    raise LockLost(f"Lost lock {lease.key!r}: {message}.", info) from error
-                # else: an earlier try of this very request (retried inside botocore) landed
+                self._store.update(request)
+            except Refused as refused:
+                current = refused.current
+                if not stamp.landed_in(current):
+                    message = lost_message(lease, current)
+                    self._forget_lease(lease, lost=(message, current))
+                    raise LockLost(f"Lost lock {lease.key!r}: {message}.", current) from refused
+            except DynamoDBError as error:
+                if botocore_errors.may_have_landed(error):
+                    lease._versions.append(stamp.version)
+                raise
             lease._mark_renewed(stamp.version, started, duration)
 
     def _expire(self, lease: Lease, reason: str) -> None:
@@ -607,19 +581,16 @@ class LockClient:
         holding = _holding(lease)
         try:
             if self.delete_on_release:
-                self.dynamodb.delete_item(**writes.delete(self.layout, lease.lock_id, holding=holding))
+                self._store.delete(writes.delete(self.layout, lease.lock_id, holding=holding))
             else:
-                self.dynamodb.update_item(**writes.release(self.layout, lease.lock_id, stamp, holding=holding))
+                self._store.update(writes.release(self.layout, lease.lock_id, stamp, holding=holding))
             return _Outcome.RELEASED
-        except _BotoError as error:
-            if not botocore_errors.is_condition_failed(error):
-                raise botocore_errors.translate(error, table_name=self.table_name) from error
-            stored = self._item_from_refusal(lease.lock_id, error)
-        if stored is None:
+        except Refused as refused:
+            info = refused.current
+        if info is None:
             return _Outcome.GONE  # deleted: by an earlier try of this request, or after our lease ran out
-        info = self.layout.parse(stored)
-        if info.raw_version == {"S": stamp.version}:
-            return _Outcome.RELEASED  # an earlier try of this very request landed
+        if stamp.landed_in(info):
+            return _Outcome.RELEASED
         if (
             info.is_released
             and info.released_by is None
@@ -660,22 +631,19 @@ class LockClient:
         lock changed hands or was released since, LockNotAcquired is raised and
         nothing changes. ``released_by`` is stored so the holder learns who did it.
         """
-        lock_id = self._lock_id(lock.key, lock.sort_key)
+        self._lock_id(lock.key, lock.sort_key)  # the same checks as every call's key
         request = writes.force_release(
-            self.layout, lock, version=_new_version(), released_by=released_by, wall_time=self.clock.time()
+            self.layout, lock, version=writes.new_version(), released_by=released_by, wall_time=self.clock.time()
         )
         try:
-            response = self.dynamodb.update_item(**request)
-        except _BotoError as error:
-            if not botocore_errors.is_condition_failed(error):
-                raise botocore_errors.translate(error, table_name=self.table_name) from error
-            stored = self._item_from_refusal(lock_id, error)
-            now = self.layout.parse(stored) if stored else None
+            released = self._store.update(request)
+        except Refused as refused:
+            now = refused.current
             raise LockNotAcquired(
                 f"Lock {lock.key!r} changed since it was read ({describe_holder(now)}); nothing was released.", now
-            ) from error
+            ) from refused
         release_logger.warning("Lock %r held by %r was force-released by %s", lock.key, lock.owner_name, released_by)
-        return self.layout.parse(response["Attributes"])
+        return self.layout.parse(released)
 
     def take_over(
         self,
@@ -709,20 +677,15 @@ class LockClient:
         stamp = self._new_stamp(options.owner_name, options.lease_duration)
         started = self.clock.monotonic()
         try:
-            response = self.dynamodb.update_item(**writes.take_over(self.layout, lock, stamp, data=options.data))
-        except _BotoError as error:
-            if not botocore_errors.is_condition_failed(error):
-                raise botocore_errors.translate(error, table_name=self.table_name) from error
-            stored = self._item_from_refusal(lock_id, error)
-            now = self.layout.parse(stored) if stored else None
-            if now is None or now.raw_version != {"S": stamp.version} or now.fencing_token is None:
+            taken = self.layout.parse(self._store.update(writes.take_over(self.layout, lock, stamp, data=options.data)))
+        except Refused as refused:
+            now = refused.current
+            if not (stamp.landed_in(now) and now.fencing_token is not None):
                 raise LockNotAcquired(
                     f"Lock {lock.key!r} changed since it was read ({describe_holder(now)}); nothing was taken over.",
                     now,
-                ) from error
-            taken = now  # an earlier try of this very request (retried inside botocore) landed
-        else:
-            taken = self.layout.parse(response["Attributes"])
+                ) from refused
+            taken = now
         assert taken.fencing_token is not None  # the write issued it
         # INFO: a takeover is asked for by the caller (the admin hands a tab's lock to its next page on every
         # reload); who took whose lock, when it matters, is the caller's to record (the admin's log).
@@ -745,11 +708,10 @@ class LockClient:
         take over a holder that stopped renewing.
         """
         lock_id = self._lock_id(key, sort_key)
-        stored = self._read_item(lock_id)
+        info = self._store.read(lock_id)
         seen_at = self.clock.monotonic()
-        if stored is None:
+        if info is None:
             return None
-        info = self.layout.parse(stored)
         self._observe(lock_id, info, seen_at)
         return info
 
@@ -827,38 +789,10 @@ class LockClient:
         ``key_prefix`` keeps the locks whose key starts with it (a filter: the
         items are still read, and paid for, page by page).
         """
-        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
-            raise InvalidLockRequest(f"limit must be a positive integer, not {limit!r}.")
-        start_key = decode_cursor(cursor, self.layout.key_names()) if cursor else None
-        params = writes.scan(
-            self.layout, limit=limit, start_key=start_key, include_released=include_released, key_prefix=key_prefix
+        validation.check_page_size(limit)
+        return self._store.scan_page(
+            limit=limit, cursor=cursor, include_released=include_released, key_prefix=key_prefix
         )
-        try:
-            response = self.dynamodb.scan(**params)
-        except _BotoError as error:
-            raise botocore_errors.translate(error, table_name=self.table_name) from error
-        last_key = response.get("LastEvaluatedKey")
-        return ScanPage(
-            [self.layout.parse(stored) for stored in response.get("Items", [])],
-            encode_cursor(last_key) if last_key else None,
-        )
-
-    def _read_item(self, lock_id: LockId) -> Item | None:
-        try:
-            response = self.dynamodb.get_item(
-                TableName=self.table_name, Key=self.layout.key(lock_id), ConsistentRead=True
-            )
-        except _BotoError as error:
-            raise botocore_errors.translate(error, table_name=self.table_name) from error
-        return response.get("Item")
-
-    def _item_from_refusal(self, lock_id: LockId, error: BaseException) -> Item | None:
-        """The item that failed our condition; read it when the endpoint did not return it."""
-        assert isinstance(error, ClientError)
-        stored: Item | None = error.response.get("Item")  # type: ignore[assignment]
-        if stored is None:
-            stored = self._read_item(lock_id)
-        return stored
 
     # -------------------------------------------------------------------- table
 
@@ -971,7 +905,7 @@ class LockClient:
             self._heartbeat.wake()
 
     def _new_stamp(self, owner_name: str, lease_duration: float) -> Stamp:
-        return Stamp(owner_name, _new_version(), lease_duration, self.clock.time())
+        return Stamp.new(owner_name, lease_duration, self.clock.time())
 
     def _lock_id(self, key: str, sort_key: str | None) -> LockId:
         validation.check_key("key", key, item.MAX_PARTITION_KEY_BYTES)
@@ -1031,7 +965,7 @@ class LockClient:
             **self.layout.key(lock_id),
             item.OWNER_NAME: {"S": options.owner_name},
             item.LEASE_DURATION: {"S": str(round(options.lease_duration * 1000))},
-            item.RECORD_VERSION_NUMBER: {"S": _new_version()},
+            item.RECORD_VERSION_NUMBER: {"S": writes.new_version()},
             item.FENCING_TOKEN: {"N": "9" * 20},
             item.ACQUIRED_AT: {"N": "9" * 14},
             item.RENEWED_AT: {"N": "9" * 14},
@@ -1052,10 +986,6 @@ def describe_holder(holder: LockInfo | None) -> str:
     if holder.is_malformed:
         return f"held by an unreadable item ({'; '.join(holder.problems)})"
     return f"held by {holder.owner_name!r} (lease {holder.lease_duration:g}s, token {holder.fencing_token})"
-
-
-def _new_version() -> str:
-    return str(uuid.uuid4())
 
 
 def _holding(lease: Lease) -> writes.Holding:

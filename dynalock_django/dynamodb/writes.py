@@ -7,8 +7,9 @@ their outcomes mean.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from . import item
 from .expressions import Expressions, update_expression
@@ -25,9 +26,17 @@ class Stamp:
     lease_duration: float
     wall_time: float  # the writer's wall clock: display timestamps, TTL and token seed only
 
+    @classmethod
+    def new(cls, owner_name: str, lease_duration: float, wall_time: float) -> Stamp:
+        return cls(owner_name, new_version(), lease_duration, wall_time)
+
     @property
     def wall_ms(self) -> int:
         return int(self.wall_time * 1000)
+
+    def landed_in(self, current: LockInfo | None) -> TypeGuard[LockInfo]:
+        """``current`` carries this very stamp: an earlier try of the write (retried inside botocore) landed."""
+        return current is not None and current.raw_version == {"S": self.version}
 
 
 @dataclass(frozen=True)
@@ -47,6 +56,11 @@ class Detached:
 
 
 Holding = KeptAlive | Detached
+
+
+def new_version() -> str:
+    """A record version number: a new random UUID at every write, as the Java client writes them."""
+    return str(uuid.uuid4())
 
 
 def acquire(
@@ -167,31 +181,6 @@ def force_release(
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         **exprs.params(),
     }
-
-
-def scan(
-    layout: TableLayout,
-    *,
-    limit: int | None,
-    start_key: dict[str, Any] | None,
-    include_released: bool,
-    key_prefix: str | None,
-) -> dict[str, Any]:
-    """One page of locks; the filters apply after DynamoDB has read (and billed) the page."""
-    exprs = Expressions()
-    filters = []
-    if not include_released:
-        filters.append(f"attribute_not_exists({exprs.name(item.IS_RELEASED)})")
-    if key_prefix:
-        filters.append(f"begins_with({exprs.name(layout.partition_key_name)}, {exprs.string(key_prefix)})")
-    params: dict[str, Any] = {"TableName": layout.table_name, **exprs.params()}
-    if filters:
-        params["FilterExpression"] = " AND ".join(filters)
-    if limit is not None:
-        params["Limit"] = limit
-    if start_key:
-        params["ExclusiveStartKey"] = start_key
-    return params
 
 
 def _grant_update(
