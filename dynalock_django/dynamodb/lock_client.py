@@ -113,7 +113,7 @@ class LockClient:
     _mutex: threading.Lock
     _local_release: threading.Condition  # a lease of this client ended
     _held: dict[LockId, Lease]
-    _heartbeat: Heartbeat | None
+    _heartbeat: Heartbeat
     _observations: Observations
     _closed: threading.Event
 
@@ -409,6 +409,7 @@ class LockClient:
     ) -> Lease:
         lease = Lease(
             self,
+            self.clock,
             key=lock_id[0],
             sort_key=lock_id[1],
             owner_name=options.owner_name,
@@ -426,16 +427,7 @@ class LockClient:
         if options.keep_alive:
             with self._mutex:
                 self._held[lock_id] = lease
-                if self._heartbeat is None or not self._heartbeat.is_alive():
-                    self._heartbeat = Heartbeat(
-                        leases=self._held_leases,
-                        renew=self._renew,
-                        expire=self._expire,
-                        period=self.heartbeat_period,
-                        clock=self.clock,
-                        name=f"dynalock-heartbeat-{self.table_name}",
-                    )
-            self._wake_heartbeat()
+            self._heartbeat.start()
         if taken_over:
             acquire_logger.info(
                 "Took over %r from a holder that stopped renewing (token %d)", lock_id[0], fencing_token
@@ -498,15 +490,15 @@ class LockClient:
         if lease_duration is not None:
             lease_duration = self._checked_lease_duration(lease_duration, keep_alive=lease.keep_alive)
         self._renew(lease, lease_duration)
-        self._wake_heartbeat()
+        self._heartbeat.wake()
 
     def _renew(self, lease: Lease, lease_duration: float | None = None) -> None:
         duration = lease.lease_duration if lease_duration is None else lease_duration
-        with lease._write_lock:
+        with lease.write_lock:
             if lease.keep_alive:
                 lease.ensure_held()
             stamp = self._new_stamp(lease.owner_name, duration)
-            request = writes.renew(self.layout, lease.lock_id, stamp, holding=_holding(lease))
+            request = writes.renew(self.layout, lease.lock_id, stamp, holding=lease.holding())
             started = self.clock.monotonic()
             try:
                 self._store.update(request)
@@ -518,12 +510,12 @@ class LockClient:
                     raise LockLost(f"Lost lock {lease.key!r}: {message}.", current) from refused
             except DynamoDBError as error:
                 if botocore_errors.may_have_landed(error):
-                    lease._versions.append(stamp.version)
+                    lease.add_unanswered_version(stamp.version)
                 raise
-            lease._mark_renewed(stamp.version, started, duration)
+            lease.renewed(stamp.version, started, duration)
 
     def _expire(self, lease: Lease, reason: str) -> None:
-        with lease._write_lock:
+        with lease.write_lock:
             if lease.safe_until <= self.clock.monotonic():
                 self._forget_lease(lease, lost=(reason, None), superseded=False)
 
@@ -538,13 +530,13 @@ class LockClient:
         and so is releasing a holding its owner released already (through
         another handle on a detached lease): False.
         """
-        if not lease._belongs_to_this_process:
-            error = LockLost(f"Lease {lease.key!r} belongs to process {lease._pid}, not this one (after fork).")
+        if not lease.belongs_to_this_process:
+            error = LockLost(f"Lease {lease.key!r} belongs to process {lease.process_id}, not this one (after fork).")
             return self._release_failed(error, best_effort)
-        with lease._write_lock:
-            if lease._state == "released":
+        with lease.write_lock:
+            if lease.state == "released":
                 return False
-            if lease._superseded:
+            if lease.superseded:
                 error = LockLost(f"Cannot release {lease.key!r}: {lease.lost_reason}.", lease.lost_to)
                 return self._release_failed(error, best_effort)
             was_held = lease.is_held()
@@ -578,7 +570,7 @@ class LockClient:
     def _write_release(self, lease: Lease) -> _Outcome | LockLost:
         """One conditional write that marks our lock released (or deletes it)."""
         stamp = self._new_stamp(lease.owner_name, lease.lease_duration)
-        holding = _holding(lease)
+        holding = lease.holding()
         try:
             if self.delete_on_release:
                 self._store.delete(writes.delete(self.layout, lease.lock_id, holding=holding))
@@ -619,9 +611,9 @@ class LockClient:
                 del self._held[lease.lock_id]
             self._local_release.notify_all()
         if released:
-            lease._mark_released()
+            lease.mark_released()
         elif lost is not None:
-            lease._mark_lost(lost[0], lost[1], superseded=superseded)
+            lease.mark_lost(lost[0], lost[1], superseded=superseded)
 
     def force_release(self, lock: LockInfo, *, released_by: str) -> LockInfo:
         """Release someone else's lock (an operator's action), and return it as released.
@@ -694,7 +686,7 @@ class LockClient:
             replaced = self._held.get(lock_id)
         if replaced is not None:
             # This very client held it: that lease ends now, not at a heartbeat that would never come.
-            with replaced._write_lock:
+            with replaced.write_lock:
                 self._forget_lease(replaced, lost=(lost_message(replaced, taken), taken))
         return self._grant(lock_id, stamp.version, taken.fencing_token, started, options, taken_over=False)
 
@@ -750,6 +742,7 @@ class LockClient:
         validation.check_fencing_token(fencing_token)
         return Lease(
             self,
+            self.clock,
             key=lock_id[0],
             sort_key=lock_id[1],
             owner_name=owner_name,
@@ -850,8 +843,7 @@ class LockClient:
         self._closed.set()
         with self._local_release:
             self._local_release.notify_all()
-        if self._heartbeat is not None:
-            self._heartbeat.stop(timeout=self.lease_duration)
+        self._heartbeat.stop(timeout=self.lease_duration)
         for lease in self._held_leases():
             if release:
                 lease.release(best_effort=True)
@@ -872,7 +864,14 @@ class LockClient:
         self._mutex = threading.Lock()
         self._local_release = threading.Condition(self._mutex)
         self._held = {}
-        self._heartbeat = None
+        self._heartbeat = Heartbeat(
+            leases=self._held_leases,
+            renew=self._renew,
+            expire=self._expire,
+            period=self.heartbeat_period,
+            clock=self.clock,
+            name=f"dynalock-heartbeat-{self.table_name}",
+        )
         self._observations = Observations()
         self._closed = threading.Event()
 
@@ -899,10 +898,6 @@ class LockClient:
     def _ensure_open(self) -> None:
         if self._closed.is_set():
             raise ClientClosed(f"{self!r} is closed; create a new LockClient.")
-
-    def _wake_heartbeat(self) -> None:
-        if self._heartbeat is not None:
-            self._heartbeat.wake()
 
     def _new_stamp(self, owner_name: str, lease_duration: float) -> Stamp:
         return Stamp.new(owner_name, lease_duration, self.clock.time())
@@ -986,13 +981,6 @@ def describe_holder(holder: LockInfo | None) -> str:
     if holder.is_malformed:
         return f"held by an unreadable item ({'; '.join(holder.problems)})"
     return f"held by {holder.owner_name!r} (lease {holder.lease_duration:g}s, token {holder.fencing_token})"
-
-
-def _holding(lease: Lease) -> writes.Holding:
-    """How the writes for ``lease`` recognise its holding (the rule is :func:`.writes._still_held`'s)."""
-    if lease.keep_alive:
-        return writes.KeptAlive(lease.owner_name, tuple(lease._versions))
-    return writes.Detached(lease.owner_name, lease.fencing_token)
 
 
 def _default_owner_name() -> str:
