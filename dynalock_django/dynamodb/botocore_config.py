@@ -83,5 +83,5 @@ def warn_if_too_slow(config: Any, *, lease_duration: float, heartbeat_period: fl
             f"(lease_duration {lease_duration:g}s - heartbeat_period {heartbeat_period:g}s). "
             f"Build the boto3 client with {RECOMMENDED_CONFIG}, or raise lease_duration.",
             RetryBudgetWarning,
-            stacklevel=4,
+            stacklevel=5,
         )

@@ -1,101 +1,38 @@
 """LockClient: the AWS DynamoDB Lock Client protocol over boto3's low-level client.
 
-Request budget (each a single DynamoDB call; botocore may retry it inside):
-
-* uncontended acquire: one conditional UpdateItem that also issues the
-  fencing token; release: one conditional UpdateItem (or DeleteItem);
-* failed ``try_acquire``: that one write, whose error carries the holder's
-  item (``ReturnValuesOnConditionCheckFailure``); one consistent GetItem more
-  only on endpoints that ignore that parameter;
-* heartbeat: one conditional UpdateItem per lease per period;
-* a detached lease (``keep_alive=False``), renewed or released from any
-  process through ``lease()``: one conditional UpdateItem (or DeleteItem)
-  per ``extend()`` or ``release()``, none in between; ``lease()`` itself sends
-  nothing;
-* ``take_over``: one conditional UpdateItem; refused, that same one write
-  (one consistent GetItem more only on endpoints that do not return the item);
-* ``get``: one consistent GetItem; ``available_in``: none;
-* waiting: consistent GetItems (cheaper than refused writes) with backoff
-  and jitter, capped by ``refresh_period`` and the caller's deadline; a
-  write only when the lock looks free or may be taken over. Threads of one
-  client waiting for each other send nothing at all.
-
-The wire format of each write is in :mod:`.writes`.
+A façade: each public method checks its arguments (:mod:`.options`) and
+hands the work to the module that owns it: acquiring (:mod:`.acquirer`,
+deciding in :mod:`.acquisition`), the writes to a granted lease
+(:mod:`.lease_writes`), an operator's actions (:mod:`.operator_actions`),
+reads (:mod:`.store`) and the table (:mod:`.table_methods`). What each call costs in
+requests is in docs/protocol.md; the wire format of each write is in
+:mod:`.writes`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import enum
-import logging
-import math
-import os
-import random
-import socket
 import threading
-import uuid
-import weakref
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from . import botocore_config, botocore_errors, item, table, validation, writes
+from . import botocore_config, fork_safety, validation
 from .clock import SYSTEM_CLOCK, Clock
 from .connection import ClientFactory, Connection
-from .exceptions import (
-    ClientClosed,
-    DynamoDBError,
-    DynamoDBUnavailable,
-    InvalidLockRequest,
-    LockLost,
-    LockNotAcquired,
-    LockTimeout,
-)
-from .heartbeat import Heartbeat
-from .item import Item, LockInfo
-from .layout import LockId, TableLayout
-from .lease import Lease, LostCallback, lost_message
-from .observations import Observations
-from .schema import TableDescription, validate_table_name
-from .store import LockStore, Refused, ScanPage
-from .writes import Stamp
+from .item import LockInfo
+from .layout import TableLayout
+from .lease import Lease, LostCallback
+from .options import CallChecks, check_client_options, default_owner_name
+from .process_state import ProcessState
+from .schema import validate_table_name
+from .store import LockStore, ScanPage
+from .table_methods import TableMethods
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-acquire_logger = logging.getLogger("dynalock_django.acquire")
-release_logger = logging.getLogger("dynalock_django.release")
-table_logger = logging.getLogger("dynalock_django.table")
 
-# Waiting: the first poll comes quickly (most locks are held briefly), then
-# backs off exponentially up to refresh_period.
-FIRST_POLL_SECONDS = 0.02
-
-
-class _Outcome(enum.Enum):
-    RETRY = "the attempt said nothing about a holder: try again"
-    RELEASED = "released"
-    ALREADY_RELEASED = "released before, by its own owner"
-    GONE = "the item was already gone"
-
-
-# Versions we tried to write whose answer was lost, with when each write started.
-Pending = dict[str, float]
-
-
-@dataclass(frozen=True)
-class _AcquireOptions:
-    """What one acquire, try_acquire or take_over asks for, checked: every write it makes uses these."""
-
-    owner_name: str
-    lease_duration: float
-    keep_alive: bool
-    data: bytes | None
-    on_lost: LostCallback | None
-
-
-class LockClient:
+class LockClient(TableMethods):
     """Advisory locks in a DynamoDB table, compatible with the AWS Java lock client.
 
     ``dynamodb`` is a boto3 DynamoDB client, or a zero-argument callable that
@@ -107,15 +44,6 @@ class LockClient:
     One client runs one heartbeat thread for all its leases. It is safe to
     share between threads; a process normally needs just one.
     """
-
-    # Per-process state, set by _init_process_state (again in a forked child).
-    _pid: int
-    _mutex: threading.Lock
-    _local_release: threading.Condition  # a lease of this client ended
-    _held: dict[LockId, Lease]
-    _heartbeat: Heartbeat
-    _observations: Observations
-    _closed: threading.Event
 
     def __init__(
         self,
@@ -132,38 +60,40 @@ class LockClient:
         ttl_attribute: str | None = "ttl",
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        validation.check_durations(lease_duration, heartbeat_period, refresh_period=refresh_period)
-        validation.check_name("partition_key_name", partition_key_name)
-        validation.check_name("owner_name", owner_name, optional=True)
-        validation.check_name("sort_key_name", sort_key_name, optional=True)
-        validation.check_name("ttl_attribute", ttl_attribute, optional=True)
-        self.layout = TableLayout(
-            table_name=validate_table_name(table_name),
-            partition_key_name=partition_key_name,
-            sort_key_name=sort_key_name,
-            ttl_attribute=ttl_attribute,
+        check_client_options(
+            lease_duration,
+            heartbeat_period,
+            refresh_period,
+            owner_name,
+            partition_key_name,
+            sort_key_name,
+            ttl_attribute,
         )
+        self.layout = TableLayout(validate_table_name(table_name), partition_key_name, sort_key_name, ttl_attribute)
         self.lease_duration = float(lease_duration)
         self.heartbeat_period = float(heartbeat_period)
         self.refresh_period = float(refresh_period)
         self.delete_on_release = delete_on_release
         self.clock = clock
         self._owner_name_given = owner_name is not None
-        self.owner_name = owner_name or _default_owner_name()
-
+        self.owner_name = owner_name or default_owner_name()
+        self._checks = CallChecks(
+            self.layout,
+            lease_duration=self.lease_duration,
+            heartbeat_period=self.heartbeat_period,
+            owner_name=lambda: self.owner_name,
+        )
         self._connection = Connection(dynamodb, on_new_client=self._check_retry_budget)
         self._store = LockStore(self._connection, self.layout)
-        self._init_process_state()
-        _live_clients.add(self)
+        self._process = ProcessState(self, self._store, closed=False)
+        fork_safety.reset_in_forked_child(self, LockClient._after_fork_in_child)
 
     @property
     def table_name(self) -> str:
         return self.layout.table_name
 
     def __repr__(self) -> str:
-        return f"<LockClient table={self.table_name!r} owner={self.owner_name!r} held={len(self._held)}>"
-
-    # ------------------------------------------------------------------ acquire
+        return f"<LockClient table={self.table_name!r} owner={self.owner_name!r} held={len(self._process.holdings)}>"
 
     def acquire(
         self,
@@ -190,60 +120,10 @@ class LockClient:
         client neither renews it nor releases it on close, and its threads do
         not wait for it locally.
         """
-        lock_id = self._lock_id(key, sort_key)
-        options = self._acquire_options(
-            lock_id,
-            owner_name=owner_name,
-            lease_duration=lease_duration,
-            keep_alive=keep_alive,
-            data=data,
-            on_lost=on_lost,
-        )
+        lock_id = self._checks.lock_id(key, sort_key)
+        options = self._checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
         validation.check_timeout(timeout)
-        deadline = None if timeout is None else self.clock.monotonic() + timeout
-        pending: Pending = {}
-        last_holder: LockInfo | None = None
-        write_next = True  # False while the last look says the lock is held and not ours to take yet
-        attempts = retries_in_a_row = 0
-        error: DynamoDBError | None = None
-        try:
-            while True:
-                self._ensure_open()
-                if not self._wait_for_local_release(lock_id, deadline):
-                    last_holder = self._local_holder(lock_id)
-                    break
-                try:
-                    if write_next or self._may_take_over(lock_id):
-                        outcome = self._try_write(lock_id, options, pending)
-                    else:
-                        outcome = self._poll(lock_id)
-                    error = None
-                except DynamoDBUnavailable as unavailable:
-                    error, outcome = unavailable, _Outcome.RETRY
-                if isinstance(outcome, Lease):
-                    return outcome
-                attempts += 1
-                if isinstance(outcome, LockInfo):
-                    last_holder, write_next, retries_in_a_row = outcome, False, 0
-                else:
-                    write_next = error is None or bool(pending)
-                    retries_in_a_row += 1
-                # A lock just seen free is tried again at once, but only once in a row.
-                quick_retry = error is None and outcome is _Outcome.RETRY and retries_in_a_row == 1
-                delay = 0.0 if quick_retry else self._poll_delay(lock_id, attempts)
-                if deadline is not None:
-                    left = deadline - self.clock.monotonic()
-                    if left <= 0:
-                        break
-                    delay = min(delay, left)
-                self._closed.wait(delay)
-        finally:
-            self._abandon(lock_id, pending, options)
-        if error is not None:
-            raise error
-        raise LockTimeout(
-            f"Timed out after {timeout:g}s waiting for lock {key!r}, {describe_holder(last_holder)}.", last_holder
-        )
+        return self._process.acquirer.acquire(lock_id, options, timeout)
 
     def try_acquire(
         self,
@@ -263,32 +143,10 @@ class LockClient:
         after its version was first seen. Raises DynamoDBUnavailable when
         DynamoDB cannot answer. The other options are :meth:`acquire`'s.
         """
-        lock_id = self._lock_id(key, sort_key)
-        options = self._acquire_options(
-            lock_id,
-            owner_name=owner_name,
-            lease_duration=lease_duration,
-            keep_alive=keep_alive,
-            data=data,
-            on_lost=on_lost,
-        )
-        self._ensure_open()
-        with self._mutex:
-            if lock_id in self._held:
-                return None  # held by this very client: no need to ask DynamoDB
-        pending: Pending = {}
-        try:
-            outcome = self._try_write(lock_id, options, pending)
-            if outcome is _Outcome.RETRY:  # released or deleted as we asked: one more try
-                outcome = self._try_write(lock_id, options, pending)
-        except DynamoDBUnavailable:
-            resolved = self._resolve_unknown_write(lock_id, pending, options)
-            if isinstance(resolved, Lease):
-                return resolved
-            if resolved is None or resolved.is_released:
-                raise  # we cannot tell whether the lock is free
-            return None
-        return outcome if isinstance(outcome, Lease) else None
+        lock_id = self._checks.lock_id(key, sort_key)
+        options = self._checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
+        self._process.ensure_open()
+        return self._process.acquirer.try_acquire(lock_id, options)
 
     @contextlib.contextmanager
     def lock(
@@ -308,178 +166,6 @@ class LockClient:
         with self.acquire(key, sort_key=sort_key, timeout=timeout, data=data, on_lost=on_lost) as lease:
             yield lease
 
-    def _try_write(self, lock_id: LockId, options: _AcquireOptions, pending: Pending) -> Lease | LockInfo | _Outcome:
-        """One conditional write that takes the lock if it is free, released, expired or ours."""
-        observation = self._observations.get(lock_id)
-        may_take_over = observation is not None and self.clock.monotonic() >= observation.takeover_at()
-        stamp = self._new_stamp(options.owner_name, options.lease_duration)
-        request = writes.acquire(
-            self.layout,
-            lock_id,
-            stamp,
-            data=options.data,
-            observed=observation.info if observation else None,
-            may_take_over=may_take_over,
-            pending=list(pending),
-        )
-        started = self.clock.monotonic()
-        try:
-            granted = self._store.update(request)
-        except Refused as refused:
-            current = refused.current
-            seen_at = self.clock.monotonic()
-            if current is None:
-                return _Outcome.RETRY  # released and deleted in between: the lock is free now
-            if stamp.landed_in(current) and current.fencing_token is not None:
-                return self._grant(lock_id, stamp.version, current.fencing_token, started, options, taken_over=False)
-            return self._observe(lock_id, current, seen_at)
-        except DynamoDBError as error:
-            if botocore_errors.may_have_landed(error):
-                pending[stamp.version] = started
-            raise
-        pending.clear()
-        fencing_token = int(granted[item.FENCING_TOKEN]["N"])
-        return self._grant(lock_id, stamp.version, fencing_token, started, options, taken_over=may_take_over)
-
-    def _poll(self, lock_id: LockId) -> LockInfo | _Outcome:
-        """Read the lock while waiting (a read costs less than a refused write)."""
-        current = self._store.read(lock_id)
-        seen_at = self.clock.monotonic()
-        if current is None:
-            return _Outcome.RETRY
-        return self._observe(lock_id, current, seen_at)
-
-    def _observe(self, lock_id: LockId, info: LockInfo, seen_at: float) -> LockInfo | _Outcome:
-        """Remember a holder's item for takeover; a released one means: write now."""
-        if info.is_released:
-            if info.bad_fencing_token:
-                self._observations.observe(lock_id, info, seen_at)  # the write must overwrite that token
-            return _Outcome.RETRY
-        self._observations.observe(lock_id, info, seen_at)
-        acquire_logger.debug("Lock %r is held by %r", lock_id[0], info.owner_name)
-        return info
-
-    def _may_take_over(self, lock_id: LockId) -> bool:
-        """The holder's version has stood for its whole lease on our clock."""
-        observation = self._observations.get(lock_id)
-        return observation is None or self.clock.monotonic() >= observation.takeover_at()
-
-    def _poll_delay(self, lock_id: LockId, attempts: int) -> float:
-        delay = min(self.refresh_period, FIRST_POLL_SECONDS * 2.0 ** min(attempts, 30))
-        delay *= random.uniform(0.5, 1.0)
-        observation = self._observations.get(lock_id)
-        if observation is not None:
-            # Be there when the holder's lease would run out, not a refresh later.
-            until_takeover = observation.takeover_at() - self.clock.monotonic()
-            if until_takeover >= 0:
-                delay = min(delay, until_takeover + 0.001)
-        return delay
-
-    def _resolve_unknown_write(
-        self, lock_id: LockId, pending: Pending, options: _AcquireOptions
-    ) -> Lease | LockInfo | None:
-        """After a failure whose outcome is unknown, read once: if our version is stored, the lock is ours.
-
-        Returns the lease, the item that is there instead, or None when it
-        cannot be told (then our possible writes are abandoned).
-        """
-        try:
-            info = self._store.read(lock_id)
-        except DynamoDBError:
-            self._abandon(lock_id, pending, options)
-            return None
-        if info is None:
-            return None
-        version = info.record_version_number
-        if version in pending and info.owner_name == options.owner_name and info.fencing_token is not None:
-            # Count the lease from the start of the write that landed.
-            started = pending.pop(version)
-            return self._grant(lock_id, version, info.fencing_token, started, options, taken_over=False)
-        return info
-
-    def _grant(
-        self,
-        lock_id: LockId,
-        version: str,
-        fencing_token: int,
-        started: float,
-        options: _AcquireOptions,
-        *,
-        taken_over: bool,
-    ) -> Lease:
-        lease = Lease(
-            self,
-            self.clock,
-            key=lock_id[0],
-            sort_key=lock_id[1],
-            owner_name=options.owner_name,
-            version=version,
-            fencing_token=fencing_token,
-            data=options.data,
-            lease_duration=options.lease_duration,
-            valid_from=started,
-            acquired_at=datetime.fromtimestamp(self.clock.time(), tz=UTC),
-            keep_alive=options.keep_alive,
-        )
-        if options.on_lost is not None:
-            lease.add_lost_callback(options.on_lost)
-        self._observations.forget(lock_id)
-        if options.keep_alive:
-            with self._mutex:
-                self._held[lock_id] = lease
-            self._heartbeat.start()
-        if taken_over:
-            acquire_logger.info(
-                "Took over %r from a holder that stopped renewing (token %d)", lock_id[0], fencing_token
-            )
-        else:
-            acquire_logger.debug("Acquired %r (token %d)", lock_id[0], fencing_token)
-        return lease
-
-    def _abandon(self, lock_id: LockId, pending: Pending, options: _AcquireOptions) -> None:
-        """Best effort: release versions we may have written but never heard back about."""
-        if not pending:
-            return
-        stamp = self._new_stamp(options.owner_name, options.lease_duration)
-        # Only this process knows these versions, whatever kind of lease they would have granted.
-        unanswered = writes.KeptAlive(options.owner_name, tuple(pending))
-        try:
-            self._store.update(writes.release(self.layout, lock_id, stamp, holding=unanswered))
-            acquire_logger.info("Released %r, written by an attempt whose answer was lost", lock_id[0])
-        except (Refused, DynamoDBError) as error:
-            acquire_logger.debug("Could not clean up unanswered writes to %r: %s", lock_id[0], error)
-        pending.clear()
-
-    def _wait_for_local_release(self, lock_id: LockId, deadline: float | None) -> bool:
-        """Wait, without asking DynamoDB, while another thread of this client holds the lock."""
-        with self._local_release:
-            while lock_id in self._held and not self._closed.is_set():
-                left = None if deadline is None else deadline - self.clock.monotonic()
-                if left is not None and left <= 0:
-                    return False
-                self._local_release.wait(left)
-        return True
-
-    def _local_holder(self, lock_id: LockId) -> LockInfo | None:
-        lease = self._held.get(lock_id)
-        if lease is None:
-            return None
-        return LockInfo(
-            key=lease.key,
-            sort_key=lease.sort_key,
-            owner_name=lease.owner_name,
-            lease_duration=lease.lease_duration,
-            record_version_number=lease.record_version_number,
-            fencing_token=lease.fencing_token,
-            data=lease.data,
-            is_released=False,
-            acquired_at=lease.acquired_at,
-            renewed_at=None,
-            released_by=None,
-        )
-
-    # -------------------------------------------------------- heartbeat & release
-
     def extend(self, lease: Lease, lease_duration: float | None = None) -> None:
         """Renew ``lease`` now, optionally changing its lease duration; LockLost if it is gone.
 
@@ -488,36 +174,9 @@ class LockClient:
         condition (owner and fencing token) decides whether it still holds it.
         """
         if lease_duration is not None:
-            lease_duration = self._checked_lease_duration(lease_duration, keep_alive=lease.keep_alive)
-        self._renew(lease, lease_duration)
-        self._heartbeat.wake()
-
-    def _renew(self, lease: Lease, lease_duration: float | None = None) -> None:
-        duration = lease.lease_duration if lease_duration is None else lease_duration
-        with lease.write_lock:
-            if lease.keep_alive:
-                lease.ensure_held()
-            stamp = self._new_stamp(lease.owner_name, duration)
-            request = writes.renew(self.layout, lease.lock_id, stamp, holding=lease.holding())
-            started = self.clock.monotonic()
-            try:
-                self._store.update(request)
-            except Refused as refused:
-                current = refused.current
-                if not stamp.landed_in(current):
-                    message = lost_message(lease, current)
-                    self._forget_lease(lease, lost=(message, current))
-                    raise LockLost(f"Lost lock {lease.key!r}: {message}.", current) from refused
-            except DynamoDBError as error:
-                if botocore_errors.may_have_landed(error):
-                    lease.add_unanswered_version(stamp.version)
-                raise
-            lease.renewed(stamp.version, started, duration)
-
-    def _expire(self, lease: Lease, reason: str) -> None:
-        with lease.write_lock:
-            if lease.safe_until <= self.clock.monotonic():
-                self._forget_lease(lease, lost=(reason, None), superseded=False)
+            lease_duration = self._checks.lease_duration(lease_duration, keep_alive=lease.keep_alive)
+        self._process.lease_writer.renew(lease, lease_duration)
+        self._process.heartbeat.wake()
 
     def release(self, lease: Lease, *, best_effort: bool = False) -> bool:
         """Release ``lease``; True when this call released it.
@@ -530,90 +189,7 @@ class LockClient:
         and so is releasing a holding its owner released already (through
         another handle on a detached lease): False.
         """
-        if not lease.belongs_to_this_process:
-            error = LockLost(f"Lease {lease.key!r} belongs to process {lease.process_id}, not this one (after fork).")
-            return self._release_failed(error, best_effort)
-        with lease.write_lock:
-            if lease.state == "released":
-                return False
-            if lease.superseded:
-                error = LockLost(f"Cannot release {lease.key!r}: {lease.lost_reason}.", lease.lost_to)
-                return self._release_failed(error, best_effort)
-            was_held = lease.is_held()
-            outcome: _Outcome | LockLost | DynamoDBError
-            try:
-                outcome = self._write_release(lease)
-            except DynamoDBError as unavailable:
-                unavailable.add_note(f"The lock expires by itself within {lease.lease_duration:g}s.")
-                outcome = unavailable
-            except BaseException:
-                self._forget_lease(lease, released=True)
-                raise
-            if isinstance(outcome, LockLost):
-                # Found out by the release, not the heartbeat: the lease was lost all the same, and
-                # whoever waits for that (on_lost, wait_until_lost) must hear it.
-                self._forget_lease(lease, lost=(str(outcome), outcome.current))
-            else:
-                self._forget_lease(lease, released=True)
-        if isinstance(outcome, DynamoDBError | LockLost):
-            return self._release_failed(outcome, best_effort)
-        if outcome is _Outcome.ALREADY_RELEASED:
-            release_logger.debug("%r (token %d) was already released by its owner", lease.key, lease.fencing_token)
-            return False
-        if outcome is _Outcome.GONE and not was_held:
-            # Deleted, and we cannot tell whether someone held it after our lease ran out.
-            error = LockLost(f"Lock {lease.key!r} expired before release and its item is gone.")
-            return self._release_failed(error, best_effort)
-        release_logger.debug("Released %r (token %d)", lease.key, lease.fencing_token)
-        return True
-
-    def _write_release(self, lease: Lease) -> _Outcome | LockLost:
-        """One conditional write that marks our lock released (or deletes it)."""
-        stamp = self._new_stamp(lease.owner_name, lease.lease_duration)
-        holding = lease.holding()
-        try:
-            if self.delete_on_release:
-                self._store.delete(writes.delete(self.layout, lease.lock_id, holding=holding))
-            else:
-                self._store.update(writes.release(self.layout, lease.lock_id, stamp, holding=holding))
-            return _Outcome.RELEASED
-        except Refused as refused:
-            info = refused.current
-        if info is None:
-            return _Outcome.GONE  # deleted: by an earlier try of this request, or after our lease ran out
-        if stamp.landed_in(info):
-            return _Outcome.RELEASED
-        if (
-            info.is_released
-            and info.released_by is None
-            and (info.owner_name, info.fencing_token) == (lease.owner_name, lease.fencing_token)
-        ):
-            return _Outcome.ALREADY_RELEASED
-        return LockLost(f"Cannot release {lease.key!r}: {lost_message(lease, info)}.", info)
-
-    def _release_failed(self, error: DynamoDBError | LockLost, best_effort: bool) -> bool:
-        if not best_effort:
-            raise error
-        release_logger.warning("%s", error)
-        return False
-
-    def _forget_lease(
-        self,
-        lease: Lease,
-        *,
-        released: bool = False,
-        lost: tuple[str, LockInfo | None] | None = None,
-        superseded: bool = True,
-    ) -> None:
-        """Stop renewing ``lease``, record why, and wake local waiters for its lock."""
-        with self._local_release:
-            if self._held.get(lease.lock_id) is lease:
-                del self._held[lease.lock_id]
-            self._local_release.notify_all()
-        if released:
-            lease.mark_released()
-        elif lost is not None:
-            lease.mark_lost(lost[0], lost[1], superseded=superseded)
+        return self._process.lease_writer.release(lease, best_effort=best_effort)
 
     def force_release(self, lock: LockInfo, *, released_by: str) -> LockInfo:
         """Release someone else's lock (an operator's action), and return it as released.
@@ -623,19 +199,8 @@ class LockClient:
         lock changed hands or was released since, LockNotAcquired is raised and
         nothing changes. ``released_by`` is stored so the holder learns who did it.
         """
-        self._lock_id(lock.key, lock.sort_key)  # the same checks as every call's key
-        request = writes.force_release(
-            self.layout, lock, version=writes.new_version(), released_by=released_by, wall_time=self.clock.time()
-        )
-        try:
-            released = self._store.update(request)
-        except Refused as refused:
-            now = refused.current
-            raise LockNotAcquired(
-                f"Lock {lock.key!r} changed since it was read ({describe_holder(now)}); nothing was released.", now
-            ) from refused
-        release_logger.warning("Lock %r held by %r was force-released by %s", lock.key, lock.owner_name, released_by)
-        return self.layout.parse(released)
+        self._checks.lock_id(lock.key, lock.sort_key)
+        return self._process.operator.force_release(lock, released_by=released_by)
 
     def take_over(
         self,
@@ -656,41 +221,10 @@ class LockClient:
         The previous holder finds out at its next renewal. The other options
         are :meth:`acquire`'s.
         """
-        lock_id = self._lock_id(lock.key, lock.sort_key)
-        options = self._acquire_options(
-            lock_id,
-            owner_name=owner_name,
-            lease_duration=lease_duration,
-            keep_alive=keep_alive,
-            data=data,
-            on_lost=on_lost,
-        )
-        self._ensure_open()
-        stamp = self._new_stamp(options.owner_name, options.lease_duration)
-        started = self.clock.monotonic()
-        try:
-            taken = self.layout.parse(self._store.update(writes.take_over(self.layout, lock, stamp, data=options.data)))
-        except Refused as refused:
-            now = refused.current
-            if not (stamp.landed_in(now) and now.fencing_token is not None):
-                raise LockNotAcquired(
-                    f"Lock {lock.key!r} changed since it was read ({describe_holder(now)}); nothing was taken over.",
-                    now,
-                ) from refused
-            taken = now
-        assert taken.fencing_token is not None  # the write issued it
-        # INFO: a takeover is asked for by the caller (the admin hands a tab's lock to its next page on every
-        # reload); who took whose lock, when it matters, is the caller's to record (the admin's log).
-        acquire_logger.info("Lock %r held by %r was taken over by %r", lock.key, lock.owner_name, options.owner_name)
-        with self._mutex:
-            replaced = self._held.get(lock_id)
-        if replaced is not None:
-            # This very client held it: that lease ends now, not at a heartbeat that would never come.
-            with replaced.write_lock:
-                self._forget_lease(replaced, lost=(lost_message(replaced, taken), taken))
-        return self._grant(lock_id, stamp.version, taken.fencing_token, started, options, taken_over=False)
-
-    # ------------------------------------------------------------------ reading
+        lock_id = self._checks.lock_id(lock.key, lock.sort_key)
+        options = self._checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
+        self._process.ensure_open()
+        return self._process.operator.take_over(lock, options)
 
     def get(self, key: str, *, sort_key: str | None = None) -> LockInfo | None:
         """The lock item as stored now (a consistent read), or None if there is none.
@@ -699,12 +233,10 @@ class LockClient:
         was first seen, so :meth:`available_in` can tell when this client may
         take over a holder that stopped renewing.
         """
-        lock_id = self._lock_id(key, sort_key)
+        lock_id = self._checks.lock_id(key, sort_key)
         info = self._store.read(lock_id)
-        seen_at = self.clock.monotonic()
-        if info is None:
-            return None
-        self._observe(lock_id, info, seen_at)
+        if info is not None:
+            self._process.observations.saw(lock_id, info, self.clock.monotonic())
         return info
 
     def available_in(self, lock: LockInfo | None) -> float:
@@ -714,12 +246,7 @@ class LockClient:
         the item's lease since this client first saw it; the whole lease when
         this client has not seen this version before.
         """
-        if lock is None or lock.is_released:
-            return 0.0
-        observation = self._observations.get((lock.key, lock.sort_key))
-        if observation is None or observation.version != lock.raw_version:
-            return lock.lease_duration
-        return max(0.0, observation.takeover_at() - self.clock.monotonic())
+        return self._process.observations.takeover_in(lock, self.clock.monotonic())
 
     def lease(
         self,
@@ -737,37 +264,19 @@ class LockClient:
         the owner renews through many processes). It counts as held only
         after a successful ``extend()``.
         """
-        lock_id = self._lock_id(key, sort_key)
+        lock_id = self._checks.lock_id(key, sort_key)
         validation.check_name("owner_name", owner_name)
         validation.check_fencing_token(fencing_token)
-        return Lease(
-            self,
-            self.clock,
-            key=lock_id[0],
-            sort_key=lock_id[1],
-            owner_name=owner_name,
-            version=None,
-            fencing_token=fencing_token,
-            data=None,
-            lease_duration=self._checked_lease_duration(lease_duration, keep_alive=False),
-            valid_from=-math.inf,  # nothing is known about its lease until this handle renews it
-            acquired_at=None,
-            keep_alive=False,
+        duration = self._checks.lease_duration(lease_duration, keep_alive=False)
+        return self._process.acquirer.handle(
+            lock_id, owner_name=owner_name, fencing_token=fencing_token, lease_duration=duration
         )
 
     def scan(
         self, *, include_released: bool = True, key_prefix: str | None = None, page_size: int | None = None
     ) -> Iterator[LockInfo]:
         """Every lock in the table, one DynamoDB page at a time (never all in memory)."""
-        cursor: str | None = None
-        while True:
-            page = self.scan_page(
-                limit=page_size, cursor=cursor, include_released=include_released, key_prefix=key_prefix
-            )
-            yield from page.locks
-            if page.cursor is None:
-                return
-            cursor = page.cursor
+        return self._store.scan(page_size=page_size, include_released=include_released, key_prefix=key_prefix)
 
     def scan_page(
         self,
@@ -782,50 +291,9 @@ class LockClient:
         ``key_prefix`` keeps the locks whose key starts with it (a filter: the
         items are still read, and paid for, page by page).
         """
-        validation.check_page_size(limit)
         return self._store.scan_page(
             limit=limit, cursor=cursor, include_released=include_released, key_prefix=key_prefix
         )
-
-    # -------------------------------------------------------------------- table
-
-    def describe_table(self) -> TableDescription:
-        """Status, key schema, TTL and what is wrong for locks (TableNotFound if missing)."""
-        return table.describe(self.dynamodb, self.layout)
-
-    def check_table(self) -> TableDescription:
-        """describe_table(), raising TableSchemaError if the table cannot hold these locks."""
-        return table.check(self.dynamodb, self.layout)
-
-    def create_table_request(self, *, provisioned: tuple[int, int] | None = None) -> dict[str, Any]:
-        """The CreateTable request ``create_table`` sends (for dry runs)."""
-        return table.create_request(self.layout, provisioned)
-
-    def create_table(
-        self,
-        *,
-        provisioned: tuple[int, int] | None = None,
-        wait: bool = True,
-        poll_interval: float = 1.0,
-        on_progress: Callable[[str], None] | None = None,
-    ) -> TableDescription:
-        """Create the lock table (on-demand unless ``provisioned=(read, write)``) and enable TTL.
-
-        Idempotent: an existing table is checked, not recreated. With
-        ``wait`` it returns once the table is ACTIVE, reporting each status
-        seen to ``on_progress``.
-        """
-        return table.create(
-            self.dynamodb,
-            self.layout,
-            provisioned=provisioned,
-            wait=wait,
-            poll_interval=poll_interval,
-            report=on_progress or (lambda message: table_logger.info("%s", message)),
-            stop=self._closed,
-        )
-
-    # ---------------------------------------------------------------- lifecycle
 
     @property
     def dynamodb(self) -> DynamoDBClient:
@@ -834,23 +302,13 @@ class LockClient:
 
     def held_leases(self) -> list[Lease]:
         """The leases this client holds and renews now."""
-        return self._held_leases()
+        return self._process.holdings.leases()
 
     def close(self, *, release: bool = True) -> None:
         """Stop the heartbeat and release every held lease (unless ``release=False``)."""
-        if self._closed.is_set():
-            return
-        self._closed.set()
-        with self._local_release:
-            self._local_release.notify_all()
-        self._heartbeat.stop(timeout=self.lease_duration)
-        for lease in self._held_leases():
-            if release:
-                lease.release(best_effort=True)
-            else:
-                self._forget_lease(lease, lost=("the client was closed without releasing", None), superseded=False)
-        self._connection.close()
-        _live_clients.discard(self)
+        if self._process.close(release=release, heartbeat_timeout=self.lease_duration):
+            self._connection.close()
+            fork_safety.forget(self)
 
     def __enter__(self) -> LockClient:
         return self
@@ -858,142 +316,18 @@ class LockClient:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _init_process_state(self) -> None:
-        """Everything that must not be shared with a forked parent."""
-        self._pid = os.getpid()
-        self._mutex = threading.Lock()
-        self._local_release = threading.Condition(self._mutex)
-        self._held = {}
-        self._heartbeat = Heartbeat(
-            leases=self._held_leases,
-            renew=self._renew,
-            expire=self._expire,
-            period=self.heartbeat_period,
-            clock=self.clock,
-            name=f"dynalock-heartbeat-{self.table_name}",
-        )
-        self._observations = Observations()
-        self._closed = threading.Event()
-
     def _after_fork_in_child(self) -> None:
         # The parent's leases, heartbeat thread and connections stay the
         # parent's: the child starts empty, under a new owner name.
-        was_closed = self._closed.is_set()
         self._connection.after_fork_in_child()
         if not self._owner_name_given:
-            self.owner_name = _default_owner_name()
-        self._init_process_state()
-        if was_closed:
-            self._closed.set()
+            self.owner_name = default_owner_name()
+        self._process = ProcessState(self, self._store, closed=self._process.closed.is_set())
+
+    def _closed_event(self) -> threading.Event:
+        return self._process.closed
 
     def _check_retry_budget(self, dynamodb: DynamoDBClient) -> None:
         botocore_config.warn_if_too_slow(
             dynamodb.meta.config, lease_duration=self.lease_duration, heartbeat_period=self.heartbeat_period
         )
-
-    def _held_leases(self) -> list[Lease]:
-        with self._mutex:
-            return list(self._held.values())
-
-    def _ensure_open(self) -> None:
-        if self._closed.is_set():
-            raise ClientClosed(f"{self!r} is closed; create a new LockClient.")
-
-    def _new_stamp(self, owner_name: str, lease_duration: float) -> Stamp:
-        return Stamp.new(owner_name, lease_duration, self.clock.time())
-
-    def _lock_id(self, key: str, sort_key: str | None) -> LockId:
-        validation.check_key("key", key, item.MAX_PARTITION_KEY_BYTES)
-        if self.layout.sort_key_name is None:
-            if sort_key is not None:
-                raise InvalidLockRequest(
-                    "sort_key given, but this client has no sort_key_name: its table's key is "
-                    f"{self.layout.partition_key_name!r} alone."
-                )
-        else:
-            if sort_key is None:
-                raise InvalidLockRequest(
-                    f"This client's table has a sort key {self.layout.sort_key_name!r}: pass sort_key=."
-                )
-            validation.check_key("sort_key", sort_key, item.MAX_SORT_KEY_BYTES)
-        return (key, sort_key)
-
-    def _acquire_options(
-        self,
-        lock_id: LockId,
-        *,
-        owner_name: str | None,
-        lease_duration: float | None,
-        keep_alive: bool,
-        data: bytes | None,
-        on_lost: LostCallback | None,
-    ) -> _AcquireOptions:
-        validation.check_name("owner_name", owner_name, optional=True)
-        options = _AcquireOptions(
-            owner_name=owner_name or self.owner_name,
-            lease_duration=self._checked_lease_duration(lease_duration, keep_alive=keep_alive),
-            keep_alive=keep_alive,
-            data=data,
-            on_lost=on_lost,
-        )
-        self._check_data(lock_id, options)
-        return options
-
-    def _checked_lease_duration(self, lease_duration: float | None, *, keep_alive: bool) -> float:
-        """A lease's own duration, the client's by default.
-
-        Only a lease the heartbeat renews needs room for a failed renewal in it.
-        """
-        if lease_duration is None:
-            return self.lease_duration
-        if keep_alive:
-            validation.check_durations(lease_duration, self.heartbeat_period)
-        else:
-            validation.check_positive("lease_duration", lease_duration)
-        return float(lease_duration)
-
-    def _check_data(self, lock_id: LockId, options: _AcquireOptions) -> None:
-        if options.data is None:
-            return
-        # The largest item an acquire can leave, before its data.
-        largest: Item = {
-            **self.layout.key(lock_id),
-            item.OWNER_NAME: {"S": options.owner_name},
-            item.LEASE_DURATION: {"S": str(round(options.lease_duration * 1000))},
-            item.RECORD_VERSION_NUMBER: {"S": writes.new_version()},
-            item.FENCING_TOKEN: {"N": "9" * 20},
-            item.ACQUIRED_AT: {"N": "9" * 14},
-            item.RENEWED_AT: {"N": "9" * 14},
-            item.IS_RELEASED: {"S": item.IS_RELEASED_VALUE},
-            item.RELEASED_BY: {"S": "x" * 256},
-        }
-        if self.layout.ttl_attribute:
-            largest[self.layout.ttl_attribute] = {"N": "9" * 11}
-        validation.check_data(options.data, largest)
-
-
-# ----------------------------------------------------------------------- helpers
-
-
-def describe_holder(holder: LockInfo | None) -> str:
-    if holder is None:
-        return "holder unknown"
-    if holder.is_malformed:
-        return f"held by an unreadable item ({'; '.join(holder.problems)})"
-    return f"held by {holder.owner_name!r} (lease {holder.lease_duration:g}s, token {holder.fencing_token})"
-
-
-def _default_owner_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-_live_clients: weakref.WeakSet[LockClient] = weakref.WeakSet()
-
-
-def _reset_clients_after_fork() -> None:
-    for client in list(_live_clients):
-        client._after_fork_in_child()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_clients_after_fork)

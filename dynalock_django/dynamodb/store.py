@@ -9,13 +9,13 @@ error attached as ``original``.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from . import botocore_errors, item
+from . import botocore_errors, item, validation
 from .cursor import decode_cursor, encode_cursor
 from .expressions import Expressions
 from .item import Item, LockInfo
@@ -82,10 +82,23 @@ class LockStore:
         stored = self._read_key(self._layout.key(lock_id))
         return self._layout.parse(stored) if stored is not None else None
 
+    def scan(self, *, page_size: int | None, include_released: bool, key_prefix: str | None) -> Iterator[LockInfo]:
+        """Every lock item, one Scan request per page, as they are iterated."""
+        cursor: str | None = None
+        while True:
+            page = self.scan_page(
+                limit=page_size, cursor=cursor, include_released=include_released, key_prefix=key_prefix
+            )
+            yield from page.locks
+            if page.cursor is None:
+                return
+            cursor = page.cursor
+
     def scan_page(
         self, *, limit: int | None, cursor: str | None, include_released: bool, key_prefix: str | None
     ) -> ScanPage:
         """One Scan request; the filters apply after DynamoDB has read (and billed) the page."""
+        validation.check_page_size(limit)
         exprs = Expressions()
         filters = []
         if not include_released:

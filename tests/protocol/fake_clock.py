@@ -6,6 +6,9 @@ from datetime import datetime
 
 from dynalock_django.dynamodb import Lease
 
+# A step below any timing rule's resolution, exact in binary floating point: `now + rule - TICK + TICK == now + rule`.
+TICK = 2.0**-10
+
 
 class FakeClock:
     def __init__(self, monotonic: float = 1000.0, wall: float = 1_700_000_000.0) -> None:

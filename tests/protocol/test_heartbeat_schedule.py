@@ -7,7 +7,7 @@ import pytest
 from dynalock_django.dynamodb import DynamoDBUnavailable
 from dynalock_django.dynamodb.heartbeat import IDLE_WAKE_SECONDS, Heartbeat
 
-from .fake_clock import FakeClock, held_lease
+from .fake_clock import TICK, FakeClock, held_lease
 
 PERIOD, LEASE = 5.0, 20.0
 
@@ -55,10 +55,10 @@ def test_a_lease_is_renewed_one_period_after_its_last_write_and_not_before(clock
     heartbeat = heartbeat_for(clock, recorder, [lease])
 
     assert heartbeat.beat() == start + PERIOD
-    clock.advance(PERIOD - 0.001)
+    clock.advance(PERIOD - TICK)
     assert heartbeat.beat() == start + PERIOD
     assert recorder.renewed == []
-    clock.advance(0.001)
+    clock.advance(TICK)
     assert heartbeat.beat() == start + 2 * PERIOD  # renewed now: the next one counts from this write
 
     assert recorder.renewed == [start + PERIOD]
