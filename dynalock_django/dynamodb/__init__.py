@@ -25,7 +25,7 @@ from .exceptions import (
     TableNotFound,
     TableSchemaError,
 )
-from .item import LockInfo
+from .item import MALFORMED_ITEM_LEASE_SECONDS, LockInfo
 from .lease import Lease
 from .local_server import LocalDynamoDB
 from .lock_client import LockClient
@@ -33,6 +33,7 @@ from .schema import TableDescription, validate_table_name
 from .store import ScanPage
 
 __all__ = [
+    "MALFORMED_ITEM_LEASE_SECONDS",
     "RECOMMENDED_CONFIG",
     "ClientClosed",
     "Clock",

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .store import LockStore
 
 
-class Client(LeaseClient, Protocol):
+class ClientSettings(LeaseClient, Protocol):
     """The settings of the client (a LockClient) whose process state this is."""
 
     layout: TableLayout
@@ -37,7 +37,7 @@ class Client(LeaseClient, Protocol):
 class ProcessState:
     """What a client holds and knows in this process, and the workers that act on it."""
 
-    def __init__(self, client: Client, store: LockStore, *, closed: bool) -> None:
+    def __init__(self, client: ClientSettings, store: LockStore, *, closed: bool) -> None:
         layout, clock = client.layout, client.clock
         self._client = client
         self.closed = threading.Event()
