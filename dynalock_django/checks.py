@@ -10,17 +10,24 @@ import difflib
 from typing import Any
 from urllib.parse import urlparse
 
-from botocore.config import Config
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 
 from .conf import DEFAULTS
-from .dynamodb import DynamoDBError, TableNotFound, validate_table_name
-from .dynamodb.exceptions import ConfigurationError
-from .dynamodb.retries import RECOMMENDED_CONFIG, worst_case_call_seconds
-from .dynamodb.validation import is_number
+from .dynamodb import (
+    RECOMMENDED_CONFIG,
+    ConfigurationError,
+    DynamoDBError,
+    TableNotFound,
+    retry_budget_seconds,
+    validate_table_name,
+)
 
 TAG = "dynalock"
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 @register(TAG)
@@ -68,7 +75,7 @@ def _durations(values: dict[str, Any]) -> list[CheckMessage]:
         ("REFRESH_PERIOD", "E007"),
         ("EDIT_LEASE_DURATION", "E014"),
     ):
-        if not is_number(values[name]) or not values[name] > 0:
+        if not _is_number(values[name]) or not values[name] > 0:
             messages.append(
                 Error(
                     f"DYNALOCK['{name}'] must be a positive number of seconds, not {values[name]!r}.",
@@ -94,8 +101,8 @@ def _durations(values: dict[str, Any]) -> list[CheckMessage]:
 
 def _boto_config(values: dict[str, Any]) -> list[CheckMessage]:
     try:
-        config = Config(**values["BOTO_CONFIG"])
-    except (TypeError, ValueError) as error:
+        budget = retry_budget_seconds(values["BOTO_CONFIG"])
+    except ConfigurationError as error:
         return [
             Error(
                 f"DYNALOCK['BOTO_CONFIG'] must be a dict of botocore Config arguments: {error}",
@@ -104,9 +111,9 @@ def _boto_config(values: dict[str, Any]) -> list[CheckMessage]:
             )
         ]
     lease, period = values["LEASE_DURATION"], values["HEARTBEAT_PERIOD"]
-    if not (is_number(lease) and is_number(period) and lease > period > 0):
+    if not (_is_number(lease) and _is_number(period) and lease > period > 0):
         return []  # E004-E006 say what to fix first
-    budget, slack = worst_case_call_seconds(config), float(lease) - float(period)
+    slack = float(lease) - float(period)
     if budget <= slack:
         return []
     return [

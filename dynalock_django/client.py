@@ -12,13 +12,11 @@ import atexit
 import threading
 from typing import TYPE_CHECKING, Any
 
-import boto3
-from botocore.config import Config
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
 from .conf import dynalock_settings
-from .dynamodb import LockClient
+from .dynamodb import LockClient, build_dynamodb_client
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -29,11 +27,10 @@ _client: LockClient | None = None
 
 def get_dynamodb() -> DynamoDBClient:
     """A new boto3 DynamoDB client from settings; credentials come from boto3's normal chain."""
-    return boto3.session.Session().client(
-        "dynamodb",
+    return build_dynamodb_client(
         region_name=dynalock_settings.REGION_NAME,
         endpoint_url=dynalock_settings.ENDPOINT_URL,
-        config=Config(**dynalock_settings.BOTO_CONFIG),
+        config=dynalock_settings.BOTO_CONFIG,
     )
 
 

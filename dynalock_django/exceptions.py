@@ -18,7 +18,7 @@ Errors raised inside a ``with lock_object(...)`` block are never swallowed.
 
 from __future__ import annotations
 
-from .dynamodb.exceptions import (
+from .dynamodb import (
     ClientClosed,
     ConfigurationError,
     DynalockError,

@@ -27,7 +27,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from .conf import dynalock_settings
-from .dynamodb.item import MAX_PARTITION_KEY_BYTES
+from .dynamodb import MAX_PARTITION_KEY_BYTES
 from .exceptions import InvalidLockRequest
 
 _PK_SEPARATOR = ","

@@ -27,7 +27,7 @@ from django.conf import settings
 from django.test import override_settings
 
 from .client import close_client, get_client
-from .dynamodb.local_server import LocalDynamoDB
+from .dynamodb import LocalDynamoDB
 
 ENDPOINT_ENV = "DYNALOCK_TEST_ENDPOINT_URL"
 # moto accepts any credentials; boto3 only needs some to sign requests.

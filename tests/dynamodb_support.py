@@ -28,6 +28,9 @@ REGION = os.environ.get("AWS_DEFAULT_REGION", "us-east-1")
 LEASE = 1.0
 HEARTBEAT = 0.25
 REFRESH = 0.1
+# The longest a test waits for what comes within a heartbeat or two: generous, as the machine may be
+# loaded. The timing rules themselves are unit-tested on a fake clock.
+PATIENCE = 5.0
 
 # One attempt per call fits a 1 s lease (the client warns otherwise): the
 # protocol's own retries are what the tests exercise.

@@ -15,8 +15,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils.translation import gettext as _
 
-from ..dynamodb import DynalockError, DynamoDBError, DynamoDBUnavailable, TableNotFound, TableSchemaError
-from ..dynamodb.display import printable
+from ..dynamodb import DynalockError, DynamoDBError, DynamoDBUnavailable, TableNotFound, TableSchemaError, printable
 
 logger = logging.getLogger("dynalock_django.admin")
 

@@ -9,8 +9,10 @@
 Nothing in this package imports Django.
 """
 
-from .client import LockClient, ScanPage
+from .botocore_config import RECOMMENDED_CONFIG, RetryBudgetWarning, retry_budget_seconds
 from .clock import Clock, SystemClock
+from .connection import build_dynamodb_client
+from .display import printable
 from .exceptions import (
     ClientClosed,
     ConfigurationError,
@@ -24,12 +26,16 @@ from .exceptions import (
     TableNotFound,
     TableSchemaError,
 )
-from .item import LockInfo
+from .item import MALFORMED_ITEM_LEASE_SECONDS, MAX_PARTITION_KEY_BYTES, LockInfo
 from .lease import Lease
-from .retries import RECOMMENDED_CONFIG, RetryBudgetWarning
+from .local_server import LocalDynamoDB
+from .lock_client import LockClient
 from .schema import TableDescription, validate_table_name
+from .store import ScanPage
 
 __all__ = [
+    "MALFORMED_ITEM_LEASE_SECONDS",
+    "MAX_PARTITION_KEY_BYTES",
     "RECOMMENDED_CONFIG",
     "ClientClosed",
     "Clock",
@@ -39,6 +45,7 @@ __all__ = [
     "DynamoDBUnavailable",
     "InvalidLockRequest",
     "Lease",
+    "LocalDynamoDB",
     "LockClient",
     "LockInfo",
     "LockLost",
@@ -50,5 +57,8 @@ __all__ = [
     "TableDescription",
     "TableNotFound",
     "TableSchemaError",
+    "build_dynamodb_client",
+    "printable",
+    "retry_budget_seconds",
     "validate_table_name",
 ]

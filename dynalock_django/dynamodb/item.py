@@ -149,6 +149,15 @@ def parse_item(item: Item, partition_key_name: str, sort_key_name: str | None) -
     )
 
 
+def describe_holder(holder: LockInfo | None) -> str:
+    """Who holds a lock, for messages."""
+    if holder is None:
+        return "holder unknown"
+    if holder.is_malformed:
+        return f"held by an unreadable item ({'; '.join(holder.problems)})"
+    return f"held by {holder.owner_name!r} (lease {holder.lease_duration:g}s, token {holder.fencing_token})"
+
+
 def _type_of(value: Any) -> str:
     return next(iter(value), "?") if isinstance(value, dict) else type(value).__name__
 

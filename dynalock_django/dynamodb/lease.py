@@ -8,19 +8,28 @@ import threading
 from collections.abc import Callable
 from datetime import datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from .display import printable
 from .exceptions import DynalockError, LockLost
+from .writes import Detached, Holding, KeptAlive
 
 if TYPE_CHECKING:
-    from .client import LockClient
+    from .clock import Clock
     from .item import LockInfo
 
 logger = logging.getLogger("dynalock_django.heartbeat")
 
 LostCallback = Callable[["Lease"], None]
 State = Literal["held", "released", "lost"]
+
+
+class LeaseClient(Protocol):
+    """What a lease asks of the client that granted it (a LockClient)."""
+
+    def release(self, lease: Lease, *, best_effort: bool = False) -> bool: ...
+
+    def extend(self, lease: Lease, lease_duration: float | None = None) -> None: ...
 
 
 class Lease:
@@ -43,7 +52,8 @@ class Lease:
 
     def __init__(
         self,
-        client: LockClient,
+        client: LeaseClient,
+        clock: Clock,
         *,
         key: str,
         sort_key: str | None,
@@ -68,15 +78,13 @@ class Lease:
 
         self._keep_alive = keep_alive
         self._client = client
+        self._clock = clock
         self._pid = os.getpid()
         # The version we last confirmed, then versions we tried to write whose
         # outcome is unknown: the next write is conditioned on any of them.
         # A handle on a lock granted elsewhere has written none yet.
         self._versions: list[str] = [version] if version is not None else []
         self._valid_from = valid_from
-        self._next_renewal_at = valid_from + client.heartbeat_period
-        self._renewal_failures = 0
-        self._last_error: BaseException | None = None
         self._state: State = "held"
         # Lost because another writer changed the item (not merely expired):
         # a release would only fail its condition, so it is not attempted.
@@ -114,7 +122,7 @@ class Lease:
         """Seconds this holder may still rely on the lock; 0 once lost or released."""
         if self._state != "held" or self._pid != os.getpid():
             return 0.0
-        return max(0.0, self.safe_until - self._client.clock.monotonic())
+        return max(0.0, self.safe_until - self._clock.monotonic())
 
     @property
     def safe_until(self) -> float:
@@ -169,22 +177,62 @@ class Lease:
             exc.add_note(f"dynalock: releasing {self.key!r} also failed: {error}")
             logger.warning("Releasing %r after an error in its block failed: %s", self.key, error)
 
-    # State changes, called by the client with _write_lock held.
+    # The protocol's side: what its writes read and change, each under ``write_lock``.
 
-    def _mark_renewed(self, version: str, started: float, lease_duration: float) -> None:
+    @property
+    def write_lock(self) -> threading.RLock:
+        """Held by every write to this lease (heartbeat, extend, release), so they never overlap.
+
+        Re-entrant: an ``on_lost`` callback may release the lease it is told about.
+        """
+        return self._write_lock
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    @property
+    def superseded(self) -> bool:
+        """Lost because another writer changed the item: a release would only fail its condition."""
+        return self._superseded
+
+    @property
+    def valid_from(self) -> float:
+        """The monotonic time the last successful write to this lease started (its lease counts from there)."""
+        return self._valid_from
+
+    @property
+    def process_id(self) -> int:
+        return self._pid
+
+    @property
+    def belongs_to_this_process(self) -> bool:
+        """False in a forked child: the parent's leases stay the parent's."""
+        return self._pid == os.getpid()
+
+    def holding(self) -> Holding:
+        """How this lease's writes recognise its holding (the rule is :func:`.writes._still_held`'s)."""
+        if self._keep_alive:
+            return KeptAlive(self.owner_name, tuple(self._versions))
+        return Detached(self.owner_name, self.fencing_token)
+
+    def add_unanswered_version(self, version: str) -> None:
+        """A write of ``version`` got no answer: it may have landed, so later writes accept it too."""
+        self._versions.append(version)
+
+    def renewed(self, version: str, started: float, lease_duration: float) -> None:
+        """A renewal that started at ``started`` (monotonic) stored ``version``."""
         self._versions = [version]
         self._valid_from = started
         self.lease_duration = lease_duration
-        self._next_renewal_at = started + self._client.heartbeat_period
-        self._renewal_failures = 0
-        self._last_error = None
 
-    def _mark_released(self) -> None:
+    def mark_released(self) -> None:
         self._state = "released"
         for callback in list(self._release_callbacks):
             self._run_callback(callback)
 
-    def _mark_lost(self, reason: str, current: LockInfo | None = None, *, superseded: bool) -> None:
+    def mark_lost(self, reason: str, current: LockInfo | None = None, *, superseded: bool) -> None:
+        """Report the lease lost (once): ``on_lost`` callbacks run, ``wait_until_lost()`` returns."""
         if self._state != "held":
             return
         self._state = "lost"
@@ -204,10 +252,6 @@ class Lease:
         except Exception:
             # A broken callback must not stop the heartbeat of other leases, nor a release.
             logger.exception("Lease callback %r for %r raised", callback, self.key)
-
-    @property
-    def _belongs_to_this_process(self) -> bool:
-        return self._pid == os.getpid()
 
 
 def lost_message(lease: Lease, current: LockInfo | None) -> str:

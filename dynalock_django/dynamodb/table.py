@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from . import errors, schema
+from . import botocore_errors, schema
 from .exceptions import TableSchemaError
-from .requests import TableLayout
+from .layout import TableLayout
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -22,7 +22,7 @@ def describe(dynamodb: DynamoDBClient, layout: TableLayout) -> schema.TableDescr
         table = dynamodb.describe_table(TableName=layout.table_name)["Table"]
         ttl = dynamodb.describe_time_to_live(TableName=layout.table_name)["TimeToLiveDescription"]
     except (ClientError, BotoCoreError) as error:
-        raise errors.translate(error, table_name=layout.table_name) from error
+        raise botocore_errors.translate(error, table_name=layout.table_name) from error
     return schema.describe(
         table,
         ttl,
@@ -66,8 +66,8 @@ def create(
         dynamodb.create_table(**create_request(layout, provisioned))
         report(f"Creating table {layout.table_name!r}")
     except (ClientError, BotoCoreError) as error:
-        if errors.error_code(error) != "ResourceInUseException":
-            raise errors.translate(error, table_name=layout.table_name) from error
+        if botocore_errors.error_code(error) != "ResourceInUseException":
+            raise botocore_errors.translate(error, table_name=layout.table_name) from error
         report(f"Table {layout.table_name!r} already exists")
     description = check(dynamodb, layout)
     while wait and description.status != "ACTIVE" and not stop.is_set():
@@ -81,7 +81,7 @@ def create(
                 TimeToLiveSpecification={"Enabled": True, "AttributeName": layout.ttl_attribute},
             )
         except (ClientError, BotoCoreError) as error:
-            raise errors.translate(error, table_name=layout.table_name) from error
+            raise botocore_errors.translate(error, table_name=layout.table_name) from error
         report(f"Enabled TTL on {layout.ttl_attribute!r} (clean-up of old items only)")
         description = check(dynamodb, layout)
     report(f"Table {layout.table_name!r} is {description.status}")

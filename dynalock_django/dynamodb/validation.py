@@ -59,6 +59,11 @@ def check_timeout(timeout: object) -> None:
         raise InvalidLockRequest(f"timeout must be a number of seconds >= 0 or None, not {timeout!r}.")
 
 
+def check_page_size(limit: object) -> None:
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        raise InvalidLockRequest(f"limit must be a positive integer, not {limit!r}.")
+
+
 def check_data(data: object, largest_item_without_data: Item) -> None:
     """``data`` must be bytes that keep the item under DynamoDB's 400 KB limit."""
     if data is None:

@@ -47,6 +47,7 @@ def test_e002_unknown_key_suggests_the_close_one(dynalock):
         ({"LEASE_DURATION": 10, "HEARTBEAT_PERIOD": 5}, "dynalock.E006"),
         ({"REFRESH_PERIOD": None}, "dynalock.E007"),
         ({"BOTO_CONFIG": {"retries": 3, "no_such_option": 1}}, "dynalock.E008"),
+        ({"BOTO_CONFIG": {"retries": 3}}, "dynalock.E008"),
         ({"KEY_PREFIX": 7}, "dynalock.E009"),
         ({"CONTENTION_STATUS": 200}, "dynalock.E010"),
         ({"CONTENTION_STATUS": "423"}, "dynalock.E010"),

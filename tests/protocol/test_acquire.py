@@ -8,7 +8,7 @@ import pytest
 from dynalock_django.dynamodb import LockTimeout
 from dynalock_django.dynamodb.item import FENCING_TOKEN, IS_RELEASED, OWNER_NAME
 
-from ..dynamodb_support import LEASE, RequestCounter, without_old_item_on_refusal
+from ..dynamodb_support import LEASE, PATIENCE, RequestCounter, without_old_item_on_refusal
 
 
 def test_uncontended_acquire_and_release_cost_two_requests(make_client, dynamodb, key):
@@ -86,8 +86,7 @@ def test_acquire_waits_for_release_by_another_client(make_client, key):
     with waiter.lock(key, timeout=5) as second:
         waited = time.monotonic() - started
         assert second.fencing_token > lease.fencing_token
-    # Released at 0.3 s; the waiter's polls back off to refresh_period (0.1 s).
-    assert 0.25 < waited < 0.3 + LEASE
+    assert waited > 0.25  # not before the release at 0.3 s (the poll delays are in test_acquisition.py)
 
 
 def test_acquire_times_out_naming_the_holder(make_client, key):
@@ -97,7 +96,7 @@ def test_acquire_times_out_naming_the_holder(make_client, key):
     with pytest.raises(LockTimeout) as caught:
         waiter.acquire(key, timeout=0.4)
     waited = time.monotonic() - started
-    assert 0.4 <= waited < 0.4 + waiter.refresh_period + 0.3
+    assert 0.4 <= waited < 0.4 + PATIENCE
     assert caught.value.holder.owner_name == holder.owner_name
     assert holder.owner_name in str(caught.value)
     assert lease.is_held()
@@ -145,6 +144,6 @@ def test_waiters_poll_with_reads_not_writes(make_client, dynamodb, key):
     with pytest.raises(LockTimeout):
         waiter.acquire(key, timeout=0.6)
     assert counter.calls["UpdateItem"] == 1
-    # backoff from 20 ms doubling up to refresh_period=0.1 s, with jitter
-    assert 3 <= counter.calls["GetItem"] <= 30
+    # polls back off from 20 ms doubling up to refresh_period=0.1 s: a handful in 0.6 s, never a storm
+    assert 1 <= counter.calls["GetItem"] <= 30
     lease.release()

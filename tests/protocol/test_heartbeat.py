@@ -1,4 +1,8 @@
-"""Background renewal, loss detection and its reporting."""
+"""Background renewal, loss detection and its reporting, against a real endpoint.
+
+Its timing rules (when a renewal is due, the backoff after a failure, when a lease runs out)
+are in test_heartbeat_schedule.py, on a fake clock; here only bounds in the safe direction.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +13,10 @@ import pytest
 
 from dynalock_django.dynamodb import LockLost
 
-from ..dynamodb_support import HEARTBEAT, LEASE, FaultInjector, RequestCounter
+from ..dynamodb_support import HEARTBEAT, LEASE, PATIENCE, FaultInjector, RequestCounter
 
 
-def test_heartbeat_renews_once_per_period_with_a_new_version(make_client, dynamodb, key):
+def test_heartbeat_renews_at_most_once_per_period_with_a_new_version(make_client, dynamodb, key):
     client = make_client(dynamodb)
     lease = client.acquire(key)
     counter = RequestCounter(dynamodb)
@@ -22,10 +26,10 @@ def test_heartbeat_renews_once_per_period_with_a_new_version(make_client, dynamo
         versions.add(client.get(key).record_version_number)
     elapsed_periods = 8 * (HEARTBEAT / 2) / HEARTBEAT
     renewals = counter.calls["UpdateItem"]
-    assert elapsed_periods - 1 <= renewals <= elapsed_periods + 1
+    assert 1 <= renewals <= elapsed_periods + 1
     assert len(versions) >= renewals  # each renewal wrote a fresh version
     assert lease.is_held()
-    assert lease.remaining() > LEASE - HEARTBEAT - 0.1
+    assert 0 < lease.remaining() <= LEASE
     lease.release()
 
 
@@ -44,7 +48,7 @@ def test_lock_taken_away_is_reported_lost_at_the_next_renewal(make_client, key):
     seen: list[str] = []
     lease = client.acquire(key, on_lost=lambda lease: (seen.append(lease.lost_reason), lost.set()))
     operator.force_release(operator.get(key), released_by="alice (support)")
-    assert lost.wait(HEARTBEAT + 0.5)
+    assert lost.wait(PATIENCE)
     assert lease.wait_until_lost(0)
     assert not lease.is_held()
     assert "released by alice (support)" in seen[0]
@@ -72,9 +76,9 @@ def test_a_lease_that_cannot_be_renewed_is_lost_when_its_safe_time_ends(make_cli
     acquired = time.monotonic()  # the lease counts from the start of its write (a GC pause may follow)
     lease = client.acquire(key)
     faults.fail("UpdateItem", "InternalServerError", 500, times=-1)
-    assert lease.wait_until_lost(LEASE + 1)
-    lost_after = time.monotonic() - acquired
-    assert LEASE - 0.1 <= lost_after <= LEASE + 0.3
+    assert lease.wait_until_lost(LEASE + PATIENCE)
+    assert time.monotonic() - acquired >= LEASE  # renewals were retried for the whole lease
+    assert not lease.is_held()
     assert "ran out" in lease.lost_reason
     assert "InternalServerError" in lease.lost_reason
     faults.clear()
@@ -91,7 +95,7 @@ def test_a_failing_callback_does_not_stop_other_leases(make_client, key):
     first = client.acquire(key, on_lost=broken)
     second = client.acquire(key + "-2")
     operator.force_release(operator.get(key), released_by="test")
-    assert first.wait_until_lost(HEARTBEAT + 0.5)
+    assert first.wait_until_lost(PATIENCE)
     time.sleep(2 * LEASE)
     assert second.is_held()
     second.release()
@@ -112,7 +116,7 @@ def test_callback_added_after_loss_runs_at_once(make_client, key):
     client, operator = make_client(), make_client()
     lease = client.acquire(key)
     operator.force_release(operator.get(key), released_by="test")
-    assert lease.wait_until_lost(HEARTBEAT + 0.5)
+    assert lease.wait_until_lost(PATIENCE)
     called = []
     lease.add_lost_callback(called.append)
     assert called == [lease]

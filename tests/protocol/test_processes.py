@@ -14,7 +14,7 @@ import pytest
 
 from dynalock_django.dynamodb import LockTimeout
 
-from ..dynamodb_support import HEARTBEAT, LEASE, REFRESH
+from ..dynamodb_support import HEARTBEAT, LEASE
 from . import processes
 from .processes import client_for
 
@@ -90,11 +90,9 @@ def test_a_killed_holder_is_taken_over_after_its_lease_and_not_before(endpoint_u
     waiter.close()
 
     assert taken, "the waiter never took the lock over"
-    takeover = taken[0] - killed_at
-    # Never before the holder itself stopped trusting its lease...
+    # Never before the holder itself stopped trusting its lease (how soon after: test_acquisition.py).
     assert taken[0] >= safe_until.value
-    # ...so at least a lease minus the time since its last renewal, and promptly after.
-    assert LEASE - HEARTBEAT - 0.05 <= takeover <= LEASE + REFRESH + 0.5
+    assert taken[0] > killed_at
 
 
 def test_a_heartbeating_holder_process_is_never_taken_over(endpoint_url, table_name, key):

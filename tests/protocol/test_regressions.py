@@ -18,7 +18,7 @@ def test_a_release_that_finds_the_lock_taken_over_reports_the_lease_lost(make_cl
     lost, released = [], []
     lease.add_lost_callback(lost.append)
     lease.add_release_callback(released.append)
-    with lease._write_lock:  # the heartbeat cannot renew: as if the process were stopped
+    with lease.write_lock:  # the heartbeat cannot renew: as if the process were stopped
         taken = other.acquire(key, timeout=5 * LEASE)
         with pytest.raises(LockLost):
             lease.release()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -77,12 +78,18 @@ def test_with_block_that_lost_its_lock_raises_lock_lost_at_the_end(make_client, 
         body_that_loses_the_lock()
 
 
+def heartbeat_threads() -> set[threading.Thread]:
+    return {thread for thread in threading.enumerate() if thread.name.startswith("dynalock-heartbeat-")}
+
+
 def test_close_releases_held_leases_and_stops_the_heartbeat(make_client, key):
     client = make_client()
+    before = heartbeat_threads()
     leases = [client.acquire(f"{key}-{i}") for i in range(3)]
-    heartbeat = client._heartbeat
+    started = heartbeat_threads() - before
+    assert len(started) == 1  # one thread renews all of a client's leases
     client.close()
-    assert not heartbeat.is_alive()
+    assert not any(thread.is_alive() for thread in started)
     for lease in leases:
         assert not lease.is_held()
         assert client.get(lease.key).is_released
@@ -91,8 +98,8 @@ def test_close_releases_held_leases_and_stops_the_heartbeat(make_client, key):
 def test_release_after_safe_time_ran_out_but_nobody_took_it_succeeds(make_client, dynamodb, key):
     client = make_client(dynamodb)
     lease = client.acquire(key)
-    client._heartbeat.stop()
-    time.sleep(LEASE + 0.1)
+    with lease.write_lock:  # the heartbeat cannot renew it: as if the process were stopped
+        time.sleep(LEASE + 0.1)
     assert not lease.is_held()
     assert lease.release() is True
     assert client.get(key).is_released

@@ -18,7 +18,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
 from dynalock_django.client import close_client, get_client
-from dynalock_django.dynamodb.local_server import LocalDynamoDB
+from dynalock_django.dynamodb import LocalDynamoDB
 
 from ...models import Address, Customer, Note
 

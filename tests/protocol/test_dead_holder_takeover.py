@@ -1,4 +1,9 @@
-"""Takeover of abandoned locks, decided on the waiter's monotonic clock only."""
+"""Takeover of locks whose holder stopped renewing, decided on the waiter's monotonic clock only.
+
+The rule's timing is unit-tested in test_acquisition.py; here it runs against a real endpoint, on a
+fake clock where it can (try_acquire, get and available_in never sleep) and with real time only for
+bounds in the safe direction (never taken over before a whole lease).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import pytest
 from dynalock_django.dynamodb import LockTimeout
 
 from ..dynamodb_support import LEASE, RequestCounter
+from .fake_clock import TICK, FakeClock
 
 
 def abandon(client, key):
@@ -26,7 +32,6 @@ def test_abandoned_lock_is_taken_over_after_one_lease_not_before(make_client, ke
     waited = time.monotonic() - started
     # The waiter must see the same version stand for a whole lease on its own clock.
     assert waited >= LEASE
-    assert waited < LEASE + waiter.refresh_period + 0.5
     assert lease.fencing_token > dead.fencing_token
     lease.release()
 
@@ -41,53 +46,48 @@ def test_a_heartbeating_holder_is_never_taken_over(make_client, key):
     lease.release()
 
 
-def test_repeated_try_acquire_takes_a_dead_lock_after_one_lease(make_client, dynamodb, key):
-    abandon(make_client(), key)
-    waiter = make_client(dynamodb)
+def test_repeated_try_acquire_takes_a_dead_lock_after_exactly_one_lease_of_its_clock(make_client, dynamodb, key):
+    dead = abandon(make_client(), key)
+    clock = FakeClock()
+    waiter = make_client(dynamodb, clock=clock)
     counter = RequestCounter(dynamodb)
-    started = time.monotonic()
-    lease = None
-    while lease is None and time.monotonic() - started < 5 * LEASE:
-        lease = waiter.try_acquire(key)
-        if lease is None:
-            time.sleep(0.05)
-    waited = time.monotonic() - started
+
+    assert waiter.try_acquire(key) is None  # first sight of this version
+    clock.advance(LEASE - TICK)
+    assert waiter.try_acquire(key) is None
+    clock.advance(TICK)
+    lease = waiter.try_acquire(key)
+
     assert lease is not None
-    assert LEASE <= waited < LEASE + 0.5
+    assert lease.fencing_token > dead.fencing_token
     # every attempt is exactly one request: no reads were needed
-    assert counter.calls["GetItem"] == 0
+    assert dict(counter.calls) == {"UpdateItem": 3}
     lease.release()
 
 
-def test_takeover_uses_the_items_own_lease_duration(make_client, key):
-    dead = make_client(lease_duration=2 * LEASE)
-    abandon(dead, key)
-    waiter = make_client()  # its own lease is LEASE: the item says 2 * LEASE
-    started = time.monotonic()
-    lease = waiter.acquire(key, timeout=10 * LEASE)
-    assert time.monotonic() - started >= 2 * LEASE
+def test_takeover_waits_for_the_items_own_lease_duration(make_client, key):
+    abandon(make_client(lease_duration=2 * LEASE), key)
+    clock = FakeClock()
+    waiter = make_client(clock=clock)  # its own lease is LEASE: the item says 2 * LEASE
+    assert waiter.try_acquire(key) is None
+    clock.advance(2 * LEASE - TICK)
+    assert waiter.try_acquire(key) is None
+    clock.advance(TICK)
+    lease = waiter.try_acquire(key)
+    assert lease is not None
     lease.release()
-
-
-def test_observation_cache_is_bounded(make_client):
-    holder, waiter = make_client(), make_client()
-    waiter._observations._max_size = 5
-    leases = [holder.acquire(f"bounded-{i}-{time.monotonic_ns()}") for i in range(8)]
-    for lease in leases:
-        assert waiter.try_acquire(lease.key) is None
-    assert len(waiter._observations) == 5
-    for lease in leases:
-        lease.release()
 
 
 def test_try_acquire_after_get_and_available_in_takes_over_a_dead_holder(make_client, dynamodb, key):
     dead = abandon(make_client(), key)
-    waiter = make_client(dynamodb)
+    clock = FakeClock()
+    waiter = make_client(dynamodb, clock=clock)
     read = waiter.get(key)
-    wait = waiter.available_in(read)
-    assert 0 < wait <= LEASE
+    assert waiter.available_in(read) == LEASE
+    clock.advance(0.25 * LEASE)
+    assert waiter.available_in(read) == 0.75 * LEASE
     assert make_client().available_in(read) == LEASE  # a client that never saw this version waits a whole lease
-    time.sleep(wait)
+    clock.advance(0.75 * LEASE)
     assert waiter.available_in(read) == 0
     counter = RequestCounter(dynamodb)
 
@@ -102,11 +102,13 @@ def test_try_acquire_after_get_and_available_in_takes_over_a_dead_holder(make_cl
 
 
 def test_available_in_restarts_with_every_renewal_of_a_live_holder(make_client, key):
-    holder, watcher = make_client(), make_client()
+    clock = FakeClock()
+    holder, watcher = make_client(), make_client(clock=clock)
     lease = holder.acquire(key)
     watcher.get(key)
-    time.sleep(LEASE)
-    now = watcher.get(key)  # a new version, written by a heartbeat since the first read
-    assert watcher.available_in(now) > LEASE - 2 * watcher.heartbeat_period
+    clock.advance(LEASE)
+    lease.extend()  # a renewal since the first read: a new version
+    now = watcher.get(key)
+    assert watcher.available_in(now) == LEASE
     assert watcher.try_acquire(key) is None
     lease.release()

@@ -7,56 +7,36 @@ their outcomes mean.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from . import item
 from .expressions import Expressions, update_expression
-from .item import Item, LockInfo, parse_item
-
-LockId = tuple[str, str | None]
-
-
-@dataclass(frozen=True)
-class TableLayout:
-    """Where locks live: the table, its key attributes and the TTL attribute."""
-
-    table_name: str
-    partition_key_name: str
-    sort_key_name: str | None
-    ttl_attribute: str | None
-    item_retention: float
-
-    def key(self, lock_id: LockId) -> dict[str, Any]:
-        key: dict[str, Any] = {self.partition_key_name: {"S": lock_id[0]}}
-        if self.sort_key_name is not None:
-            key[self.sort_key_name] = {"S": lock_id[1]}
-        return key
-
-    def key_names(self) -> set[str]:
-        return {self.partition_key_name} | ({self.sort_key_name} if self.sort_key_name else set())
-
-    def parse(self, stored: Item) -> LockInfo:
-        return parse_item(stored, self.partition_key_name, self.sort_key_name)
-
-    def ttl_seconds(self, wall_time: float, lease_duration: float) -> int:
-        # Clean-up only: DynamoDB deletes expired items up to days late, and a
-        # holder keeps pushing this forward, so it never decides who holds a lock.
-        return int(wall_time + lease_duration + self.item_retention)
+from .item import LockInfo
+from .layout import LockId, TableLayout
 
 
 @dataclass(frozen=True)
-class Holder:
-    """What one holder write stamps on the item."""
+class Stamp:
+    """What one write stamps on the item: the writer, a new record version, the lease and the time."""
 
     owner_name: str
     version: str
     lease_duration: float
-    wall_time: float  # holder's wall clock: display timestamps, TTL and token seed only
+    wall_time: float  # the writer's wall clock: display timestamps, TTL and token seed only
+
+    @classmethod
+    def new(cls, owner_name: str, lease_duration: float, wall_time: float) -> Stamp:
+        return cls(owner_name, new_version(), lease_duration, wall_time)
 
     @property
     def wall_ms(self) -> int:
         return int(self.wall_time * 1000)
+
+    def landed_in(self, current: LockInfo | None) -> TypeGuard[LockInfo]:
+        """``current`` carries this very stamp: an earlier try of the write (retried inside botocore) landed."""
+        return current is not None and current.raw_version == {"S": self.version}
 
 
 @dataclass(frozen=True)
@@ -78,10 +58,15 @@ class Detached:
 Holding = KeptAlive | Detached
 
 
+def new_version() -> str:
+    """A record version number: a new random UUID at every write, as the Java client writes them."""
+    return str(uuid.uuid4())
+
+
 def acquire(
     layout: TableLayout,
     lock_id: LockId,
-    holder: Holder,
+    stamp: Stamp,
     *,
     data: bytes | None,
     observed: LockInfo | None,
@@ -107,13 +92,13 @@ def acquire(
         if observed is not None and may_take_over:
             free.append(_version_is(exprs, observed.raw_version))
         if pending:
-            free.append(f"({_owned_version(exprs, holder.owner_name, pending)})")
+            free.append(f"({_owned_version(exprs, stamp.owner_name, pending)})")
         token, number = exprs.name(item.FENCING_TOKEN), exprs.string("N")
         condition = f"({' OR '.join(free)}) AND (attribute_not_exists({token}) OR attribute_type({token}, {number}))"
     return {
         "TableName": layout.table_name,
         "Key": layout.key(lock_id),
-        "UpdateExpression": _grant_update(exprs, layout, holder, data=data, overwrite_token=bad_token),
+        "UpdateExpression": _grant_update(exprs, layout, stamp, data=data, overwrite_token=bad_token),
         "ConditionExpression": condition,
         "ReturnValues": "UPDATED_NEW",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
@@ -121,13 +106,13 @@ def acquire(
     }
 
 
-def take_over(layout: TableLayout, lock: LockInfo, holder: Holder, *, data: bytes | None) -> dict[str, Any]:
-    """Grant the lock to ``holder`` if it is still the holding ``lock`` was read in, as ``force_release`` does."""
+def take_over(layout: TableLayout, lock: LockInfo, stamp: Stamp, *, data: bytes | None) -> dict[str, Any]:
+    """Grant the lock to ``stamp``'s writer if ``lock`` is still the holding it was read in (as ``force_release``)."""
     exprs = Expressions()
     return {
         "TableName": layout.table_name,
         "Key": layout.key((lock.key, lock.sort_key)),
-        "UpdateExpression": _grant_update(exprs, layout, holder, data=data, overwrite_token=lock.bad_fencing_token),
+        "UpdateExpression": _grant_update(exprs, layout, stamp, data=data, overwrite_token=lock.bad_fencing_token),
         "ConditionExpression": _same_holding(exprs, lock),
         "ReturnValues": "ALL_NEW",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
@@ -135,24 +120,24 @@ def take_over(layout: TableLayout, lock: LockInfo, holder: Holder, *, data: byte
     }
 
 
-def renew(layout: TableLayout, lock_id: LockId, holder: Holder, *, holding: Holding) -> dict[str, Any]:
+def renew(layout: TableLayout, lock_id: LockId, stamp: Stamp, *, holding: Holding) -> dict[str, Any]:
     """A heartbeat: a new version and lease, only if the lock is still ``holding`` and not released."""
     exprs = Expressions()
     condition = _still_held(exprs, holding, renewal=True)
     return {
         "TableName": layout.table_name,
         "Key": layout.key(lock_id),
-        "UpdateExpression": update_expression(_holder_sets(exprs, layout, holder, acquired=False), []),
+        "UpdateExpression": update_expression(_stamp_sets(exprs, layout, stamp, acquired=False), []),
         "ConditionExpression": condition,
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         **exprs.params(),
     }
 
 
-def release(layout: TableLayout, lock_id: LockId, holder: Holder, *, holding: Holding) -> dict[str, Any]:
+def release(layout: TableLayout, lock_id: LockId, stamp: Stamp, *, holding: Holding) -> dict[str, Any]:
     """Mark our lock released, keeping the item (and so its fencing token)."""
     exprs = Expressions()
-    sets = [*_holder_sets(exprs, layout, holder, acquired=False), _released(exprs)]
+    sets = [*_stamp_sets(exprs, layout, stamp, acquired=False), _released(exprs)]
     return {
         "TableName": layout.table_name,
         "Key": layout.key(lock_id),
@@ -198,47 +183,22 @@ def force_release(
     }
 
 
-def scan(
-    layout: TableLayout,
-    *,
-    limit: int | None,
-    start_key: dict[str, Any] | None,
-    include_released: bool,
-    key_prefix: str | None,
-) -> dict[str, Any]:
-    """One page of locks; the filters apply after DynamoDB has read (and billed) the page."""
-    exprs = Expressions()
-    filters = []
-    if not include_released:
-        filters.append(f"attribute_not_exists({exprs.name(item.IS_RELEASED)})")
-    if key_prefix:
-        filters.append(f"begins_with({exprs.name(layout.partition_key_name)}, {exprs.string(key_prefix)})")
-    params: dict[str, Any] = {"TableName": layout.table_name, **exprs.params()}
-    if filters:
-        params["FilterExpression"] = " AND ".join(filters)
-    if limit is not None:
-        params["Limit"] = limit
-    if start_key:
-        params["ExclusiveStartKey"] = start_key
-    return params
-
-
 def _grant_update(
-    exprs: Expressions, layout: TableLayout, holder: Holder, *, data: bytes | None, overwrite_token: bool
+    exprs: Expressions, layout: TableLayout, stamp: Stamp, *, data: bytes | None, overwrite_token: bool
 ) -> str:
-    """Everything a grant writes: the holder, the next fencing token, ``data``, and no release mark.
+    """Everything a grant writes: the stamp, the next fencing token, ``data``, and no release mark.
 
     ``overwrite_token``: the item's token is not a number, so it cannot be
     incremented; the grant replaces it (only ever conditioned on that very item).
     """
     token = exprs.name(item.FENCING_TOKEN)
     if overwrite_token:
-        token_update = f"{token} = {exprs.number(holder.wall_ms)}"
+        token_update = f"{token} = {exprs.number(stamp.wall_ms)}"
     else:
         # Seeding with the wall clock keeps tokens above any issued before the
         # item was deleted (by TTL or delete_on_release) and recreated.
-        token_update = f"{token} = if_not_exists({token}, {exprs.number(holder.wall_ms)}) + {exprs.number(1)}"
-    sets = [*_holder_sets(exprs, layout, holder, acquired=True), token_update]
+        token_update = f"{token} = if_not_exists({token}, {exprs.number(stamp.wall_ms)}) + {exprs.number(1)}"
+    sets = [*_stamp_sets(exprs, layout, stamp, acquired=True), token_update]
     removes = [exprs.name(item.IS_RELEASED), exprs.name(item.RELEASED_BY)]
     if data is not None:
         sets.append(f"{exprs.name(item.DATA)} = {exprs.value({'B': data})}")
@@ -247,18 +207,18 @@ def _grant_update(
     return update_expression(sets, removes)
 
 
-def _holder_sets(exprs: Expressions, layout: TableLayout, holder: Holder, *, acquired: bool) -> list[str]:
-    now = exprs.number(holder.wall_ms)
+def _stamp_sets(exprs: Expressions, layout: TableLayout, stamp: Stamp, *, acquired: bool) -> list[str]:
+    now = exprs.number(stamp.wall_ms)
     sets = [
-        f"{exprs.name(item.RECORD_VERSION_NUMBER)} = {exprs.string(holder.version)}",
-        f"{exprs.name(item.LEASE_DURATION)} = {exprs.string(str(round(holder.lease_duration * 1000)))}",
+        f"{exprs.name(item.RECORD_VERSION_NUMBER)} = {exprs.string(stamp.version)}",
+        f"{exprs.name(item.LEASE_DURATION)} = {exprs.string(str(round(stamp.lease_duration * 1000)))}",
         f"{exprs.name(item.RENEWED_AT)} = {now}",
     ]
     if acquired:
-        sets.append(f"{exprs.name(item.OWNER_NAME)} = {exprs.string(holder.owner_name)}")
+        sets.append(f"{exprs.name(item.OWNER_NAME)} = {exprs.string(stamp.owner_name)}")
         sets.append(f"{exprs.name(item.ACQUIRED_AT)} = {now}")
     if layout.ttl_attribute:
-        ttl = layout.ttl_seconds(holder.wall_time, holder.lease_duration)
+        ttl = layout.ttl_seconds(stamp.wall_time, stamp.lease_duration)
         sets.append(f"{exprs.name(layout.ttl_attribute)} = {exprs.number(ttl)}")
     return sets
 

@@ -1,4 +1,4 @@
-"""How long one botocore call may block, from the client's configuration.
+"""The botocore Config a lock client runs with, and how long one call may block under it.
 
 A heartbeat is one botocore call, retries included. If that call can block
 longer than the lease's slack (lease minus heartbeat period), one bad
@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Mapping
 from typing import Any
+
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError
+
+from .exceptions import ConfigurationError
 
 # botocore's standard mode: 4 attempts for DynamoDB; throttling backoff is
 # rand(0, 1) * min(1 s * 2**i, 20 s) before retry i+1.
@@ -22,6 +28,28 @@ RECOMMENDED_CONFIG = 'Config(connect_timeout=1, read_timeout=2, retries={"mode":
 
 class RetryBudgetWarning(UserWarning):
     """A botocore call may block longer than a lease can wait for its renewal."""
+
+
+def config_from_options(options: Mapping[str, Any]) -> Config:
+    """A botocore ``Config`` from its keyword arguments; ConfigurationError says which one is wrong."""
+    try:
+        return Config(**options)
+    except (TypeError, ValueError, AttributeError, BotoCoreError) as error:  # botocore's own checks raise all four
+        raise ConfigurationError(str(error)) from error
+
+
+def retry_budget_seconds(options: Mapping[str, Any]) -> float:
+    """The longest one DynamoDB call may block with these botocore ``Config`` arguments.
+
+    Every attempt timing out, with the longest backoffs in between: compare it
+    with ``lease_duration - heartbeat_period``. ConfigurationError if they are
+    not valid ``Config`` arguments.
+    """
+    config = config_from_options(options)
+    try:
+        return worst_case_call_seconds(config)
+    except (TypeError, ValueError) as error:
+        raise ConfigurationError(f"time-outs and attempt counts must be numbers: {error}") from error
 
 
 def worst_case_call_seconds(config: Any) -> float:
@@ -55,5 +83,5 @@ def warn_if_too_slow(config: Any, *, lease_duration: float, heartbeat_period: fl
             f"(lease_duration {lease_duration:g}s - heartbeat_period {heartbeat_period:g}s). "
             f"Build the boto3 client with {RECOMMENDED_CONFIG}, or raise lease_duration.",
             RetryBudgetWarning,
-            stacklevel=4,
+            stacklevel=5,
         )

@@ -54,6 +54,11 @@ def is_transient(error: BaseException) -> bool:
     return False
 
 
+def may_have_landed(error: DynamoDBError) -> bool:
+    """A write that failed with ``error`` may have been applied all the same (its answer was lost)."""
+    return error.original is not None and is_transient(error.original)
+
+
 def translate(error: BaseException, *, table_name: str) -> DynamoDBError:
     """Our exception for a botocore failure; raise it ``from error``."""
     code = error_code(error)

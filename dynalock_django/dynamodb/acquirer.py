@@ -1,0 +1,244 @@
+"""Acquiring: sends what an :class:`.Acquisition` decides, sleeps as long as it says, and grants the lease.
+
+Request budget: an uncontended acquire is one conditional UpdateItem that
+also issues the fencing token; a refused one carries the holder's item
+(one consistent GetItem more only on endpoints that do not return it).
+Waiting costs consistent GetItems; threads of one client waiting for each
+other send nothing. Writes whose answer was lost are resolved by their
+version (a later write's condition, or one read), and released on the way
+out when they cannot be.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from . import botocore_errors, item, writes
+from .acquisition import Acquisition, UnansweredWrites, Write
+from .exceptions import DynamoDBError, DynamoDBUnavailable, LockTimeout
+from .item import LockInfo, describe_holder
+from .lease import Lease, LeaseClient
+from .store import Refused
+from .writes import KeptAlive, Stamp
+
+if TYPE_CHECKING:
+    from .clock import Clock
+    from .heartbeat import Heartbeat
+    from .holdings import Holdings
+    from .layout import LockId, TableLayout
+    from .observations import Observations
+    from .options import AcquireOptions
+    from .store import LockStore
+
+logger = logging.getLogger("dynalock_django.acquire")
+
+
+class Acquirer:
+    def __init__(
+        self,
+        *,
+        client: LeaseClient,
+        store: LockStore,
+        layout: TableLayout,
+        clock: Clock,
+        observations: Observations,
+        holdings: Holdings,
+        heartbeat: Heartbeat,
+        refresh_period: float,
+        closed: threading.Event,
+        ensure_open: Callable[[], None],
+    ) -> None:
+        self._client = client
+        self._store = store
+        self._layout = layout
+        self._clock = clock
+        self._observations = observations
+        self._holdings = holdings
+        self._heartbeat = heartbeat
+        self._refresh_period = refresh_period
+        self._closed = closed
+        self._ensure_open = ensure_open
+
+    def acquire(self, lock_id: LockId, options: AcquireOptions, timeout: float | None) -> Lease:
+        deadline = None if timeout is None else self._clock.monotonic() + timeout
+        plan = self._plan(lock_id, deadline)
+        try:
+            while True:
+                self._ensure_open()
+                if not self._holdings.wait_until_free(lock_id, deadline):
+                    plan.held_locally(self._holdings.holder(lock_id))
+                    break
+                try:
+                    lease = self._attempt(plan, options)
+                except DynamoDBUnavailable as unavailable:
+                    plan.failed(unavailable)
+                    lease = None
+                if lease is not None:
+                    return lease
+                delay = plan.delay(self._clock.monotonic())
+                if delay is None:
+                    break
+                self._closed.wait(delay)
+        finally:
+            self._abandon(lock_id, plan.unanswered, options)
+        if plan.error is not None:
+            raise plan.error
+        raise LockTimeout(
+            f"Timed out after {timeout:g}s waiting for lock {lock_id[0]!r}, {describe_holder(plan.holder)}.",
+            plan.holder,
+        )
+
+    def try_acquire(self, lock_id: LockId, options: AcquireOptions) -> Lease | None:
+        if self._holdings.get(lock_id) is not None:
+            return None  # held by this very client: no need to ask DynamoDB
+        plan = self._plan(lock_id, deadline=None)
+        try:
+            lease = self._attempt(plan, options)
+            if lease is None and plan.found_free:  # released or deleted as we asked: one more try
+                lease = self._attempt(plan, options)
+        except DynamoDBUnavailable:
+            resolved = self._resolve_unanswered(lock_id, plan.unanswered, options)
+            if isinstance(resolved, Lease):
+                return resolved
+            if resolved is None or resolved.is_released:
+                raise  # we cannot tell whether the lock is free
+            return None
+        return lease
+
+    def grant(
+        self,
+        lock_id: LockId,
+        version: str,
+        fencing_token: int,
+        started: float,
+        options: AcquireOptions,
+        *,
+        taken_over: bool = False,
+    ) -> Lease:
+        """The lease a write that started at ``started`` won; the heartbeat renews it unless detached."""
+        lease = Lease(
+            self._client,
+            self._clock,
+            key=lock_id[0],
+            sort_key=lock_id[1],
+            owner_name=options.owner_name,
+            version=version,
+            fencing_token=fencing_token,
+            data=options.data,
+            lease_duration=options.lease_duration,
+            valid_from=started,
+            acquired_at=datetime.fromtimestamp(self._clock.time(), tz=UTC),
+            keep_alive=options.keep_alive,
+        )
+        if options.on_lost is not None:
+            lease.add_lost_callback(options.on_lost)
+        self._observations.forget(lock_id)
+        if options.keep_alive:
+            self._holdings.add(lease)
+            self._heartbeat.start()
+        if taken_over:
+            logger.info("Took over %r from a holder that stopped renewing (token %d)", lock_id[0], fencing_token)
+        else:
+            logger.debug("Acquired %r (token %d)", lock_id[0], fencing_token)
+        return lease
+
+    def handle(self, lock_id: LockId, *, owner_name: str, fencing_token: int, lease_duration: float) -> Lease:
+        """A lease on a detached lock granted elsewhere; nothing is known about it until it is renewed."""
+        return Lease(
+            self._client,
+            self._clock,
+            key=lock_id[0],
+            sort_key=lock_id[1],
+            owner_name=owner_name,
+            version=None,
+            fencing_token=fencing_token,
+            data=None,
+            lease_duration=lease_duration,
+            valid_from=-math.inf,
+            acquired_at=None,
+            keep_alive=False,
+        )
+
+    def _plan(self, lock_id: LockId, deadline: float | None) -> Acquisition:
+        return Acquisition(lock_id, self._observations, refresh_period=self._refresh_period, deadline=deadline)
+
+    def _attempt(self, plan: Acquisition, options: AcquireOptions) -> Lease | None:
+        """The plan's next step: the lease if it won the lock, None when the plan was told what it found."""
+        step = plan.next_step(self._clock.monotonic())
+        if isinstance(step, Write):
+            return self._write(plan, step, options)
+        current = self._store.read(plan.lock_id)
+        plan.found(current, self._clock.monotonic())
+        return None
+
+    def _write(self, plan: Acquisition, step: Write, options: AcquireOptions) -> Lease | None:
+        """One conditional write that takes the lock if it is free, released, expired or ours."""
+        stamp = Stamp.new(options.owner_name, options.lease_duration, self._clock.time())
+        request = writes.acquire(
+            self._layout,
+            plan.lock_id,
+            stamp,
+            data=options.data,
+            observed=step.observed,
+            may_take_over=step.may_take_over,
+            pending=list(step.unanswered),
+        )
+        started = self._clock.monotonic()
+        try:
+            granted = self._store.update(request)
+        except Refused as refused:
+            current = refused.current
+            seen_at = self._clock.monotonic()
+            if stamp.landed_in(current) and current.fencing_token is not None:
+                return self.grant(plan.lock_id, stamp.version, current.fencing_token, started, options)
+            plan.found(current, seen_at)
+            return None
+        except DynamoDBError as error:
+            if botocore_errors.may_have_landed(error):
+                plan.unanswered.add(stamp.version, started)
+            raise
+        plan.unanswered.clear()
+        fencing_token = int(granted[item.FENCING_TOKEN]["N"])
+        return self.grant(plan.lock_id, stamp.version, fencing_token, started, options, taken_over=step.may_take_over)
+
+    def _resolve_unanswered(
+        self, lock_id: LockId, unanswered: UnansweredWrites, options: AcquireOptions
+    ) -> Lease | LockInfo | None:
+        """After a failure whose outcome is unknown, read once: if our version is stored, the lock is ours.
+
+        Returns the lease, the item that is there instead, or None when it
+        cannot be told (then our possible writes are abandoned).
+        """
+        try:
+            current = self._store.read(lock_id)
+        except DynamoDBError:
+            self._abandon(lock_id, unanswered, options)
+            return None
+        if current is None:
+            return None
+        started = unanswered.landed_in(current, options.owner_name)
+        if started is None:
+            return current
+        assert current.record_version_number is not None  # landed_in found it among ours
+        assert current.fencing_token is not None
+        # Count the lease from the start of the write that landed.
+        return self.grant(lock_id, current.record_version_number, current.fencing_token, started, options)
+
+    def _abandon(self, lock_id: LockId, unanswered: UnansweredWrites, options: AcquireOptions) -> None:
+        """Best effort: release versions we may have written but never heard back about."""
+        if not unanswered:
+            return
+        stamp = Stamp.new(options.owner_name, options.lease_duration, self._clock.time())
+        # Only this process knows these versions, whatever kind of lease they would have granted.
+        holding = KeptAlive(options.owner_name, unanswered.versions())
+        try:
+            self._store.update(writes.release(self._layout, lock_id, stamp, holding=holding))
+            logger.info("Released %r, written by an attempt whose answer was lost", lock_id[0])
+        except (Refused, DynamoDBError) as error:
+            logger.debug("Could not clean up unanswered writes to %r: %s", lock_id[0], error)
+        unanswered.clear()

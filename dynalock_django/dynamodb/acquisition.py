@@ -1,0 +1,162 @@
+"""The decisions of one acquire, apart from its I/O: what to send next, how long to wait, when to take over.
+
+An :class:`Acquisition` sends nothing and never sleeps. It is told what each
+request found and when (monotonic seconds), and answers with the next step
+and the delay before it. :mod:`.acquirer` drives it with real requests and
+sleeps; the same decisions can drive another kind of wait.
+
+Waiting reads the lock with consistent GetItems (cheaper than refused writes),
+backing off from :data:`FIRST_POLL_SECONDS` up to ``refresh_period`` with
+jitter, never past the deadline, and waking when the holder's version will
+have stood for its lease (:mod:`.observations` holds that rule). It writes
+only when the lock looks free, may be taken over, or a write of ours got no
+answer.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from .exceptions import DynamoDBError
+    from .item import LockInfo
+    from .layout import LockId
+    from .observations import Observations
+
+# The first poll comes quickly (most locks are held briefly), then backs off
+# exponentially up to refresh_period.
+FIRST_POLL_SECONDS = 0.02
+
+Jitter = Callable[[float, float], float]
+
+
+@dataclass(frozen=True)
+class Write:
+    """Send the acquire write: it takes the lock if free, released, ours, or (may_take_over) ``observed``."""
+
+    observed: LockInfo | None
+    may_take_over: bool
+    unanswered: tuple[str, ...]  # versions of ours that may have landed: finding one means the lock is ours
+
+
+@dataclass(frozen=True)
+class Read:
+    """Read the lock: it is held and not ours to take yet."""
+
+
+Step = Write | Read
+
+
+class UnansweredWrites:
+    """Versions this acquire wrote whose answer was lost, with when each write started."""
+
+    def __init__(self) -> None:
+        self._started: dict[str, float] = {}
+
+    def add(self, version: str, started: float) -> None:
+        self._started[version] = started
+
+    def versions(self) -> tuple[str, ...]:
+        return tuple(self._started)
+
+    def clear(self) -> None:
+        self._started.clear()
+
+    def __bool__(self) -> bool:
+        return bool(self._started)
+
+    def landed_in(self, current: LockInfo | None, owner_name: str) -> float | None:
+        """When the write that ``current`` shows started, if it is one of ours (then it is answered)."""
+        version = current.record_version_number if current is not None else None
+        if current is None or version not in self._started or current.owner_name != owner_name:
+            return None
+        if current.fencing_token is None:
+            return None
+        return self._started.pop(version)
+
+
+class Acquisition:
+    """One acquire's state: what the lock looked like, what failed, and what of ours may have landed."""
+
+    def __init__(
+        self,
+        lock_id: LockId,
+        observations: Observations,
+        *,
+        refresh_period: float,
+        deadline: float | None,
+        jitter: Jitter = random.uniform,
+    ) -> None:
+        self.lock_id = lock_id
+        self.deadline = deadline
+        self.unanswered = UnansweredWrites()
+        self.holder: LockInfo | None = None  # the last holder found in the way
+        self.error: DynamoDBError | None = None  # why the last attempt failed, if it did
+        self._observations = observations
+        self._refresh_period = refresh_period
+        self._jitter = jitter
+        self._write_next = True  # False while the last look says: held, and not ours to take yet
+        self._last: Literal["held", "free", "failed"] | None = None
+        self._attempts = 0
+        self._unheld_in_a_row = 0  # attempts since the lock was last found held
+
+    @property
+    def found_free(self) -> bool:
+        """The last attempt found no item, or a released one."""
+        return self._last == "free"
+
+    def next_step(self, now: float) -> Step:
+        observation = self._observations.get(self.lock_id)
+        # The takeover rule; with nothing observed there is no holder to take over.
+        may_take_over = observation is not None and observation.may_take_over(now)
+        if not self._write_next and observation is not None and not may_take_over:
+            return Read()
+        # Held at the last look but not observed (evicted from the cache): the write finds out.
+        return Write(observation.info if observation else None, may_take_over, self.unanswered.versions())
+
+    def found(self, current: LockInfo | None, seen_at: float) -> None:
+        """A refused write or a read found ``current`` (None: no item) at ``seen_at``."""
+        self._attempts += 1
+        self.error = None
+        if current is not None and self._observations.saw(self.lock_id, current, seen_at):
+            self.holder, self._write_next, self._last, self._unheld_in_a_row = current, False, "held", 0
+        else:
+            self._write_next, self._last = True, "free"
+            self._unheld_in_a_row += 1
+
+    def failed(self, error: DynamoDBError) -> None:
+        """An attempt failed (DynamoDB unavailable): wait, then read, unless a write of ours may have landed."""
+        self._attempts += 1
+        self.error = error
+        self._write_next, self._last = bool(self.unanswered), "failed"
+        self._unheld_in_a_row += 1
+
+    def held_locally(self, holder: LockInfo | None) -> None:
+        """The deadline passed while another thread of this client held the lock."""
+        self.holder = holder
+
+    def delay(self, now: float) -> float | None:
+        """Seconds to wait before the next step; None when the deadline has passed."""
+        # A lock just found free is tried again at once, but only once in a row.
+        quick_retry = self._last == "free" and self._unheld_in_a_row == 1
+        delay = 0.0 if quick_retry else self._poll_delay(now)
+        if self.deadline is not None:
+            left = self.deadline - now
+            if left <= 0:
+                return None
+            delay = min(delay, left)
+        return delay
+
+    def _poll_delay(self, now: float) -> float:
+        delay = min(self._refresh_period, FIRST_POLL_SECONDS * 2.0 ** min(self._attempts, 30))
+        delay *= self._jitter(0.5, 1.0)
+        observation = self._observations.get(self.lock_id)
+        if observation is not None:
+            # Be there when the holder's lease would run out, not a refresh later.
+            until_takeover = observation.takeover_at - now
+            if until_takeover >= 0:
+                delay = min(delay, until_takeover + 0.001)
+        return delay

@@ -1,0 +1,93 @@
+"""The leases this process holds and its heartbeat renews, and its threads waiting for each other.
+
+Threads of one client waiting for a lock another of its threads holds wait
+here, on a condition variable, and send nothing to DynamoDB.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from .item import LockInfo
+
+if TYPE_CHECKING:
+    from .clock import Clock
+    from .layout import LockId
+    from .lease import Lease
+
+
+class Holdings:
+    def __init__(self, clock: Clock, closed: threading.Event) -> None:
+        self._clock = clock
+        self._closed = closed
+        self._mutex = threading.Lock()
+        self._lease_ended = threading.Condition(self._mutex)
+        self._held: dict[LockId, Lease] = {}
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def leases(self) -> list[Lease]:
+        with self._mutex:
+            return list(self._held.values())
+
+    def get(self, lock_id: LockId) -> Lease | None:
+        with self._mutex:
+            return self._held.get(lock_id)
+
+    def add(self, lease: Lease) -> None:
+        with self._mutex:
+            self._held[lease.lock_id] = lease
+
+    def forget(
+        self,
+        lease: Lease,
+        *,
+        released: bool = False,
+        lost: tuple[str, LockInfo | None] | None = None,
+        superseded: bool = True,
+    ) -> None:
+        """Stop renewing ``lease``, record why, and wake the threads waiting for its lock."""
+        with self._lease_ended:
+            if self._held.get(lease.lock_id) is lease:
+                del self._held[lease.lock_id]
+            self._lease_ended.notify_all()
+        if released:
+            lease.mark_released()
+        elif lost is not None:
+            lease.mark_lost(lost[0], lost[1], superseded=superseded)
+
+    def wake_waiters(self) -> None:
+        """The client closed: the threads waiting here stop waiting."""
+        with self._lease_ended:
+            self._lease_ended.notify_all()
+
+    def wait_until_free(self, lock_id: LockId, deadline: float | None) -> bool:
+        """Wait, without asking DynamoDB, while another thread of this client holds the lock; False at the deadline."""
+        with self._lease_ended:
+            while lock_id in self._held and not self._closed.is_set():
+                left = None if deadline is None else deadline - self._clock.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._lease_ended.wait(left)
+        return True
+
+    def holder(self, lock_id: LockId) -> LockInfo | None:
+        """The lease this client holds on the lock, described as its item would be."""
+        lease = self.get(lock_id)
+        if lease is None:
+            return None
+        return LockInfo(
+            key=lease.key,
+            sort_key=lease.sort_key,
+            owner_name=lease.owner_name,
+            lease_duration=lease.lease_duration,
+            record_version_number=lease.record_version_number,
+            fencing_token=lease.fencing_token,
+            data=lease.data,
+            is_released=False,
+            acquired_at=lease.acquired_at,
+            renewed_at=None,
+            released_by=None,
+        )

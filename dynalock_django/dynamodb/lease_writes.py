@@ -1,0 +1,143 @@
+"""Every write to a granted lease: its renewals (the heartbeat's and ``extend``'s), its expiry, its release.
+
+Each write is conditioned on the lease's holding (:meth:`.Lease.holding`) and
+made under the lease's ``write_lock``; what it finds changes the lease's state
+through the lease's own methods.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from typing import TYPE_CHECKING
+
+from . import botocore_errors, writes
+from .exceptions import DynamoDBError, LockLost
+from .lease import lost_message
+from .store import Refused
+from .writes import Stamp
+
+if TYPE_CHECKING:
+    from .clock import Clock
+    from .holdings import Holdings
+    from .layout import TableLayout
+    from .lease import Lease
+    from .store import LockStore
+
+release_logger = logging.getLogger("dynalock_django.release")
+
+
+class _Released(enum.Enum):
+    NOW = "released by this write (or an earlier try of it)"
+    ALREADY = "released before, by its own owner"
+    GONE = "the item was already gone"
+
+
+class LeaseWriter:
+    def __init__(
+        self, store: LockStore, layout: TableLayout, clock: Clock, holdings: Holdings, *, delete_on_release: bool
+    ) -> None:
+        self._store = store
+        self._layout = layout
+        self._clock = clock
+        self._holdings = holdings
+        self._delete_on_release = delete_on_release
+
+    def renew(self, lease: Lease, lease_duration: float | None = None) -> None:
+        """One conditional write: a new version and lease. LockLost (reported) if the lock is no longer ours."""
+        duration = lease.lease_duration if lease_duration is None else lease_duration
+        with lease.write_lock:
+            if lease.keep_alive:
+                lease.ensure_held()
+            stamp = Stamp.new(lease.owner_name, duration, self._clock.time())
+            request = writes.renew(self._layout, lease.lock_id, stamp, holding=lease.holding())
+            started = self._clock.monotonic()
+            try:
+                self._store.update(request)
+            except Refused as refused:
+                current = refused.current
+                if not stamp.landed_in(current):
+                    message = lost_message(lease, current)
+                    self._holdings.forget(lease, lost=(message, current))
+                    raise LockLost(f"Lost lock {lease.key!r}: {message}.", current) from refused
+            except DynamoDBError as error:
+                if botocore_errors.may_have_landed(error):
+                    lease.add_unanswered_version(stamp.version)
+                raise
+            lease.renewed(stamp.version, started, duration)
+
+    def expire(self, lease: Lease, reason: str) -> None:
+        """Report the lease lost because its safe time ran out (unless a renewal just landed)."""
+        with lease.write_lock:
+            if lease.safe_until <= self._clock.monotonic():
+                self._holdings.forget(lease, lost=(reason, None), superseded=False)
+
+    def release(self, lease: Lease, *, best_effort: bool = False) -> bool:
+        """Release ``lease``; see :meth:`.LockClient.release`."""
+        if not lease.belongs_to_this_process:
+            error = LockLost(f"Lease {lease.key!r} belongs to process {lease.process_id}, not this one (after fork).")
+            return _release_failed(error, best_effort)
+        with lease.write_lock:
+            if lease.state == "released":
+                return False
+            if lease.superseded:
+                error = LockLost(f"Cannot release {lease.key!r}: {lease.lost_reason}.", lease.lost_to)
+                return _release_failed(error, best_effort)
+            was_held = lease.is_held()
+            outcome: _Released | LockLost | DynamoDBError
+            try:
+                outcome = self._write_release(lease)
+            except DynamoDBError as unavailable:
+                unavailable.add_note(f"The lock expires by itself within {lease.lease_duration:g}s.")
+                outcome = unavailable
+            except BaseException:
+                self._holdings.forget(lease, released=True)
+                raise
+            if isinstance(outcome, LockLost):
+                # Found out by the release, not the heartbeat: the lease was lost all the same, and
+                # whoever waits for that (on_lost, wait_until_lost) must hear it.
+                self._holdings.forget(lease, lost=(str(outcome), outcome.current))
+            else:
+                self._holdings.forget(lease, released=True)
+        if isinstance(outcome, DynamoDBError | LockLost):
+            return _release_failed(outcome, best_effort)
+        if outcome is _Released.ALREADY:
+            release_logger.debug("%r (token %d) was already released by its owner", lease.key, lease.fencing_token)
+            return False
+        if outcome is _Released.GONE and not was_held:
+            # Deleted, and we cannot tell whether someone held it after our lease ran out.
+            error = LockLost(f"Lock {lease.key!r} expired before release and its item is gone.")
+            return _release_failed(error, best_effort)
+        release_logger.debug("Released %r (token %d)", lease.key, lease.fencing_token)
+        return True
+
+    def _write_release(self, lease: Lease) -> _Released | LockLost:
+        """One conditional write that marks our lock released (or deletes it)."""
+        stamp = Stamp.new(lease.owner_name, lease.lease_duration, self._clock.time())
+        holding = lease.holding()
+        try:
+            if self._delete_on_release:
+                self._store.delete(writes.delete(self._layout, lease.lock_id, holding=holding))
+            else:
+                self._store.update(writes.release(self._layout, lease.lock_id, stamp, holding=holding))
+            return _Released.NOW
+        except Refused as refused:
+            current = refused.current
+        if current is None:
+            return _Released.GONE  # deleted: by an earlier try of this request, or after our lease ran out
+        if stamp.landed_in(current):
+            return _Released.NOW
+        if (
+            current.is_released
+            and current.released_by is None
+            and (current.owner_name, current.fencing_token) == (lease.owner_name, lease.fencing_token)
+        ):
+            return _Released.ALREADY
+        return LockLost(f"Cannot release {lease.key!r}: {lost_message(lease, current)}.", current)
+
+
+def _release_failed(error: DynamoDBError | LockLost, best_effort: bool) -> bool:
+    if not best_effort:
+        raise error
+    release_logger.warning("%s", error)
+    return False

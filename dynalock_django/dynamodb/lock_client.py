@@ -1,0 +1,333 @@
+"""LockClient: the AWS DynamoDB Lock Client protocol over boto3's low-level client.
+
+A façade: each public method checks its arguments (:mod:`.options`) and
+hands the work to the module that owns it: acquiring (:mod:`.acquirer`,
+deciding in :mod:`.acquisition`), the writes to a granted lease
+(:mod:`.lease_writes`), an operator's actions (:mod:`.operator_actions`),
+reads (:mod:`.store`) and the table (:mod:`.table_methods`). What each call costs in
+requests is in docs/protocol.md; the wire format of each write is in
+:mod:`.writes`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from . import botocore_config, fork_safety, validation
+from .clock import SYSTEM_CLOCK, Clock
+from .connection import ClientFactory, Connection
+from .item import LockInfo
+from .layout import TableLayout
+from .lease import Lease, LostCallback
+from .options import CallChecks, check_client_options, default_owner_name
+from .process_state import ProcessState
+from .schema import validate_table_name
+from .store import LockStore, ScanPage
+from .table_methods import TableMethods
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+
+class LockClient(TableMethods):
+    """Advisory locks in a DynamoDB table, compatible with the AWS Java lock client.
+
+    ``dynamodb`` is a boto3 DynamoDB client, or a zero-argument callable that
+    makes one. Prefer the callable in servers that fork (gunicorn --preload):
+    a forked child calls it to get its own connections. Given a client
+    instance, a child builds a new client with the same region, endpoint and
+    config, and credentials from boto3's default chain.
+
+    One client runs one heartbeat thread for all its leases. It is safe to
+    share between threads; a process normally needs just one.
+    """
+
+    def __init__(
+        self,
+        dynamodb: DynamoDBClient | ClientFactory,
+        table_name: str,
+        *,
+        lease_duration: float = 20.0,
+        heartbeat_period: float = 5.0,
+        refresh_period: float = 1.0,
+        owner_name: str | None = None,
+        partition_key_name: str = "key",
+        sort_key_name: str | None = None,
+        delete_on_release: bool = False,
+        ttl_attribute: str | None = "ttl",
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        check_client_options(
+            lease_duration,
+            heartbeat_period,
+            refresh_period,
+            owner_name,
+            partition_key_name,
+            sort_key_name,
+            ttl_attribute,
+        )
+        self.layout = TableLayout(validate_table_name(table_name), partition_key_name, sort_key_name, ttl_attribute)
+        self.lease_duration = float(lease_duration)
+        self.heartbeat_period = float(heartbeat_period)
+        self.refresh_period = float(refresh_period)
+        self.delete_on_release = delete_on_release
+        self.clock = clock
+        self._owner_name_given = owner_name is not None
+        self.owner_name = owner_name or default_owner_name()
+        self._checks = CallChecks(
+            self.layout,
+            lease_duration=self.lease_duration,
+            heartbeat_period=self.heartbeat_period,
+            owner_name=lambda: self.owner_name,
+        )
+        self._connection = Connection(dynamodb, on_new_client=self._check_retry_budget)
+        self._store = LockStore(self._connection, self.layout)
+        self._process = ProcessState(self, self._store, closed=False)
+        fork_safety.reset_in_forked_child(self, LockClient._after_fork_in_child)
+
+    @property
+    def table_name(self) -> str:
+        return self.layout.table_name
+
+    def __repr__(self) -> str:
+        return f"<LockClient table={self.table_name!r} owner={self.owner_name!r} held={len(self._process.holdings)}>"
+
+    def acquire(
+        self,
+        key: str,
+        *,
+        sort_key: str | None = None,
+        timeout: float | None = None,
+        data: bytes | None = None,
+        on_lost: LostCallback | None = None,
+        owner_name: str | None = None,
+        lease_duration: float | None = None,
+        keep_alive: bool = True,
+    ) -> Lease:
+        """Wait until the lock is ours and return its lease.
+
+        ``timeout`` is in seconds (None waits as long as it takes); when it
+        runs out, LockTimeout says who holds the lock. A lock whose holder
+        stopped renewing is taken over once its record version number has
+        stood unchanged for the item's lease duration on our clock.
+
+        ``owner_name`` and ``lease_duration`` replace the client's for this
+        lock. With ``keep_alive=False`` the lease is detached: its owner
+        renews and releases it from elsewhere through :meth:`lease`; this
+        client neither renews it nor releases it on close, and its threads do
+        not wait for it locally.
+        """
+        lock_id = self._checks.lock_id(key, sort_key)
+        options = self._checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
+        validation.check_timeout(timeout)
+        return self._process.acquirer.acquire(lock_id, options, timeout)
+
+    def try_acquire(
+        self,
+        key: str,
+        *,
+        sort_key: str | None = None,
+        data: bytes | None = None,
+        on_lost: LostCallback | None = None,
+        owner_name: str | None = None,
+        lease_duration: float | None = None,
+        keep_alive: bool = True,
+    ) -> Lease | None:
+        """One attempt, never waiting: the lease, or None when someone holds the lock.
+
+        Repeated calls (and :meth:`get`) remember what they saw, so a lock
+        whose holder died is taken over by the first call made a whole lease
+        after its version was first seen. Raises DynamoDBUnavailable when
+        DynamoDB cannot answer. The other options are :meth:`acquire`'s.
+        """
+        lock_id = self._checks.lock_id(key, sort_key)
+        options = self._checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
+        self._process.ensure_open()
+        return self._process.acquirer.try_acquire(lock_id, options)
+
+    @contextlib.contextmanager
+    def lock(
+        self,
+        key: str,
+        *,
+        sort_key: str | None = None,
+        timeout: float | None = None,
+        data: bytes | None = None,
+        on_lost: LostCallback | None = None,
+    ) -> Iterator[Lease]:
+        """``with client.lock(key) as lease:`` acquire, then release at the end of the block.
+
+        If the block succeeds but the lease was lost meanwhile, LockLost is
+        raised at the end: the block was not protected for all of its run.
+        """
+        with self.acquire(key, sort_key=sort_key, timeout=timeout, data=data, on_lost=on_lost) as lease:
+            yield lease
+
+    def extend(self, lease: Lease, lease_duration: float | None = None) -> None:
+        """Renew ``lease`` now, optionally changing its lease duration; LockLost if it is gone.
+
+        A detached lease (``keep_alive=False``) is renewed even when this
+        object believes it ran out: its owner may renew late, and the write's
+        condition (owner and fencing token) decides whether it still holds it.
+        """
+        if lease_duration is not None:
+            lease_duration = self._checks.lease_duration(lease_duration, keep_alive=lease.keep_alive)
+        self._process.lease_writer.renew(lease, lease_duration)
+        self._process.heartbeat.wake()
+
+    def release(self, lease: Lease, *, best_effort: bool = False) -> bool:
+        """Release ``lease``; True when this call released it.
+
+        Raises LockLost when the lock is no longer ours (taken over, or
+        released by someone else): our release never changes another
+        holder's lock. A lease whose safe time ran out is still released if
+        nobody took it meanwhile. With ``best_effort=True``, LockLost and
+        DynamoDB errors are logged and give False. Releasing twice is a no-op,
+        and so is releasing a holding its owner released already (through
+        another handle on a detached lease): False.
+        """
+        return self._process.lease_writer.release(lease, best_effort=best_effort)
+
+    def force_release(self, lock: LockInfo, *, released_by: str) -> LockInfo:
+        """Release someone else's lock (an operator's action), and return it as released.
+
+        Conditioned on the holding in ``lock``, as read by the operator (its
+        owner and fencing token; heartbeats in between do not matter): if the
+        lock changed hands or was released since, LockNotAcquired is raised and
+        nothing changes. ``released_by`` is stored so the holder learns who did it.
+        """
+        self._checks.lock_id(lock.key, lock.sort_key)
+        return self._process.operator.force_release(lock, released_by=released_by)
+
+    def take_over(
+        self,
+        lock: LockInfo,
+        *,
+        data: bytes | None = None,
+        owner_name: str | None = None,
+        lease_duration: float | None = None,
+        keep_alive: bool = True,
+        on_lost: LostCallback | None = None,
+    ) -> Lease:
+        """Take someone else's lock now (an operator's or a user's action), and return our lease.
+
+        One conditional write, granted only if the lock is still the holding
+        in ``lock`` as read (owner and fencing token, as :meth:`force_release`
+        checks): it issues the next fencing token. If the lock changed hands
+        or was released since, LockNotAcquired is raised and nothing changes.
+        The previous holder finds out at its next renewal. The other options
+        are :meth:`acquire`'s.
+        """
+        lock_id = self._checks.lock_id(lock.key, lock.sort_key)
+        options = self._checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
+        self._process.ensure_open()
+        return self._process.operator.take_over(lock, options)
+
+    def get(self, key: str, *, sort_key: str | None = None) -> LockInfo | None:
+        """The lock item as stored now (a consistent read), or None if there is none.
+
+        Like a refused acquire, it remembers the holder's version and when it
+        was first seen, so :meth:`available_in` can tell when this client may
+        take over a holder that stopped renewing.
+        """
+        lock_id = self._checks.lock_id(key, sort_key)
+        info = self._store.read(lock_id)
+        if info is not None:
+            self._process.observations.saw(lock_id, info, self.clock.monotonic())
+        return info
+
+    def available_in(self, lock: LockInfo | None) -> float:
+        """Seconds until this client may take ``lock`` (as read by :meth:`get`); no request.
+
+        0 when there is no item, it is released, or its version has stood for
+        the item's lease since this client first saw it; the whole lease when
+        this client has not seen this version before.
+        """
+        return self._process.observations.takeover_in(lock, self.clock.monotonic())
+
+    def lease(
+        self,
+        key: str,
+        *,
+        owner_name: str,
+        fencing_token: int,
+        sort_key: str | None = None,
+        lease_duration: float | None = None,
+    ) -> Lease:
+        """A handle on a detached lock granted elsewhere to ``owner_name`` under ``fencing_token``; no request.
+
+        ``extend()`` renews it and ``release()`` releases it, each with one
+        write conditioned on that owner and token (not on a record version:
+        the owner renews through many processes). It counts as held only
+        after a successful ``extend()``.
+        """
+        lock_id = self._checks.lock_id(key, sort_key)
+        validation.check_name("owner_name", owner_name)
+        validation.check_fencing_token(fencing_token)
+        duration = self._checks.lease_duration(lease_duration, keep_alive=False)
+        return self._process.acquirer.handle(
+            lock_id, owner_name=owner_name, fencing_token=fencing_token, lease_duration=duration
+        )
+
+    def scan(
+        self, *, include_released: bool = True, key_prefix: str | None = None, page_size: int | None = None
+    ) -> Iterator[LockInfo]:
+        """Every lock in the table, one DynamoDB page at a time (never all in memory)."""
+        return self._store.scan(page_size=page_size, include_released=include_released, key_prefix=key_prefix)
+
+    def scan_page(
+        self,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        include_released: bool = True,
+        key_prefix: str | None = None,
+    ) -> ScanPage:
+        """One Scan request. ``limit`` caps items *read*, so a filtered page may hold fewer.
+
+        ``key_prefix`` keeps the locks whose key starts with it (a filter: the
+        items are still read, and paid for, page by page).
+        """
+        return self._store.scan_page(
+            limit=limit, cursor=cursor, include_released=include_released, key_prefix=key_prefix
+        )
+
+    @property
+    def dynamodb(self) -> DynamoDBClient:
+        """The boto3 client this process uses (built on first use from a factory)."""
+        return self._connection.client
+
+    def held_leases(self) -> list[Lease]:
+        """The leases this client holds and renews now."""
+        return self._process.holdings.leases()
+
+    def close(self, *, release: bool = True) -> None:
+        """Stop the heartbeat and release every held lease (unless ``release=False``)."""
+        if self._process.close(release=release, heartbeat_timeout=self.lease_duration):
+            self._connection.close()
+            fork_safety.forget(self)
+
+    def __enter__(self) -> LockClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _after_fork_in_child(self) -> None:
+        # The parent's leases, heartbeat thread and connections stay the
+        # parent's: the child starts empty, under a new owner name.
+        self._connection.after_fork_in_child()
+        if not self._owner_name_given:
+            self.owner_name = default_owner_name()
+        self._process = ProcessState(self, self._store, closed=self._process.closed.is_set())
+
+    def _closed_event(self) -> threading.Event:
+        return self._process.closed
+
+    def _check_retry_budget(self, dynamodb: DynamoDBClient) -> None:
+        botocore_config.warn_if_too_slow(
+            dynamodb.meta.config, lease_duration=self.lease_duration, heartbeat_period=self.heartbeat_period
+        )

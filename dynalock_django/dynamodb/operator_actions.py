@@ -1,0 +1,82 @@
+"""Acting on someone else's lock, as read: releasing it (an operator) or taking it now (an operator or a user).
+
+Both are one conditional write on the holding that was read: its owner and
+fencing token, which heartbeats do not change (:func:`.writes._same_holding`).
+If the lock changed hands or was released since the read, LockNotAcquired is
+raised and nothing changes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from . import writes
+from .exceptions import LockNotAcquired
+from .item import LockInfo, describe_holder
+from .lease import Lease, lost_message
+from .store import Refused
+from .writes import Stamp
+
+if TYPE_CHECKING:
+    from .clock import Clock
+    from .holdings import Holdings
+    from .layout import LockId, TableLayout
+    from .options import AcquireOptions
+    from .store import LockStore
+
+acquire_logger = logging.getLogger("dynalock_django.acquire")
+release_logger = logging.getLogger("dynalock_django.release")
+
+Grant = Callable[["LockId", str, int, float, "AcquireOptions"], Lease]
+
+
+class OperatorActions:
+    def __init__(self, store: LockStore, layout: TableLayout, clock: Clock, holdings: Holdings, grant: Grant) -> None:
+        self._store = store
+        self._layout = layout
+        self._clock = clock
+        self._holdings = holdings
+        self._grant = grant
+
+    def force_release(self, lock: LockInfo, *, released_by: str) -> LockInfo:
+        request = writes.force_release(
+            self._layout, lock, version=writes.new_version(), released_by=released_by, wall_time=self._clock.time()
+        )
+        try:
+            released = self._store.update(request)
+        except Refused as refused:
+            now = refused.current
+            raise LockNotAcquired(
+                f"Lock {lock.key!r} changed since it was read ({describe_holder(now)}); nothing was released.", now
+            ) from refused
+        release_logger.warning("Lock %r held by %r was force-released by %r", lock.key, lock.owner_name, released_by)
+        return self._layout.parse(released)
+
+    def take_over(self, lock: LockInfo, options: AcquireOptions) -> Lease:
+        stamp = Stamp.new(options.owner_name, options.lease_duration, self._clock.time())
+        started = self._clock.monotonic()
+        try:
+            taken = self._layout.parse(
+                self._store.update(writes.take_over(self._layout, lock, stamp, data=options.data))
+            )
+        except Refused as refused:
+            now = refused.current
+            if not (stamp.landed_in(now) and now.fencing_token is not None):
+                raise LockNotAcquired(
+                    f"Lock {lock.key!r} changed since it was read ({describe_holder(now)}); nothing was taken over.",
+                    now,
+                ) from refused
+            taken = now
+        assert taken.fencing_token is not None  # the write issued it
+        # INFO: a takeover is asked for by the caller (the admin hands a tab's lock to its next page on every
+        # reload); who took whose lock, when it matters, is the caller's to record (the admin's log).
+        acquire_logger.info("Lock %r held by %r was taken over by %r", lock.key, lock.owner_name, options.owner_name)
+        lock_id = (lock.key, lock.sort_key)
+        replaced = self._holdings.get(lock_id)
+        if replaced is not None:
+            # This very client held it: that lease ends now, not at a heartbeat that would never come.
+            with replaced.write_lock:
+                self._holdings.forget(replaced, lost=(lost_message(replaced, taken), taken))
+        return self._grant(lock_id, stamp.version, taken.fencing_token, started, options)

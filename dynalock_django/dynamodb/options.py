@@ -1,0 +1,134 @@
+"""What a client and each of its calls ask for, checked: every error names the problem and the fix.
+
+Also the item-size budget: ``data`` must leave the largest item an acquire
+can write under DynamoDB's 400 KB item limit.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from . import item, validation, writes
+from .exceptions import InvalidLockRequest
+
+if TYPE_CHECKING:
+    from .item import Item
+    from .layout import LockId, TableLayout
+    from .lease import LostCallback
+
+
+def check_client_options(
+    lease_duration: object,
+    heartbeat_period: object,
+    refresh_period: object,
+    owner_name: object,
+    partition_key_name: object,
+    sort_key_name: object,
+    ttl_attribute: object,
+) -> None:
+    validation.check_durations(lease_duration, heartbeat_period, refresh_period=refresh_period)
+    validation.check_name("partition_key_name", partition_key_name)
+    validation.check_name("owner_name", owner_name, optional=True)
+    validation.check_name("sort_key_name", sort_key_name, optional=True)
+    validation.check_name("ttl_attribute", ttl_attribute, optional=True)
+
+
+def default_owner_name() -> str:
+    """Host name, process id and a random part: unique per client and process."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+@dataclass(frozen=True)
+class AcquireOptions:
+    """What one acquire, try_acquire or take_over asks for, checked: every write it makes uses these."""
+
+    owner_name: str
+    lease_duration: float
+    keep_alive: bool
+    data: bytes | None
+    on_lost: LostCallback | None
+
+
+class CallChecks:
+    """Each call's arguments, checked against the client's table layout and durations."""
+
+    def __init__(
+        self, layout: TableLayout, *, lease_duration: float, heartbeat_period: float, owner_name: Callable[[], str]
+    ) -> None:
+        self._layout = layout
+        self._owner_name = owner_name  # the client's, which a forked child renews
+        self._lease_duration = lease_duration
+        self._heartbeat_period = heartbeat_period
+
+    def lock_id(self, key: str, sort_key: str | None) -> LockId:
+        validation.check_key("key", key, item.MAX_PARTITION_KEY_BYTES)
+        if self._layout.sort_key_name is None:
+            if sort_key is not None:
+                raise InvalidLockRequest(
+                    "sort_key given, but this client has no sort_key_name: its table's key is "
+                    f"{self._layout.partition_key_name!r} alone."
+                )
+        else:
+            if sort_key is None:
+                raise InvalidLockRequest(
+                    f"This client's table has a sort key {self._layout.sort_key_name!r}: pass sort_key=."
+                )
+            validation.check_key("sort_key", sort_key, item.MAX_SORT_KEY_BYTES)
+        return (key, sort_key)
+
+    def acquire_options(
+        self,
+        lock_id: LockId,
+        owner_name: str | None,
+        lease_duration: float | None,
+        keep_alive: bool,
+        data: bytes | None,
+        on_lost: LostCallback | None,
+    ) -> AcquireOptions:
+        validation.check_name("owner_name", owner_name, optional=True)
+        options = AcquireOptions(
+            owner_name=owner_name or self._owner_name(),
+            lease_duration=self.lease_duration(lease_duration, keep_alive=keep_alive),
+            keep_alive=keep_alive,
+            data=data,
+            on_lost=on_lost,
+        )
+        self._check_data(lock_id, options)
+        return options
+
+    def lease_duration(self, lease_duration: float | None, *, keep_alive: bool) -> float:
+        """A lease's own duration, the client's by default.
+
+        Only a lease the heartbeat renews needs room for a failed renewal in it.
+        """
+        if lease_duration is None:
+            return self._lease_duration
+        if keep_alive:
+            validation.check_durations(lease_duration, self._heartbeat_period)
+        else:
+            validation.check_positive("lease_duration", lease_duration)
+        return float(lease_duration)
+
+    def _check_data(self, lock_id: LockId, options: AcquireOptions) -> None:
+        if options.data is None:
+            return
+        # The largest item an acquire can leave, before its data.
+        largest: Item = {
+            **self._layout.key(lock_id),
+            item.OWNER_NAME: {"S": options.owner_name},
+            item.LEASE_DURATION: {"S": str(round(options.lease_duration * 1000))},
+            item.RECORD_VERSION_NUMBER: {"S": writes.new_version()},
+            item.FENCING_TOKEN: {"N": "9" * 20},
+            item.ACQUIRED_AT: {"N": "9" * 14},
+            item.RENEWED_AT: {"N": "9" * 14},
+            item.IS_RELEASED: {"S": item.IS_RELEASED_VALUE},
+            item.RELEASED_BY: {"S": "x" * 256},
+        }
+        if self._layout.ttl_attribute:
+            largest[self._layout.ttl_attribute] = {"N": "9" * 11}
+        validation.check_data(options.data, largest)

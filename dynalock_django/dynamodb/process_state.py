@@ -1,0 +1,87 @@
+"""A lock client's life in one process: its leases, heartbeat, observations and open/closed state.
+
+Nothing here may be shared with a forked child: the child builds its own
+(:mod:`.fork_safety`), and so holds none of its parent's leases.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Protocol
+
+from .acquirer import Acquirer
+from .exceptions import ClientClosed
+from .heartbeat import Heartbeat
+from .holdings import Holdings
+from .lease import LeaseClient
+from .lease_writes import LeaseWriter
+from .observations import Observations
+from .operator_actions import OperatorActions
+
+if TYPE_CHECKING:
+    from .clock import Clock
+    from .layout import TableLayout
+    from .store import LockStore
+
+
+class ClientSettings(LeaseClient, Protocol):
+    """The settings of the client (a LockClient) whose process state this is."""
+
+    layout: TableLayout
+    clock: Clock
+    heartbeat_period: float
+    refresh_period: float
+    delete_on_release: bool
+
+
+class ProcessState:
+    """What a client holds and knows in this process, and the workers that act on it."""
+
+    def __init__(self, client: ClientSettings, store: LockStore, *, closed: bool) -> None:
+        layout, clock = client.layout, client.clock
+        self._client = client
+        self.closed = threading.Event()
+        if closed:
+            self.closed.set()
+        self.observations = Observations()
+        self.holdings = Holdings(clock, self.closed)
+        self.lease_writer = LeaseWriter(store, layout, clock, self.holdings, delete_on_release=client.delete_on_release)
+        self.heartbeat = Heartbeat(
+            leases=self.holdings.leases,
+            renew=self.lease_writer.renew,
+            expire=self.lease_writer.expire,
+            period=client.heartbeat_period,
+            clock=clock,
+            name=f"dynalock-heartbeat-{layout.table_name}",
+        )
+        self.acquirer = Acquirer(
+            client=client,
+            store=store,
+            layout=layout,
+            clock=clock,
+            observations=self.observations,
+            holdings=self.holdings,
+            heartbeat=self.heartbeat,
+            refresh_period=client.refresh_period,
+            closed=self.closed,
+            ensure_open=self.ensure_open,
+        )
+        self.operator = OperatorActions(store, layout, clock, self.holdings, self.acquirer.grant)
+
+    def ensure_open(self) -> None:
+        if self.closed.is_set():
+            raise ClientClosed(f"{self._client!r} is closed; create a new LockClient.")
+
+    def close(self, *, release: bool, heartbeat_timeout: float) -> bool:
+        """Stop the heartbeat and waiters, and end every held lease; False if it was closed already."""
+        if self.closed.is_set():
+            return False
+        self.closed.set()
+        self.holdings.wake_waiters()
+        self.heartbeat.stop(timeout=heartbeat_timeout)
+        for lease in self.holdings.leases():
+            if release:
+                lease.release(best_effort=True)
+            else:
+                self.holdings.forget(lease, lost=("the client was closed without releasing", None), superseded=False)
+        return True

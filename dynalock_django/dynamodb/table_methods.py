@@ -1,0 +1,67 @@
+"""LockClient's methods for its table: create it, describe it, check it (a base class of LockClient)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from . import table
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+    from .layout import TableLayout
+    from .schema import TableDescription
+
+logger = logging.getLogger("dynalock_django.table")
+
+
+class TableMethods:
+    """The lock table's management; the client provides ``dynamodb``, ``layout`` and when to stop waiting."""
+
+    layout: TableLayout
+
+    @property
+    def dynamodb(self) -> DynamoDBClient:
+        raise NotImplementedError
+
+    def _closed_event(self) -> threading.Event:
+        raise NotImplementedError
+
+    def describe_table(self) -> TableDescription:
+        """Status, key schema, TTL and what is wrong for locks (TableNotFound if missing)."""
+        return table.describe(self.dynamodb, self.layout)
+
+    def check_table(self) -> TableDescription:
+        """describe_table(), raising TableSchemaError if the table cannot hold these locks."""
+        return table.check(self.dynamodb, self.layout)
+
+    def create_table_request(self, *, provisioned: tuple[int, int] | None = None) -> dict[str, Any]:
+        """The CreateTable request ``create_table`` sends (for dry runs)."""
+        return table.create_request(self.layout, provisioned)
+
+    def create_table(
+        self,
+        *,
+        provisioned: tuple[int, int] | None = None,
+        wait: bool = True,
+        poll_interval: float = 1.0,
+        on_progress: Callable[[str], None] | None = None,
+    ) -> TableDescription:
+        """Create the lock table (on-demand unless ``provisioned=(read, write)``) and enable TTL.
+
+        Idempotent: an existing table is checked, not recreated. With
+        ``wait`` it returns once the table is ACTIVE, reporting each status
+        seen to ``on_progress``.
+        """
+        return table.create(
+            self.dynamodb,
+            self.layout,
+            provisioned=provisioned,
+            wait=wait,
+            poll_interval=poll_interval,
+            report=on_progress or (lambda message: logger.info("%s", message)),
+            stop=self._closed_event(),
+        )

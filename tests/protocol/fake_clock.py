@@ -1,0 +1,53 @@
+"""A clock that moves only when a test says so: timing rules tested without sleeping."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from dynalock_django.dynamodb import Lease
+
+# A step below any timing rule's resolution, exact in binary floating point: `now + rule - TICK + TICK == now + rule`.
+TICK = 2.0**-10
+
+
+class FakeClock:
+    def __init__(self, monotonic: float = 1000.0, wall: float = 1_700_000_000.0) -> None:
+        self.now = monotonic
+        self._wall_offset = wall - monotonic
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def time(self) -> float:
+        return self.now + self._wall_offset
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class NoClient:
+    """The client of a lease built by a unit test: the test drives the lease's writes itself."""
+
+    def release(self, lease: Lease, *, best_effort: bool = False) -> bool:
+        raise AssertionError("a unit test's lease is never released through its client")
+
+    def extend(self, lease: Lease, lease_duration: float | None = None) -> None:
+        raise AssertionError("a unit test's lease is never extended through its client")
+
+
+def held_lease(clock: FakeClock, *, lease_duration: float = 20.0, key: str = "k", keep_alive: bool = True) -> Lease:
+    """A lease granted by a write that started now."""
+    return Lease(
+        NoClient(),
+        clock,
+        key=key,
+        sort_key=None,
+        owner_name="me",
+        version="v0",
+        fencing_token=1,
+        data=None,
+        lease_duration=lease_duration,
+        valid_from=clock.monotonic(),
+        acquired_at=datetime.fromtimestamp(clock.time()),
+        keep_alive=keep_alive,
+    )

@@ -1,0 +1,43 @@
+"""The boto3 client and its botocore Config, built by the protocol for anyone (the Django layer's settings)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dynalock_django.dynamodb import ConfigurationError, LockClient, build_dynamodb_client, retry_budget_seconds
+
+from ..dynamodb_support import REGION
+
+RECOMMENDED = {"connect_timeout": 1, "read_timeout": 2, "retries": {"mode": "standard", "total_max_attempts": 3}}
+
+
+def test_build_dynamodb_client_uses_the_endpoint_region_and_config(endpoint_url, table_name, key):
+    dynamodb = build_dynamodb_client(region_name=REGION, endpoint_url=endpoint_url, config=RECOMMENDED)
+
+    assert (dynamodb.meta.region_name, dynamodb.meta.endpoint_url) == (REGION, endpoint_url)
+    assert (dynamodb.meta.config.connect_timeout, dynamodb.meta.config.read_timeout) == (1, 2)
+    with LockClient(dynamodb, table_name) as client, client.lock(key) as lease:
+        assert client.get(key).fencing_token == lease.fencing_token
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"no_such_option": 1}, "no_such_option"),
+        ({"retries": 3}, "no attribute 'items'"),
+        ({"retries": {"mode": "bogus"}}, "must be one of"),
+    ],
+)
+def test_a_bad_config_option_is_a_configuration_error_naming_it(options, message):
+    with pytest.raises(ConfigurationError, match=message):
+        build_dynamodb_client(region_name=REGION, config=options)
+    with pytest.raises(ConfigurationError, match=message):
+        retry_budget_seconds(options)
+
+
+def test_retry_budget_is_every_attempt_timing_out_plus_the_longest_backoffs():
+    # botocore's defaults: 4 attempts of 60 s connect + 60 s read, backoffs of 1, 2 and 4 s.
+    assert retry_budget_seconds({}) == 4 * 120 + 1 + 2 + 4
+    assert retry_budget_seconds(RECOMMENDED) == 3 * (1 + 2) + 1 + 2
+    with pytest.raises(ConfigurationError, match="must be numbers"):
+        retry_budget_seconds({"connect_timeout": "soon"})
