@@ -7,7 +7,7 @@ take a lock away (``dynalock_django.force_release``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.contrib import admin, messages
@@ -24,9 +24,14 @@ from ..models import Lock
 
 FORCE_RELEASE_PERMISSION = "dynalock_django.force_release"
 
+if TYPE_CHECKING:  # django-stubs makes ModelAdmin generic; Django's class is not subscriptable
+    _LockModelAdmin = admin.ModelAdmin[Lock]
+else:
+    _LockModelAdmin = admin.ModelAdmin
+
 
 @admin.register(Lock)
-class LockAdmin(admin.ModelAdmin[Lock]):
+class LockAdmin(_LockModelAdmin):
     list_per_page = 100  # items read per DynamoDB request
     refresh_seconds = 5
 
