@@ -103,7 +103,7 @@ def _enable_ttl(
         if errors.error_code(error) != UNKNOWN_OPERATION:
             raise errors.translate(error, table_name=layout.table_name) from error
         # Locks never depend on TTL (it only deletes old items), so the table is usable without it.
-        report("This endpoint has no TTL API (UpdateTimeToLive is unknown to it): TTL stays unavailable")
+        report("UpdateTimeToLive is unknown to this endpoint: TTL is unavailable")
         return dataclasses.replace(description, ttl_status=schema.TTL_UNAVAILABLE)
     report(f"Enabled TTL on {layout.ttl_attribute!r} (clean-up of old items only)")
     return check(dynamodb, layout)
