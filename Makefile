@@ -5,6 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+NODE_STAMP := node_modules/.package-lock.json
 PYTEST_ARGS ?=
 
 .PHONY: test lint demo bench chaos clean
@@ -15,8 +16,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[dev]" $(EXTRA_REQUIREMENTS)
 	touch $(STAMP)
 
-## Lint, type-check and run the whole suite (it starts its own local DynamoDB endpoint).
-test: lint
+# dynalite (npm), the second local DynamoDB endpoint the protocol tests run on.
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $(NODE_STAMP)
+
+## Lint, type-check and run the whole suite (it starts its own local DynamoDB endpoints: moto and dynalite).
+test: lint $(NODE_STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
@@ -37,4 +43,4 @@ chaos: $(STAMP)
 	$(BIN)/python -m tests.chaos $(CHAOS_ARGS)
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache node_modules

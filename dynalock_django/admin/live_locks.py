@@ -11,7 +11,7 @@ dashboard filtered on that key.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from django.apps import apps
@@ -36,9 +36,14 @@ from .errors import staff_message, unavailable_response
 
 FORCE_RELEASE_PERMISSION = "dynalock_django.force_release"
 
+if TYPE_CHECKING:  # django-stubs makes ModelAdmin generic; Django's class is not subscriptable
+    _LockModelAdmin = admin.ModelAdmin[Lock]
+else:
+    _LockModelAdmin = admin.ModelAdmin
+
 
 @admin.register(Lock)
-class LockAdmin(admin.ModelAdmin[Lock]):
+class LockAdmin(_LockModelAdmin):
     list_per_page = 100  # items read per DynamoDB request
     refresh_seconds = 5
 

@@ -18,6 +18,7 @@ from dynalock_django.keys import key_for_instance
 from dynalock_django.leader import EXIT_LEASE_LOST
 from dynalock_django.payload import LockData
 
+from ..dynamodb_support import FaultInjector
 from .testapp.models import Account
 
 pytestmark = pytest.mark.django_db
@@ -29,6 +30,20 @@ def test_createtable_is_idempotent_and_shows_progress(dynalock):
         assert "Creating table 'created-by-command'" in first
         assert "is ready (TTL ENABLED)" in first
         assert "already exists" in dynalock_output("createtable")
+
+
+def test_createtable_without_the_ttl_api_creates_the_table_and_warns_every_time(dynalock):
+    """As on dynalite: UpdateTimeToLive answers UnknownOperationException. The command succeeds all the same."""
+    with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": "created-without-ttl"}):
+        FaultInjector(get_client().dynamodb).fail("UpdateTimeToLive", code="UnknownOperationException", times=2)
+        for _ in range(2):
+            out, err = StringIO(), StringIO()
+            call_command("dynalock", "createtable", stdout=out, stderr=err)
+            assert "is ready (TTL UNAVAILABLE)" in out.getvalue()
+            assert "expired lock items will not be cleaned up" in err.getvalue()
+        assert "already exists" in out.getvalue()
+        with lock_key("works-all-the-same"):
+            pass
 
 
 def test_createtable_dry_run_prints_the_request_and_creates_nothing(dynalock):

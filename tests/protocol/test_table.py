@@ -6,23 +6,38 @@ import pytest
 
 from dynalock_django.dynamodb import InvalidLockRequest, LockClient, TableNotFound, TableSchemaError
 
-from ..dynamodb_support import unique
+from ..dynamodb_support import FaultInjector, unique
 
 
-def test_create_table_is_on_demand_with_ttl_and_idempotent(endpoint_url, dynamodb):
+def test_create_table_is_on_demand_with_ttl_and_idempotent(store, dynamodb):
     client = LockClient(dynamodb, unique("created"), lease_duration=1, heartbeat_period=0.25)
+    ttl = ("ENABLED", "ttl") if store.supports("ttl") else ("UNAVAILABLE", None)
     progress: list[str] = []
     description = client.create_table(on_progress=progress.append)
-    assert description.status == "ACTIVE"
+    assert description.status == "ACTIVE"  # dynalite keeps a new table CREATING for a while: it waited
     assert description.partition_key == ("key", "S")
     assert description.sort_key is None
     assert description.billing_mode == "PAY_PER_REQUEST"
-    assert (description.ttl_status, description.ttl_attribute) == ("ENABLED", "ttl")
+    assert (description.ttl_status, description.ttl_attribute) == ttl
     assert description.is_usable
     assert any("Creating" in line for line in progress)
     again: list[str] = []
-    assert client.create_table(on_progress=again.append).is_usable
+    description = client.create_table(on_progress=again.append)
+    assert description.is_usable
+    assert (description.ttl_status, description.ttl_attribute) == ttl
     assert any("already exists" in line for line in again)
+
+
+def test_create_table_without_the_ttl_api_creates_a_usable_table(dynamodb):
+    """As on dynalite, here on any store: UpdateTimeToLive answers UnknownOperationException."""
+    FaultInjector(dynamodb).fail("UpdateTimeToLive", code="UnknownOperationException", times=2)
+    client = LockClient(dynamodb, unique("no-ttl"), lease_duration=1, heartbeat_period=0.25)
+    for _ in range(2):  # and again: idempotent
+        progress: list[str] = []
+        description = client.create_table(on_progress=progress.append)
+        assert (description.status, description.ttl_status, description.is_usable) == ("ACTIVE", "UNAVAILABLE", True)
+        assert any("TTL is unavailable" in line for line in progress)
+    client.acquire("k").release()
 
 
 def test_create_table_provisioned(dynamodb):
@@ -64,6 +79,8 @@ def test_a_table_with_another_key_schema_is_refused(dynamodb):
         AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )
+    # A table is not found by item requests until it is ACTIVE (DynamoDB, dynalite; moto makes it ACTIVE at once).
+    dynamodb.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 0.05, "MaxAttempts": 100})
     client = LockClient(dynamodb, name, lease_duration=1, heartbeat_period=0.25)
     with pytest.raises(TableSchemaError, match="partition key is id \\(S\\), the client expects key"):
         client.check_table()
@@ -73,6 +90,7 @@ def test_a_table_with_another_key_schema_is_refused(dynamodb):
         client.create_table()
 
 
+@pytest.mark.requires("ttl")
 def test_ttl_on_another_attribute_is_reported(dynamodb):
     name = unique("other-ttl")
     LockClient(dynamodb, name, lease_duration=1, heartbeat_period=0.25, ttl_attribute="expires").create_table()
