@@ -160,9 +160,3 @@ def lock_model(model: type[models.Model], pk: Any, **options: Any) -> Lock:
 def lock_key(name: str, **options: Any) -> Lock:
     """Lock a name: a job, a report, a leader election."""
     return Lock(keys.key_for_name(name), **options)
-
-
-# The async twins: the same Lock, to be used with ``async with``.
-alock_object = lock_object
-alock_model = lock_model
-alock_key = lock_key
