@@ -8,6 +8,6 @@
 """
 
 from .edit_lock import EditLockMixin
-from .live_locks import LockAdmin
+from .live_locks import LiveLocksAdmin
 
-__all__ = ["EditLockMixin", "LockAdmin"]
+__all__ = ["EditLockMixin", "LiveLocksAdmin"]

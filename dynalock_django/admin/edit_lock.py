@@ -43,8 +43,8 @@ from ..fencing import fenced_refresh, fenced_save, has_fencing_token
 from ..keys import key_for_instance
 from ..transactions import release_when_transaction_ends
 from .bulk_edits import changelist_form_under_edit_locks, modifies, under_edit_locks
-from .errors import staff_message, unavailable_response
 from .live_locks import FORCE_RELEASE_PERMISSION
+from .staff_messages import staff_message, unavailable_response
 
 if TYPE_CHECKING:  # django-stubs makes ModelAdmin generic; Django's class is not subscriptable
     _ModelAdmin = admin.ModelAdmin[Any]

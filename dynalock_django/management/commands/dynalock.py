@@ -18,10 +18,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...client import get_client
 from ...conf import dynalock_settings
-from ...dashboard import LockRow, describe_rows
 from ...dynamodb import DynalockError, LockNotAcquired, TableNotFound, printable
 from ...keys import key_for_model, model_label
 from ...leader import EXIT_LEASE_LOST, run_while_leader
+from ...lock_rows import LockRow, describe_rows
 
 
 class Command(BaseCommand):
