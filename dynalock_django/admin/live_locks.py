@@ -31,11 +31,8 @@ from ..client import get_client
 from ..conf import dynalock_settings
 from ..dynamodb import DynalockError, DynamoDBError, InvalidLockRequest, LockInfo, LockNotAcquired
 from ..lock_rows import LockRow, ModelFilter, describe, load_page
-from ..models import Lock
+from ..models import FORCE_RELEASE_PERMISSION, Lock
 from .staff_messages import staff_message, unavailable_response
-
-FORCE_RELEASE_PERMISSION = "dynalock_django.force_release"
-
 
 if TYPE_CHECKING:  # django-stubs makes ModelAdmin generic; Django's class is not subscriptable
     _ModelAdmin = admin.ModelAdmin[Lock]

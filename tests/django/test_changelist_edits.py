@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dynalock_django.admin.edit_lock import TICKET_FIELD
+from dynalock_django.admin.edit_locking.tickets import TICKET_FIELD
 from dynalock_django.client import get_client
 from dynalock_django.keys import key_for_instance
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.admin.utils import quote
 
-from dynalock_django.admin.edit_lock import HANDOFF_COOKIE, TICKET_FIELD
+from dynalock_django.admin.edit_locking.tickets import HANDOFF_COOKIE, TICKET_FIELD
 from dynalock_django.client import get_client
 from dynalock_django.keys import key_for_instance
 
