@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[dev]" $(EXTRA_REQUIREMENTS)
 	touch $(STAMP)
 
-## Lint, type-check and run the whole suite (it starts its own local DynamoDB endpoint).
+## Lint, type-check, check the layers and run the whole suite (it starts its own local DynamoDB endpoint).
 test: lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
@@ -23,6 +23,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 ## The support-desk test project on an embedded local DynamoDB endpoint: http://127.0.0.1:8000/
 demo: $(STAMP)
@@ -37,4 +38,4 @@ chaos: $(STAMP)
 	$(BIN)/python -m tests.chaos $(CHAOS_ARGS)
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .import_linter_cache

@@ -1,6 +1,6 @@
 """``manage.py dynalock``: create and inspect the lock table, list, show and release locks, run one-host jobs.
 
-Table data is printed terminal-safe (:func:`~dynalock_django.dynamodb.display.printable`):
+Table data is printed terminal-safe (:func:`~dynalock_django.dynamodb.printable`):
 an item cannot hide text or drive the terminal with escape sequences. ``--json`` prints it exactly, as JSON.
 """
 
