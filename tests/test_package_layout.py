@@ -1,0 +1,33 @@
+"""The package's shape: no module over 400 lines, no class over 300."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import dynalock_django
+
+PACKAGE = Path(dynalock_django.__file__).parent
+MAX_MODULE_LINES = 400
+MAX_CLASS_LINES = 300
+
+
+def modules() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def test_no_module_is_over_400_lines():
+    sizes = {path.relative_to(PACKAGE).as_posix(): len(path.read_text().splitlines()) for path in modules()}
+    assert {name: lines for name, lines in sizes.items() if lines > MAX_MODULE_LINES} == {}
+    assert len(sizes) > 50  # the whole package was read
+
+
+def test_no_class_is_over_300_lines():
+    classes = {}
+    for path in modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                start = min([node.lineno, *(decorator.lineno for decorator in node.decorator_list)])
+                classes[f"{path.relative_to(PACKAGE).as_posix()}:{node.name}"] = node.end_lineno - start + 1
+    assert {name: lines for name, lines in classes.items() if lines > MAX_CLASS_LINES} == {}
+    assert "dynamodb/lock_client.py:LockClient" in classes  # the whole package was read
