@@ -1,8 +1,9 @@
-"""The package's shape: no module over 400 lines, no class over 300, and docs/architecture.md maps every module."""
+"""The package's shape: small modules and classes with names that do not collide, and a map of them that matches."""
 
 from __future__ import annotations
 
 import ast
+import collections
 import re
 from pathlib import Path
 
@@ -33,6 +34,19 @@ def test_no_class_is_over_300_lines():
                 classes[f"{path.relative_to(PACKAGE).as_posix()}:{node.name}"] = node.end_lineno - start + 1
     assert {name: lines for name, lines in classes.items() if lines > MAX_CLASS_LINES} == {}
     assert "dynamodb/lock_client.py:LockClient" in classes  # the whole package was read
+
+
+def test_no_two_modules_or_classes_share_a_name():
+    """One name, one thing. The exception tree is the Django layer's and the protocol's: it adds to the protocol's."""
+    basenames = collections.Counter(path.name for path in modules() if path.name != "__init__.py")
+    classes = collections.Counter(
+        node.name
+        for path in modules()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ClassDef) and node.name != "Meta"  # Django's inner options class
+    )
+    assert {name for name, count in basenames.items() if count > 1} == {"exceptions.py"}
+    assert {name for name, count in classes.items() if count > 1} == set()
 
 
 def test_docs_architecture_md_has_a_line_for_every_module_and_names_no_other():
