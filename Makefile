@@ -21,7 +21,7 @@ $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $(NODE_STAMP)
 
-## Lint, type-check and run the whole suite (it starts its own local DynamoDB endpoints: moto and dynalite).
+## Lint, type-check, check the layers and run the whole suite (it starts its own local DynamoDB endpoints: moto and dynalite).
 test: lint $(NODE_STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
@@ -29,6 +29,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 ## The support-desk test project on an embedded local DynamoDB endpoint: http://127.0.0.1:8000/
 demo: $(STAMP)
@@ -43,4 +44,4 @@ chaos: $(STAMP)
 	$(BIN)/python -m tests.chaos $(CHAOS_ARGS)
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache node_modules
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache node_modules .import_linter_cache

@@ -29,21 +29,19 @@ from django.views.decorators.http import require_http_methods, require_safe
 
 from ..client import get_client
 from ..conf import dynalock_settings
-from ..dashboard import LockRow, ModelFilter, describe, load_page
 from ..dynamodb import DynalockError, DynamoDBError, InvalidLockRequest, LockInfo, LockNotAcquired
-from ..models import Lock
-from .errors import staff_message, unavailable_response
-
-FORCE_RELEASE_PERMISSION = "dynalock_django.force_release"
+from ..lock_rows import LockRow, ModelFilter, describe, load_page
+from ..models import FORCE_RELEASE_PERMISSION, Lock
+from .staff_messages import staff_message, unavailable_response
 
 if TYPE_CHECKING:  # django-stubs makes ModelAdmin generic; Django's class is not subscriptable
-    _LockModelAdmin = admin.ModelAdmin[Lock]
+    _ModelAdmin = admin.ModelAdmin[Lock]
 else:
-    _LockModelAdmin = admin.ModelAdmin
+    _ModelAdmin = admin.ModelAdmin
 
 
 @admin.register(Lock)
-class LockAdmin(_LockModelAdmin):
+class LiveLocksAdmin(_ModelAdmin):
     list_per_page = 100  # items read per DynamoDB request
     refresh_seconds = 5
 

@@ -12,9 +12,8 @@ from django.contrib.auth.models import Permission
 from django.db.models.signals import post_delete
 from django.test import Client, override_settings
 
-from dynalock_django.admin.edit_lock import HANDOFF_COOKIE, TICKET_FIELD
+from dynalock_django.admin.edit_locking.tickets import HANDOFF_COOKIE, TICKET_FIELD, EditTicket
 from dynalock_django.client import get_client
-from dynalock_django.edit_locks import EditTicket
 from dynalock_django.keys import key_for_instance
 from dynalock_django.payload import LockData
 from testproject.desk.admin import CustomerAdmin

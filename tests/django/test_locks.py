@@ -142,7 +142,7 @@ def test_async_with_takes_the_lock_off_the_event_loop(account):
                 await asyncio.sleep(0.01)
 
         ticker = asyncio.create_task(tick())
-        async with dynalock_django.alock_object(account) as lease:
+        async with lock_object(account) as lease:
             held = lease.is_held()
         ticker.cancel()
         return held, ticks

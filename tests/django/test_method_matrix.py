@@ -21,7 +21,7 @@ from django.http import HttpResponse
 from django.urls import include, path
 
 from dynalock_django import requires_lock
-from dynalock_django.admin.edit_lock import TICKET_FIELD
+from dynalock_django.admin.edit_locking.tickets import TICKET_FIELD
 from dynalock_django.client import get_client
 from dynalock_django.keys import key_for_instance
 from testproject.desk.models import Customer

@@ -1,6 +1,6 @@
 """``manage.py dynalock``: create and inspect the lock table, list, show and release locks, run one-host jobs.
 
-Table data is printed terminal-safe (:func:`~dynalock_django.dynamodb.display.printable`):
+Table data is printed terminal-safe (:func:`~dynalock_django.dynamodb.printable`):
 an item cannot hide text or drive the terminal with escape sequences. ``--json`` prints it exactly, as JSON.
 """
 
@@ -18,10 +18,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...client import get_client
 from ...conf import dynalock_settings
-from ...dashboard import LockRow, describe_rows
 from ...dynamodb import TTL_UNAVAILABLE, DynalockError, LockNotAcquired, TableNotFound, printable
 from ...keys import key_for_model, model_label
 from ...leader import EXIT_LEASE_LOST, run_while_leader
+from ...lock_rows import LockRow, describe_rows
 
 
 class Command(BaseCommand):

@@ -101,9 +101,9 @@ def test_filters_by_model_holder_and_key(viewer, customer, django_user_model):
 
 
 def test_pages_follow_dynamodb_pagination(viewer, monkeypatch):
-    from dynalock_django.admin import LockAdmin
+    from dynalock_django.admin import LiveLocksAdmin
 
-    monkeypatch.setattr(LockAdmin, "list_per_page", 2)
+    monkeypatch.setattr(LiveLocksAdmin, "list_per_page", 2)
     leases = [lock_key(f"job-{i}").acquire() for i in range(5)]
     client = logged_in(viewer)
     seen, params = set(), {}
