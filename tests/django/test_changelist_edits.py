@@ -89,9 +89,11 @@ def test_a_list_edit_is_not_written_when_a_newer_lock_wrote_the_row_after_its_cl
 
     monkeypatch.setattr(TicketAdmin, "save_form", newer_holder_writes_first)
     bobs = browser(bob, raise_request_exception=False)
-    edit_in_list(bobs, "/admin/testapp/ticket/", "id", "title", {ticket.pk: "Printer fixed"})
+    response = edit_in_list(bobs, "/admin/testapp/ticket/", "id", "title", {ticket.pk: "Printer fixed"})
     ticket.refresh_from_db()
     assert ticket.title == "Printer on fire"  # the fence refused the write under the superseded lock
+    assert response.status_code == 200  # back on the list, told why: not a 500
+    assert "Nothing was saved" in response.content.decode()
 
 
 def test_modifying_actions_skip_rows_someone_edits_and_read_only_ones_take_no_lock(alice, bob, tags):

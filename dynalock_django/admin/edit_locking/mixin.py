@@ -138,11 +138,16 @@ class EditLockMixin(_ModelAdmin):
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         changelist_view = super(EditLockMixin, self._for_request()).changelist_view
-        if request.method == "POST" and "_save" in request.POST:
+        if request.method != "POST" or "_save" not in request.POST:
+            return changelist_view(request, extra_context)
+        try:
             # The list_editable rows take their edit locks as their forms are cleaned, held until this ends.
             with transaction.atomic(using=router.db_for_write(self.model)):
                 return changelist_view(request, extra_context)
-        return changelist_view(request, extra_context)
+        except StaleFencingToken as stale:
+            # A newer lock's write reached a row first; every row of this save rolled back with it.
+            messages.error(request, _("Nothing was saved: %(error)s") % {"error": stale})
+            return HttpResponseRedirect(request.get_full_path())
 
     def get_changelist_form(self, request: HttpRequest, **kwargs: Any) -> type[ModelForm[Any]]:
         form = super().get_changelist_form(request, **kwargs)
