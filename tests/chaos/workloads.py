@@ -17,7 +17,7 @@ from typing import Any
 
 from dynalock_django.dynamodb import InvalidLockRequest, LockClient
 
-from ..dynamodb_support import HEARTBEAT, LEASE, REFRESH, make_dynamodb, unique
+from ..dynamodb_support import HEARTBEAT, LEASE, REFRESH, make_dynamodb, short_lease_client, unique
 from ..java_client import JavaLockClient
 from . import workers
 from .checker import Verdict, check
@@ -207,7 +207,7 @@ def _create_database(path: Path, counters: int) -> None:
 def _write_bad_data(endpoint_url: str, table: str, record: Recorder, faults: dict[str, int]) -> tuple[str, ...]:
     """Foreign and malformed items, huge payloads, keys at the size limit; checked as the run goes."""
     dynamodb = make_dynamodb(endpoint_url)
-    client = LockClient(dynamodb, table, lease_duration=LEASE, heartbeat_period=HEARTBEAT, refresh_period=REFRESH)
+    client = short_lease_client(dynamodb, table)
     malformed = "bad-malformed"
     dynamodb.put_item(
         TableName=table,

@@ -8,7 +8,7 @@ from dynalock_django.admin.edit_lock import TICKET_FIELD
 from dynalock_django.client import get_client
 from dynalock_django.keys import key_for_instance
 
-from .admin_support import browser, staff, with_token
+from .admin_support import browser, with_token
 from .testapp.models import Tag, Ticket
 
 pytestmark = pytest.mark.django_db
@@ -17,13 +17,13 @@ EDITOR = [f"{action}_{model}" for model in ("tag", "ticket") for action in ("vie
 
 
 @pytest.fixture
-def alice(django_user_model):
-    return staff(django_user_model, "alice", *EDITOR)
+def alice(make_staff):
+    return make_staff("alice", *EDITOR)
 
 
 @pytest.fixture
-def bob(django_user_model):
-    return staff(django_user_model, "bob", *EDITOR)
+def bob(make_staff):
+    return make_staff("bob", *EDITOR)
 
 
 @pytest.fixture

@@ -14,13 +14,8 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def staff(django_user_model):
-    return django_user_model.objects.create_user("alice", password="pw", is_staff=True)
-
-
-@pytest.fixture
-def customer():
-    return Customer.objects.create(name="Acme", plan="pro")
+def staff(make_staff):
+    return make_staff("alice")
 
 
 def form(**changes):
