@@ -43,6 +43,15 @@ BOTO_CONFIG = Config(
 )
 
 
+# The same for the Django layer: its DYNALOCK settings.
+SHORT_LEASE_SETTINGS = {
+    "LEASE_DURATION": LEASE,
+    "HEARTBEAT_PERIOD": HEARTBEAT,
+    "REFRESH_PERIOD": REFRESH,
+    "BOTO_CONFIG": {"connect_timeout": 0.25, "read_timeout": 0.5, "retries": {"total_max_attempts": 1}},
+}
+
+
 def make_dynamodb(endpoint_url: str, **config: Any) -> Any:
     return boto3.session.Session().client(
         "dynamodb",

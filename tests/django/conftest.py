@@ -11,21 +11,25 @@ from dynalock_django.dynamodb import LockClient
 from dynalock_django.testing import lock_table
 from testproject.desk.models import Customer
 
-from ..dynamodb_support import HEARTBEAT, LEASE, REFRESH, RequestCounter, make_dynamodb, short_lease_client
-
-# Short leases, one attempt per call: as in the protocol tests.
-FAST = {
-    "LEASE_DURATION": LEASE,
-    "HEARTBEAT_PERIOD": HEARTBEAT,
-    "REFRESH_PERIOD": REFRESH,
-    "BOTO_CONFIG": {"connect_timeout": 0.25, "read_timeout": 0.5, "retries": {"total_max_attempts": 1}},
-}
+from ..dynamodb_support import SHORT_LEASE_SETTINGS, RequestCounter, make_dynamodb, short_lease_client
 
 
-@pytest.fixture(autouse=True)
-def dynalock(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
-    """Every Django-layer test runs against its own lock table on the local endpoint."""
-    with lock_table(**FAST) as settings:
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """``@pytest.mark.dynalock_table`` (or a module's ``pytestmark``) gives each of its tests the ``dynalock`` fixture.
+
+    Set up first, as a fixture the test names would be. Tests without it get no table: their DYNALOCK
+    (tests/settings.py) names none, so one that reaches for DynamoDB fails at once.
+    """
+    for item in items:
+        names = getattr(item, "fixturenames", None)
+        if item.get_closest_marker("dynalock_table") and names is not None and "dynalock" not in names:
+            item.fixturenames = ["dynalock", *names]  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def dynalock() -> Iterator[dict[str, Any]]:
+    """DYNALOCK pointed at a lock table of this test's own on the local endpoint, with the suite's short leases."""
+    with lock_table(**SHORT_LEASE_SETTINGS) as settings:
         yield settings
 
 

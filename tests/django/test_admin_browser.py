@@ -26,7 +26,7 @@ from testproject.desk.models import Customer
 from .admin_support import logged_in
 from .browser import CHROMIUM, launch_chromium
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.dynalock_table]
 
 EDIT_LEASE = 3.0  # the page renews every second
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"

@@ -14,7 +14,7 @@ from dynalock_django.payload import LockData
 from ..dynamodb_support import HEARTBEAT
 from .admin_support import DASHBOARD, RELEASE, logged_in, put_item
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from .admin_support import logged_in
 from .testapp.admin import TagAdmin
 from .testapp.models import Tag, Ticket
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
 
 
 EDITOR = tuple(

@@ -11,7 +11,7 @@ from dynalock_django.keys import key_for_instance
 from .admin_support import browser, with_token
 from .testapp.models import Tag, Ticket
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
 
 EDITOR = [f"{action}_{model}" for model in ("tag", "ticket") for action in ("view", "change", "add", "delete")]
 

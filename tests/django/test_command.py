@@ -18,23 +18,24 @@ from dynalock_django.keys import key_for_instance
 from dynalock_django.leader import EXIT_LEASE_LOST
 from dynalock_django.payload import LockData
 
-from ..dynamodb_support import FaultInjector
+from ..dynamodb_support import FaultInjector, unique
 from .testapp.models import Account
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
 
 
 def test_createtable_is_idempotent_and_shows_progress(dynalock):
-    with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": "created-by-command"}):
+    name = unique("created-by-command")
+    with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": name}):
         first = dynalock_output("createtable")
-        assert "Creating table 'created-by-command'" in first
+        assert f"Creating table '{name}'" in first
         assert "is ready (TTL ENABLED)" in first
         assert "already exists" in dynalock_output("createtable")
 
 
 def test_createtable_without_the_ttl_api_creates_the_table_and_warns_every_time(dynalock):
     """As on dynalite: UpdateTimeToLive answers UnknownOperationException. The command succeeds all the same."""
-    with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": "created-without-ttl"}):
+    with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": unique("created-without-ttl")}):
         FaultInjector(get_client().dynamodb).fail("UpdateTimeToLive", code="UnknownOperationException", times=2)
         for _ in range(2):
             out, err = StringIO(), StringIO()

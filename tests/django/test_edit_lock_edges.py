@@ -13,7 +13,7 @@ from ..dynamodb_support import FaultInjector
 from .admin_support import browser, with_token
 from .testapp.models import Tag, Topic
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
 
 EDITOR = [f"{action}_{model}" for model in ("tag", "topic") for action in ("view", "change", "delete")]
 

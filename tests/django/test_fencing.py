@@ -18,7 +18,7 @@ from dynalock_django.exceptions import ConfigurationError, StaleFencingToken
 from ..dynamodb_support import HEARTBEAT
 from .testapp.models import Account, Tag
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
 
 
 def test_a_write_under_an_older_token_raises_and_changes_nothing(other_holder):

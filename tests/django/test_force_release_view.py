@@ -13,7 +13,7 @@ from dynalock_django.keys import key_for_name
 from ..dynamodb_support import FaultInjector
 from .admin_support import RELEASE, browser, held_by, release_form, with_token
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
 
 
 @pytest.fixture

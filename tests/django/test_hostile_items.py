@@ -21,7 +21,7 @@ from testproject.desk.models import Customer
 
 from .admin_support import DASHBOARD, RELEASE, browser, put_item
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
 
 LAST_MILLISECOND = "253402300799999"  # 9999-12-31T23:59:59.999Z: any zone east of UTC is past year 9999
 

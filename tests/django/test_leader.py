@@ -15,6 +15,8 @@ from dynalock_django.leader import EXIT_LEASE_LOST, run_while_leader
 
 from ..dynamodb_support import HEARTBEAT, LEASE
 
+pytestmark = pytest.mark.dynalock_table
+
 
 def test_one_leader_at_a_time():
     with Leadership("scheduler") as leader:

@@ -29,7 +29,7 @@ from testproject.desk.models import Customer
 from .admin_support import DASHBOARD, RELEASE, browser, held_by, table_items, with_token
 from .testapp.models import Account, Tag
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls(__name__)]
+pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table, pytest.mark.urls(__name__)]
 
 
 @requires_lock(Account)

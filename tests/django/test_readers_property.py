@@ -36,7 +36,7 @@ from dynalock_django.payload import LockData
 from .admin_support import DASHBOARD, RELEASE, browser, put_item
 from .testapp.models import Account
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls(__name__)]
+pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table, pytest.mark.urls(__name__)]
 
 
 @requires_lock(Account)

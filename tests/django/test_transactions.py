@@ -14,7 +14,7 @@ from dynalock_django.keys import key_for_instance
 
 from .testapp.models import Account
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.dynalock_table]
 
 
 class Rollback(Exception):
