@@ -160,10 +160,3 @@ def test_async_decorator(account):
 
     assert asyncio.run(job()) is False
     assert get_client().get("async-job").is_released
-
-
-def test_public_names_are_all_importable():
-    for name in dynalock_django.__all__:
-        assert getattr(dynalock_django, name) is not None
-    exported = set(dynalock_django.__all__)
-    assert {"lock_object", "requires_lock", "fenced_save", "StaleFencingToken", "Leadership"} <= exported
