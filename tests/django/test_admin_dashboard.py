@@ -61,7 +61,7 @@ def test_the_dashboard_shows_who_holds_what_with_a_link_to_the_object(viewer, cu
     assert "Release…" not in html  # no force-release permission
 
 
-def test_filters_by_model_holder_and_key(viewer, customer, django_user_model):
+def test_the_dashboard_filters_by_model_holder_and_key(viewer, customer, django_user_model):
     bob = django_user_model.objects.create_user("bob")
     with lock_object(customer, user=bob), lock_key("nightly-billing"), lock_key("nightly-reports"):
         client = logged_in(viewer)
@@ -76,7 +76,7 @@ def test_filters_by_model_holder_and_key(viewer, customer, django_user_model):
     assert "nightly-billing" not in by_key
 
 
-def test_pages_follow_dynamodb_pagination(viewer, monkeypatch):
+def test_the_dashboard_pages_through_the_table_with_dynamodbs_cursor(viewer, monkeypatch):
     from dynalock_django.admin import LockAdmin
 
     monkeypatch.setattr(LockAdmin, "list_per_page", 2)

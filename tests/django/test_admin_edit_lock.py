@@ -145,7 +145,7 @@ def test_the_page_extends_the_projects_own_change_form(make_staff):
 @pytest.mark.parametrize(
     "make", [lambda: Ticket.objects.create(title="UUID"), lambda: Tag.objects.create(slug="a/b c,d%")]
 )
-def test_uuid_and_string_primary_keys(make, make_staff):
+def test_objects_with_uuid_and_string_pks_are_edit_locked_like_integer_ones(make, make_staff):
     obj = make()
     alice = make_staff("alice", is_superuser=True)
     bob = make_staff("bob", is_superuser=True)
@@ -364,7 +364,7 @@ def test_one_user_can_never_renew_or_release_another_users_lock(alice, bob, cust
     assert (after.record_version_number, after.is_released) == (before.record_version_number, False)
 
 
-def test_the_endpoints_check_csrf(alice, customer):
+def test_renew_release_and_take_over_without_a_csrf_token_are_403_and_change_nothing(alice, customer):
     client = logged_in(alice, enforce_csrf_checks=True)
     ticket = ticket_of(open_page(client, customer))
     before = stored(customer).record_version_number

@@ -28,11 +28,11 @@ def ids_for(configured, **changes):
         return [message.id for message in check_settings()]
 
 
-def test_the_test_settings_pass(configured):
+def test_settings_with_the_suites_short_leases_pass_every_check(configured):
     assert ids_for(configured) == []
 
 
-def test_e001_not_a_dict():
+def test_e001_dynalock_that_is_not_a_dict():
     with override_settings(DYNALOCK=["TABLE_NAME"]):
         [message] = check_settings()
     assert message.id == "dynalock.E001"
@@ -106,7 +106,7 @@ def test_e020_missing_table_says_run_createtable(dynalock):
 
 
 @pytest.mark.dynalock_table
-def test_e021_wrong_key_schema(dynalock):
+def test_e021_a_table_with_another_key_schema(dynalock):
     name = unique("wrong-schema")
     make_dynamodb(dynalock["ENDPOINT_URL"]).create_table(
         TableName=name,
@@ -119,14 +119,14 @@ def test_e021_wrong_key_schema(dynalock):
     assert "dynalock.E021" in ids
 
 
-def test_e022_unreachable_dynamodb(configured):
+def test_e022_an_unreachable_endpoint(configured):
     with override_settings(DYNALOCK={**configured, "ENDPOINT_URL": "http://127.0.0.1:9"}):
         [message] = check_table()
     assert message.id == "dynalock.E022"
 
 
 @pytest.mark.dynalock_table
-def test_w020_ttl_disabled(dynalock):
+def test_w020_a_table_without_ttl_is_the_only_finding(dynalock):
     name = unique("no-ttl")
     LockClient(make_dynamodb(dynalock["ENDPOINT_URL"]), name, ttl_attribute=None).create_table()
     with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": name}):

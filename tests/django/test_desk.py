@@ -22,7 +22,7 @@ def form(**changes):
     return {"name": "Acme", "email": "a@acme.example", "phone": "", "plan": "pro", **changes}
 
 
-def test_staff_only(client, customer, django_user_model):
+def test_customer_pages_send_anonymous_and_non_staff_users_to_the_login_page(client, customer, django_user_model):
     assert client.get(f"/customers/{customer.pk}/").status_code == 302  # to the login page
     django_user_model.objects.create_user("guest", password="pw")
     client.login(username="guest", password="pw")

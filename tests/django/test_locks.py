@@ -153,7 +153,7 @@ def test_async_with_takes_the_lock_off_the_event_loop(account):
     assert ticks >= 1  # the loop kept running while the lock was taken
 
 
-def test_async_decorator(account):
+def test_lock_key_decorating_a_coroutine_holds_the_lock_while_it_runs(account):
     @lock_key("async-job")
     async def job():
         return get_client().get("async-job").is_released

@@ -34,7 +34,7 @@ def test_released_only_after_commit():
     assert is_released(account)
 
 
-def test_released_after_rollback():
+def test_released_when_the_transaction_rolls_back():
     account = Account.objects.create(name="Acme")
     with pytest.raises(Rollback), transaction.atomic():
         with lock_object(account):

@@ -40,7 +40,7 @@ def test_create_table_without_the_ttl_api_creates_a_usable_table(make_client, dy
     client.acquire("k").release()
 
 
-def test_create_table_provisioned(make_client, dynamodb):
+def test_create_table_with_provisioned_capacity_asks_for_it_and_gets_it(make_client, dynamodb):
     client = make_client(dynamodb, table=unique("provisioned"))
     assert client.create_table_request(provisioned=(5, 2))["ProvisionedThroughput"] == {
         "ReadCapacityUnits": 5,
