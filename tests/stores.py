@@ -11,8 +11,10 @@ DynamoDB itself (every capability).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,6 +78,29 @@ class Dynalite(LocalDynamoDB):
         return [str(DYNALITE), "--host", "127.0.0.1", "--port", str(self.port), "--createTableMs", "100"]
 
 
+@contextlib.contextmanager
+def _unmeasured() -> Iterator[None]:
+    """Processes started in this block are not followed by coverage (make test measures the ones the tests start)."""
+    config = os.environ.pop("COVERAGE_PROCESS_CONFIG", None)
+    try:
+        yield
+    finally:
+        if config is not None:
+            os.environ["COVERAGE_PROCESS_CONFIG"] = config
+
+
+def shared_endpoint_url() -> str:
+    """The run's moto endpoint (dynalock_django.testing's, shared by the protocol and the Django-layer tests).
+
+    Started without coverage: it runs moto's code, not ours, and serves every request of the run,
+    which tracing would slow down.
+    """
+    from dynalock_django.testing import local_endpoint_url  # after pytest_plugins has loaded it
+
+    with _unmeasured():
+        return local_endpoint_url()  # or $DYNALOCK_TEST_ENDPOINT_URL
+
+
 class Stores:
     """Starts each store on first use and stops the ones it started."""
 
@@ -89,13 +114,11 @@ class Stores:
         return self._started[name]
 
     def _start(self, name: str) -> str:
-        if name == "dynalite":
+        if name == "dynalite":  # node, not Python: nothing for coverage to follow
             server = Dynalite()
             self._servers.append(server)
             return server.start()
-        from dynalock_django.testing import local_endpoint_url  # after pytest_plugins has loaded it
-
-        return local_endpoint_url()  # moto, shared with the Django-layer tests; or $DYNALOCK_TEST_ENDPOINT_URL
+        return shared_endpoint_url()
 
     def stop(self) -> None:
         for server in self._servers:

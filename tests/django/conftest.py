@@ -12,6 +12,7 @@ from dynalock_django.testing import lock_table
 from testproject.desk.models import Customer
 
 from ..dynamodb_support import SHORT_LEASE_SETTINGS, RequestCounter, make_dynamodb, short_lease_client
+from ..stores import shared_endpoint_url
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -29,6 +30,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture
 def dynalock() -> Iterator[dict[str, Any]]:
     """DYNALOCK pointed at a lock table of this test's own on the local endpoint, with the suite's short leases."""
+    shared_endpoint_url()  # started here unless already: lock_table uses it
     with lock_table(**SHORT_LEASE_SETTINGS) as settings:
         yield settings
 

@@ -18,7 +18,7 @@ from django.test import SimpleTestCase
 
 from dynalock_django import lock_key
 from dynalock_django.client import get_client
-from dynalock_django.testing import DynalockTestMixin, lock_table
+from dynalock_django.testing import ENDPOINT_ENV, DynalockTestMixin, local_endpoint_url, lock_table
 from tests.settings import NO_TABLE
 
 
@@ -40,6 +40,11 @@ def test_lock_table_gives_each_block_a_new_table_and_restores_the_settings():
         with lock_key("job", blocking=False) as lease:
             assert lease.fencing_token is not None
     assert settings.DYNALOCK == NO_TABLE
+
+
+def test_an_endpoint_named_in_the_environment_replaces_the_local_one(monkeypatch):
+    monkeypatch.setenv(ENDPOINT_ENV, "http://dynamodb.test:8000")
+    assert local_endpoint_url() == "http://dynamodb.test:8000"
 
 
 class MixinTests(DynalockTestMixin, SimpleTestCase):
