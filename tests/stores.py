@@ -12,6 +12,7 @@ DynamoDB itself (every capability).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 from collections.abc import Iterator
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from dynalock_django.dynamodb.local_server import LocalDynamoDB
 
-from .dynamodb_support import ENDPOINT_ENV
+from .dynamodb_support import ENDPOINT_ENV, make_dynamodb
 
 # What DynamoDB has that a store may lack, and what missing it means.
 CAPABILITIES = {
@@ -98,7 +99,17 @@ def shared_endpoint_url() -> str:
     from dynalock_django.testing import local_endpoint_url  # after pytest_plugins has loaded it
 
     with _unmeasured():
-        return local_endpoint_url()  # or $DYNALOCK_TEST_ENDPOINT_URL
+        return _warmed_up(local_endpoint_url())  # or $DYNALOCK_TEST_ENDPOINT_URL
+
+
+@functools.cache
+def _warmed_up(endpoint_url: str) -> str:
+    """After one request with patient time-outs: a new server's first answer is slow (moto loads its
+    DynamoDB backend, about half a second), and the suite's clients wait half a second, once. Without
+    this, the run's first test to create a table, whichever the order made it, could time out."""
+    with contextlib.closing(make_dynamodb(endpoint_url, connect_timeout=5, read_timeout=30)) as dynamodb:
+        dynamodb.list_tables(Limit=1)
+    return endpoint_url
 
 
 class Stores:
@@ -117,7 +128,7 @@ class Stores:
         if name == "dynalite":  # node, not Python: nothing for coverage to follow
             server = Dynalite()
             self._servers.append(server)
-            return server.start()
+            return _warmed_up(server.start())
         return shared_endpoint_url()
 
     def stop(self) -> None:
