@@ -9,7 +9,7 @@ from hypothesis import settings
 
 from dynalock_django.dynamodb import LockClient
 
-from .dynamodb_support import ENDPOINT_ENV, HEARTBEAT, LEASE, REFRESH, make_dynamodb, unique
+from .dynamodb_support import ENDPOINT_ENV, make_dynamodb, short_lease_client, unique
 from .stores import Store, Stores, missing, store_names
 
 # moto accepts any credentials; real endpoints use the normal boto3 chain.
@@ -92,10 +92,9 @@ def make_client(endpoint_url: str, table_name: str) -> Iterator[Callable[..., Lo
     clients: list[LockClient] = []
 
     def build(dynamodb: Any = None, **options: Any) -> LockClient:
-        options.setdefault("lease_duration", LEASE)
-        options.setdefault("heartbeat_period", HEARTBEAT)
-        options.setdefault("refresh_period", REFRESH)
-        client = LockClient(dynamodb or make_dynamodb(endpoint_url), options.pop("table", table_name), **options)
+        client = short_lease_client(
+            dynamodb or make_dynamodb(endpoint_url), options.pop("table", table_name), **options
+        )
         clients.append(client)
         return client
 

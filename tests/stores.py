@@ -11,14 +11,17 @@ DynamoDB itself (every capability).
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from dynalock_django.dynamodb.local_server import LocalDynamoDB
 
-from .dynamodb_support import ENDPOINT_ENV
+from .dynamodb_support import ENDPOINT_ENV, make_dynamodb
 
 # What DynamoDB has that a store may lack, and what missing it means.
 CAPABILITIES = {
@@ -76,6 +79,39 @@ class Dynalite(LocalDynamoDB):
         return [str(DYNALITE), "--host", "127.0.0.1", "--port", str(self.port), "--createTableMs", "100"]
 
 
+@contextlib.contextmanager
+def _unmeasured() -> Iterator[None]:
+    """Processes started in this block are not followed by coverage (make test measures the ones the tests start)."""
+    config = os.environ.pop("COVERAGE_PROCESS_CONFIG", None)
+    try:
+        yield
+    finally:
+        if config is not None:
+            os.environ["COVERAGE_PROCESS_CONFIG"] = config
+
+
+def shared_endpoint_url() -> str:
+    """The run's moto endpoint (dynalock_django.testing's, shared by the protocol and the Django-layer tests).
+
+    Started without coverage: it runs moto's code, not ours, and serves every request of the run,
+    which tracing would slow down.
+    """
+    from dynalock_django.testing import local_endpoint_url  # after pytest_plugins has loaded it
+
+    with _unmeasured():
+        return _warmed_up(local_endpoint_url())  # or $DYNALOCK_TEST_ENDPOINT_URL
+
+
+@functools.cache
+def _warmed_up(endpoint_url: str) -> str:
+    """After one request with patient time-outs: a new server's first answer is slow (moto loads its
+    DynamoDB backend, about half a second), and the suite's clients wait half a second, once. Without
+    this, the run's first test to create a table, whichever the order made it, could time out."""
+    with contextlib.closing(make_dynamodb(endpoint_url, connect_timeout=5, read_timeout=30)) as dynamodb:
+        dynamodb.list_tables(Limit=1)
+    return endpoint_url
+
+
 class Stores:
     """Starts each store on first use and stops the ones it started."""
 
@@ -89,13 +125,11 @@ class Stores:
         return self._started[name]
 
     def _start(self, name: str) -> str:
-        if name == "dynalite":
+        if name == "dynalite":  # node, not Python: nothing for coverage to follow
             server = Dynalite()
             self._servers.append(server)
-            return server.start()
-        from dynalock_django.testing import local_endpoint_url  # after pytest_plugins has loaded it
-
-        return local_endpoint_url()  # moto, shared with the Django-layer tests; or $DYNALOCK_TEST_ENDPOINT_URL
+            return _warmed_up(server.start())
+        return shared_endpoint_url()
 
     def stop(self) -> None:
         for server in self._servers:

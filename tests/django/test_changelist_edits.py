@@ -9,23 +9,23 @@ from dynalock_django.admin.edit_locking.tickets import TICKET_FIELD
 from dynalock_django.client import get_client
 from dynalock_django.keys import key_for_instance
 
-from .admin_support import browser, staff, with_token
+from .admin_support import browser, with_token
 from .testapp.admin import TicketAdmin
 from .testapp.models import Tag, Ticket
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
 
 EDITOR = [f"{action}_{model}" for model in ("tag", "ticket") for action in ("view", "change", "add", "delete")]
 
 
 @pytest.fixture
-def alice(django_user_model):
-    return staff(django_user_model, "alice", *EDITOR)
+def alice(make_staff):
+    return make_staff("alice", *EDITOR)
 
 
 @pytest.fixture
-def bob(django_user_model):
-    return staff(django_user_model, "bob", *EDITOR)
+def bob(make_staff):
+    return make_staff("bob", *EDITOR)
 
 
 @pytest.fixture

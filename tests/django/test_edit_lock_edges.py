@@ -13,22 +13,22 @@ from dynalock_django.client import get_client
 from dynalock_django.keys import key_for_instance
 
 from ..dynamodb_support import FaultInjector
-from .admin_support import browser, staff, with_token
+from .admin_support import browser, with_token
 from .testapp.models import Tag, Topic
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
 
 EDITOR = [f"{action}_{model}" for model in ("tag", "topic", "group") for action in ("view", "change", "delete")]
 
 
 @pytest.fixture
-def alice(django_user_model):
-    return staff(django_user_model, "alice", *EDITOR)
+def alice(make_staff):
+    return make_staff("alice", *EDITOR)
 
 
 @pytest.fixture
-def carol(django_user_model):
-    return staff(django_user_model, "carol", *EDITOR, "force_release")
+def carol(make_staff):
+    return make_staff("carol", *EDITOR, "force_release")
 
 
 def test_an_object_whose_key_would_be_too_long_can_be_edited_and_deleted(alice):

@@ -18,7 +18,7 @@ from dynalock_django.exceptions import ConfigurationError, StaleFencingToken
 from ..dynamodb_support import HEARTBEAT
 from .testapp.models import Account, Tag
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
 
 
 def test_a_write_under_an_older_token_raises_and_changes_nothing(other_holder):
@@ -65,7 +65,7 @@ def test_a_new_instance_is_inserted_with_the_token():
     assert Account.objects.get(pk=10_001).fencing_token == lease.fencing_token
 
 
-def test_a_deleted_row_is_does_not_exist():
+def test_a_fenced_save_of_a_deleted_row_raises_does_not_exist():
     account = Account.objects.create(name="gone")
     with lock_object(account) as lease:
         Account.objects.filter(pk=account.pk).delete()
@@ -140,6 +140,6 @@ def test_an_instance_built_from_its_pk_is_still_fenced():
     assert Account.objects.get(pk=stored.pk).balance == 1
 
 
-def test_fenced_refresh_of_a_missing_row_is_does_not_exist():
+def test_fenced_refresh_of_a_missing_row_raises_does_not_exist():
     with lock_model(Account, 424242) as lease, pytest.raises(Account.DoesNotExist):
         fenced_refresh(Account(pk=424242), lease)

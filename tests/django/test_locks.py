@@ -17,7 +17,7 @@ from dynalock_django.payload import LockData
 from ..dynamodb_support import HEARTBEAT, LEASE
 from .testapp.models import Account
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
 
 
 @pytest.fixture
@@ -153,17 +153,10 @@ def test_async_with_takes_the_lock_off_the_event_loop(account):
     assert ticks >= 1  # the loop kept running while the lock was taken
 
 
-def test_async_decorator(account):
+def test_lock_key_decorating_a_coroutine_holds_the_lock_while_it_runs(account):
     @lock_key("async-job")
     async def job():
         return get_client().get("async-job").is_released
 
     assert asyncio.run(job()) is False
     assert get_client().get("async-job").is_released
-
-
-def test_public_names_are_all_importable():
-    for name in dynalock_django.__all__:
-        assert getattr(dynalock_django, name) is not None
-    exported = set(dynalock_django.__all__)
-    assert {"lock_object", "requires_lock", "fenced_save", "StaleFencingToken", "Leadership"} <= exported
