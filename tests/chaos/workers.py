@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .history import Recorder
+from .run_window import RunWindow
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,7 @@ class WorkerConfig:
     database: str
     history: str
     seed: int
-    run_until: float  # monotonic
+    window: RunWindow  # when to stop
     keys: tuple[str, ...]
     hot_keys: int  # the first keys are hot: chosen most of the time, and each has a counter row
     lease: float
@@ -83,7 +84,8 @@ def run(config: WorkerConfig) -> None:
         refresh_period=config.refresh,
         clock=OffsetClock(config.wall_offset),
     )
-    while time.monotonic() < config.run_until:
+    config.window.arrive()
+    while time.monotonic() < config.window.until():
         hot = rng.random() < 0.8
         key = rng.choice(config.keys[: config.hot_keys] if hot else config.keys[config.hot_keys :] or config.keys)
         record("acquire_start", key, timeout=config.timeout)

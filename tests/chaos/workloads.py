@@ -23,6 +23,7 @@ from . import workers
 from .checker import Verdict, check
 from .history import Event, Recorder, load
 from .proxy import FaultProxy, FaultRates
+from .run_window import NotReady, RunWindow
 
 spawn = multiprocessing.get_context("spawn")
 REPO = Path(__file__).resolve().parents[2]
@@ -92,7 +93,7 @@ def run(workload: Workload, endpoint_url: str, seed: int, workdir: Path, duratio
             proxy = FaultProxy(endpoint_url, workload.faults or FaultRates(), seed)
         with proxy or contextlib.nullcontext():
             url = proxy.url if proxy else endpoint_url
-            run_until = time.monotonic() + duration
+            window = RunWindow(spawn)
             configs = [
                 workers.WorkerConfig(
                     name=f"w{i}",
@@ -101,7 +102,7 @@ def run(workload: Workload, endpoint_url: str, seed: int, workdir: Path, duratio
                     database=str(database),
                     history=str(history),
                     seed=seed * 1000 + i,
-                    run_until=run_until,
+                    window=window,
                     keys=keys,
                     hot_keys=workload.hot_keys,
                     lease=LEASE,
@@ -116,7 +117,7 @@ def run(workload: Workload, endpoint_url: str, seed: int, workdir: Path, duratio
                 )
                 for i in range(workload.processes)
             ]
-            _supervise(configs, proxy, workload, record, run_until, faults)
+            _supervise(configs, proxy, workload, record, window, duration, faults)
             if proxy:
                 faults.update(proxy.injected)
         with sqlite3.connect(database) as db:
@@ -125,6 +126,8 @@ def run(workload: Workload, endpoint_url: str, seed: int, workdir: Path, duratio
     events = load(history)
     verdict = check(events, heartbeat=HEARTBEAT, refresh=REFRESH, control=workload.control)
     _check_recorded_violations(events, verdict)
+    if verdict.operations == 0:
+        verdict.fail("the workers ran: a run without one lock taken proves nothing", [])
     if workload.control and verdict.lost_updates + verdict.stale_writes_accepted == 0:
         verdict.fail("the unfenced control shows the lost update the fence prevents", [])
     return Outcome(workload, verdict, faults, time.monotonic() - started)
@@ -135,11 +138,20 @@ def _supervise(
     proxy: FaultProxy | None,
     workload: Workload,
     record: Recorder,
-    run_until: float,
+    window: RunWindow,
+    duration: float,
     faults: dict[str, int],
 ) -> None:
     """Start the workers; respawn the killed, resume the paused, take the endpoint down once."""
     processes = {config.name: _start(config) for config in configs}
+    try:
+        run_until = window.open_when_ready(len(configs), duration)
+    except NotReady as slow:
+        for process in processes.values():
+            process.kill()
+            process.join()
+        record("violation", property=f"every worker starts ({slow})")
+        return
     stopped_since: dict[str, float] = {}
     spawned = len(configs)
     down_at = time.monotonic() + (run_until - time.monotonic()) / 3 if workload.endpoint_down else None
