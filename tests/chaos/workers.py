@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..protocol.fake_clock import OffsetClock
 from .history import Recorder
 
 
@@ -32,19 +33,6 @@ class WorkerConfig:
     wall_offset: float = 0.0  # seconds this process's wall clock is off
     kill_probability: float = 0.0  # per holding: SIGKILL itself before, during or after the write
     pause_probability: float = 0.0  # per holding: SIGSTOP itself between read and write (the runner resumes it)
-
-
-class OffsetClock:
-    """A wall clock that is wrong by ``offset`` seconds; the monotonic clock is the system's."""
-
-    def __init__(self, offset: float) -> None:
-        self.offset = offset
-
-    def monotonic(self) -> float:
-        return time.monotonic()
-
-    def time(self) -> float:
-        return time.time() + self.offset
 
 
 def die_here(record: Recorder, now: bool, phase: str) -> None:
