@@ -6,6 +6,7 @@ The subject of the SIGTERM tests and of ``python -m tests.benchmarks.recovery``.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -24,12 +25,12 @@ class Command(BaseCommand):
         parser.add_argument("name")
         parser.add_argument("--leader", action="store_true", help="Hold it as a Leadership.")
         parser.add_argument("--release-on-sigterm", action="store_true", help="SIGTERM unwinds, releasing.")
-        parser.add_argument("--ready-file", required=True, help="Created once the lock is held.")
+        parser.add_argument("--ready-file", required=True, help="Gets this process's id once the lock is held.")
 
     def handle(self, *, name: str, leader: bool, release_on_sigterm: bool, ready_file: str, **_: Any) -> None:
         if release_on_sigterm:
             signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
         with Leadership(name) if leader else lock_key(name):
-            Path(ready_file).touch()
+            Path(ready_file).write_text(str(os.getpid()))
             while True:
                 time.sleep(0.05)
