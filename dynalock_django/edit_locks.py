@@ -3,7 +3,8 @@
 A change page takes the row's lock for the tab that shows it, and the tab
 renews it through whichever server answers (``keep_alive=False`` leases of the
 protocol): no server's heartbeat keeps a closed tab's lock alive, and it runs
-out one ``EDIT_LEASE_DURATION`` after the tab stops renewing.
+out one ``EDIT_LEASE_DURATION`` after the tab stops renewing (at once, for a
+tab gone longer than that plus ``MAX_CLOCK_SKEW``, when that is set).
 
 The tab holds an :class:`EditTicket`: its tab id and its grant's fencing
 token. The lock's owner name is built on the server from the *authenticated*
@@ -16,10 +17,12 @@ from __future__ import annotations
 import re
 import secrets
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import quote, unquote
 
 from django.db import models
+from django.utils import timezone
 
 from .client import get_client
 from .conf import dynalock_settings
@@ -69,6 +72,8 @@ class EditState:
     ticket: EditTicket | None = None  # the lock this page holds (or held, if ``problem`` says it was lost)
     holder: LockInfo | None = None  # who holds it when this page does not
     holder_is_me: bool = False  # that holder is the same user, in another tab
+    # When the holder's lock frees if it is not renewed from now on (this server's takeover rule and clock).
+    frees_at: datetime | None = None
     problem: str | None = None  # why this page cannot save
 
     @property
@@ -169,7 +174,8 @@ class EditLock:
         return self._granted(get_client().take_over(current, **self._grant_options(tab)), tab)
 
     def held_by(self, holder: LockInfo | None) -> EditState:
-        return EditState(self.key, holder=holder, holder_is_me=self.is_mine(holder))
+        frees_at = None if holder is None else timezone.now() + timedelta(seconds=get_client().available_in(holder))
+        return EditState(self.key, holder=holder, holder_is_me=self.is_mine(holder), frees_at=frees_at)
 
     def is_mine(self, holder: LockInfo | None) -> bool:
         """The lock is held by one of this user's tabs."""
