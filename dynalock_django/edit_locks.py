@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import secrets
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -174,7 +174,7 @@ class EditLock:
         return self._granted(get_client().take_over(current, **self._grant_options(tab)), tab)
 
     def held_by(self, holder: LockInfo | None) -> EditState:
-        frees_at = None if holder is None else timezone.now() + timedelta(seconds=get_client().available_in(holder))
+        frees_at = None if holder is None else _from_now(get_client().available_in(holder))
         return EditState(self.key, holder=holder, holder_is_me=self.is_mine(holder), frees_at=frees_at)
 
     def is_mine(self, holder: LockInfo | None) -> bool:
@@ -199,3 +199,12 @@ class EditLock:
 
     def _granted(self, lease: Lease, tab: str) -> EditState:
         return EditState(self.key, ticket=EditTicket(tab, lease.fencing_token))
+
+
+def _from_now(seconds: float) -> datetime | None:
+    """The moment ``seconds`` from now; None past what a calendar in any time zone can show (an endless lease)."""
+    try:
+        moment = timezone.now() + timedelta(seconds=seconds)
+    except OverflowError:
+        return None
+    return moment if moment < datetime.max.replace(tzinfo=UTC) - timedelta(days=1) else None
