@@ -5,6 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+NODE_STAMP := node_modules/.package-lock.json
 PYTEST_ARGS ?=
 
 .PHONY: test lint demo bench chaos clean
@@ -15,14 +16,22 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[dev]" $(EXTRA_REQUIREMENTS)
 	touch $(STAMP)
 
-## Lint, type-check and run the whole suite (it starts its own local DynamoDB endpoint).
-test: lint
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+# dynalite (npm), the second local DynamoDB endpoint the protocol tests run on.
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $(NODE_STAMP)
+
+## Lint, type-check, check the layers and run the whole suite (it starts its own local DynamoDB endpoints: moto and dynalite),
+## in random order (pytest-randomly; -p no:randomly for the file order), measuring coverage of dynalock_django:
+## it fails under the [tool.coverage.report] fail_under of pyproject.toml.
+test: lint $(NODE_STAMP)
+	$(BIN)/python -m pytest --cov --cov-report=term $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 ## The support-desk test project on an embedded local DynamoDB endpoint: http://127.0.0.1:8000/
 demo: $(STAMP)
@@ -37,4 +46,4 @@ chaos: $(STAMP)
 	$(BIN)/python -m tests.chaos $(CHAOS_ARGS)
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache node_modules .import_linter_cache .coverage .coverage.*

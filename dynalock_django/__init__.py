@@ -24,10 +24,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on 
     from .fencing import fenced_refresh as fenced_refresh
     from .fencing import fenced_save as fenced_save
     from .leader import Leadership as Leadership
-    from .locks import Lock as Lock
-    from .locks import alock_key as alock_key
-    from .locks import alock_model as alock_model
-    from .locks import alock_object as alock_object
+    from .locks import KeyLock as KeyLock
     from .locks import lock_key as lock_key
     from .locks import lock_model as lock_model
     from .locks import lock_object as lock_object
@@ -36,13 +33,10 @@ __version__ = "0.1.0.dev0"
 
 # name -> module that defines it
 _LAZY: dict[str, str] = {
-    "Lock": ".locks",
+    "KeyLock": ".locks",
     "lock_object": ".locks",
     "lock_model": ".locks",
     "lock_key": ".locks",
-    "alock_object": ".locks",
-    "alock_model": ".locks",
-    "alock_key": ".locks",
     "requires_lock": ".decorators",
     "FencingTokenField": ".fencing",
     "fenced_save": ".fencing",

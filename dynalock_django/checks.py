@@ -236,7 +236,8 @@ def check_table(app_configs: Any = None, **_: Any) -> list[CheckMessage]:
         messages.append(
             Warning(
                 f"TTL is not enabled on the lock table {client.table_name!r}: released locks are never cleaned up.",
-                hint="Run: python manage.py dynalock createtable (it enables TTL on an existing table too)",
+                hint="Run: python manage.py dynalock createtable (it enables TTL on an existing table too, "
+                "or says the endpoint has no TTL API, as dynalite has none: there TTL is unavailable)",
                 id="dynalock.W020",
             )
         )

@@ -26,7 +26,7 @@ from django.views import View
 from .conf import dynalock_settings
 from .dynamodb import LockInfo
 from .exceptions import LockNotAcquired
-from .locks import Lock, lock_object
+from .locks import KeyLock, lock_object
 from .payload import LockData
 
 V = TypeVar("V", bound=Callable[..., Any])
@@ -51,7 +51,7 @@ def requires_lock(
     waits up to ``timeout`` seconds for the lock before answering 423.
     """
 
-    def lock_for(request: HttpRequest, kwargs: dict[str, Any]) -> Lock:
+    def lock_for(request: HttpRequest, kwargs: dict[str, Any]) -> KeyLock:
         value = _url_value(kwargs, url_kwarg or lookup)
         instance = get_object_or_404(model, **{lookup: value})
         user = request.user if getattr(request, "user", None) and request.user.is_authenticated else None

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 
 from .dynamodb import Lease
-from .locks import Lock, lock_key
+from .locks import KeyLock, lock_key
 from .supervised import SupervisedCommand
 
 logger = logging.getLogger("dynalock_django.leader")
@@ -36,7 +36,7 @@ class Leadership:
     ) -> None:
         self.name = name
         self.lost = threading.Event()
-        self._lock: Lock = lock_key(name, timeout=timeout, purpose="leader")
+        self._lock: KeyLock = lock_key(name, timeout=timeout, purpose="leader")
         self._on_lost = on_lost
         self.lease: Lease | None = None
 

@@ -1,6 +1,6 @@
 """``lock_object``, ``lock_model``, ``lock_key``: locks on model rows and names.
 
-Each returns a :class:`Lock`, used as ``with`` / ``async with`` (giving the
+Each returns a :class:`KeyLock`, used as ``with`` / ``async with`` (giving the
 Lease), as a decorator (a fresh acquisition per call), or directly with
 ``acquire()`` / ``release()``.
 """
@@ -26,8 +26,8 @@ from .transactions import in_user_transaction, release_when_transaction_ends
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class Lock:
-    """A lock on one key, not yet acquired."""
+class KeyLock:
+    """A lock on one key, taken by ``acquire()``, ``with`` or ``async with``, or at each call of what it decorates."""
 
     def __init__(
         self,
@@ -53,7 +53,7 @@ class Lock:
         self.lease: Lease | None = None
 
     def __repr__(self) -> str:
-        return f"<Lock {self.key!r} {'held' if self.lease and self.lease.is_held() else 'not held'}>"
+        return f"<KeyLock {self.key!r} {'held' if self.lease and self.lease.is_held() else 'not held'}>"
 
     def acquire(self) -> Lease:
         """Take the lock: waits up to ``timeout`` (LockTimeout), or not at all when not ``blocking``."""
@@ -126,8 +126,8 @@ class Lock:
 
         return cast(F, locked)
 
-    def _copy(self) -> Lock:
-        clone = Lock.__new__(Lock)
+    def _copy(self) -> KeyLock:
+        clone = KeyLock.__new__(KeyLock)
         clone.__dict__.update(self.__dict__, lease=None)
         return clone
 
@@ -146,23 +146,17 @@ def _send_lost(lease: Lease) -> None:
     signals.lease_lost.send(sender=lease.key, lease=lease)
 
 
-def lock_object(instance: models.Model, **options: Any) -> Lock:
+def lock_object(instance: models.Model, **options: Any) -> KeyLock:
     """Lock a saved model instance: ``with lock_object(customer) as lease: ...``."""
     options.setdefault("using", instance._state.db if isinstance(instance, models.Model) else None)
-    return Lock(keys.key_for_instance(instance), **options)
+    return KeyLock(keys.key_for_instance(instance), **options)
 
 
-def lock_model(model: type[models.Model], pk: Any, **options: Any) -> Lock:
+def lock_model(model: type[models.Model], pk: Any, **options: Any) -> KeyLock:
     """Lock the row ``pk`` of ``model`` without fetching it."""
-    return Lock(keys.key_for_model(model, pk), **options)
+    return KeyLock(keys.key_for_model(model, pk), **options)
 
 
-def lock_key(name: str, **options: Any) -> Lock:
+def lock_key(name: str, **options: Any) -> KeyLock:
     """Lock a name: a job, a report, a leader election."""
-    return Lock(keys.key_for_name(name), **options)
-
-
-# The async twins: the same Lock, to be used with ``async with``.
-alock_object = lock_object
-alock_model = lock_model
-alock_key = lock_key
+    return KeyLock(keys.key_for_name(name), **options)

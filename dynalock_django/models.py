@@ -3,6 +3,9 @@
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+# Who may take a lock away from its holder: on the live-locks dashboard, or by taking over an edit lock.
+FORCE_RELEASE_PERMISSION = "dynalock_django.force_release"
+
 
 class Lock(models.Model):
     """A lock as the admin shows it; the locks themselves live in the DynamoDB table."""

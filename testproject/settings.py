@@ -12,11 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import django_stubs_ext
 import environ
-
-# Makes Django's generic classes (ModelAdmin[Customer]...) subscriptable at run time, as the type stubs write them.
-django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 

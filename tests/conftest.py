@@ -9,7 +9,8 @@ from hypothesis import settings
 
 from dynalock_django.dynamodb import LockClient
 
-from .dynamodb_support import ENDPOINT_ENV, HEARTBEAT, LEASE, REFRESH, make_dynamodb, unique
+from .dynamodb_support import ENDPOINT_ENV, make_dynamodb, short_lease_client, unique
+from .stores import Store, Stores, missing, store_names
 
 # moto accepts any credentials; real endpoints use the normal boto3 chain.
 if not os.environ.get(ENDPOINT_ENV):
@@ -27,12 +28,48 @@ settings.register_profile("thorough", max_examples=500, deadline=None)
 settings.load_profile(os.environ.get("DYNALOCK_HYPOTHESIS_PROFILE", "default"))
 
 
-@pytest.fixture(scope="session")
-def endpoint_url() -> str:
-    """A DynamoDB-compatible endpoint: $DYNALOCK_TEST_ENDPOINT_URL, or moto started here (once per run)."""
-    from dynalock_django.testing import local_endpoint_url  # after pytest_plugins has loaded it
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--store",
+        action="append",
+        choices=store_names(),
+        help="Run the tests that take an endpoint (tests/protocol, the installed package) on this store only "
+        f"(default: each of {', '.join(store_names())}); repeat for several.",
+    )
 
-    return local_endpoint_url()
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every test that uses a store runs once per store."""
+    if "store" in metafunc.fixturenames:
+        names = metafunc.config.getoption("store") or store_names()
+        metafunc.parametrize("store", names, indirect=True, scope="session")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        name = getattr(item, "callspec", None) and item.callspec.params.get("store")  # type: ignore[attr-defined]
+        for marker in item.iter_markers("requires"):
+            reason = missing(name, marker.args[0]) if name else None
+            if reason:
+                item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture(scope="session")
+def stores() -> Iterator[Stores]:
+    started = Stores()
+    yield started
+    started.stop()
+
+
+@pytest.fixture(scope="session")
+def store(request: pytest.FixtureRequest, stores: Stores) -> Store:
+    """A DynamoDB-compatible store on 127.0.0.1 (parametrized: moto, dynalite), started once per run."""
+    return stores.get(request.param)
+
+
+@pytest.fixture(scope="session")
+def endpoint_url(store: Store) -> str:
+    return store.endpoint_url
 
 
 @pytest.fixture(scope="session")
@@ -55,10 +92,9 @@ def make_client(endpoint_url: str, table_name: str) -> Iterator[Callable[..., Lo
     clients: list[LockClient] = []
 
     def build(dynamodb: Any = None, **options: Any) -> LockClient:
-        options.setdefault("lease_duration", LEASE)
-        options.setdefault("heartbeat_period", HEARTBEAT)
-        options.setdefault("refresh_period", REFRESH)
-        client = LockClient(dynamodb or make_dynamodb(endpoint_url), options.pop("table", table_name), **options)
+        client = short_lease_client(
+            dynamodb or make_dynamodb(endpoint_url), options.pop("table", table_name), **options
+        )
         clients.append(client)
         return client
 

@@ -21,6 +21,8 @@ from botocore.config import Config
 from botocore.exceptions import ReadTimeoutError
 from botocore.httpsession import URLLib3Session
 
+from dynalock_django.dynamodb import LockClient
+
 ENDPOINT_ENV = "DYNALOCK_TEST_ENDPOINT_URL"
 REGION = os.environ.get("AWS_DEFAULT_REGION", "us-east-1")
 
@@ -41,6 +43,15 @@ BOTO_CONFIG = Config(
 )
 
 
+# The same for the Django layer: its DYNALOCK settings.
+SHORT_LEASE_SETTINGS = {
+    "LEASE_DURATION": LEASE,
+    "HEARTBEAT_PERIOD": HEARTBEAT,
+    "REFRESH_PERIOD": REFRESH,
+    "BOTO_CONFIG": {"connect_timeout": 0.25, "read_timeout": 0.5, "retries": {"total_max_attempts": 1}},
+}
+
+
 def make_dynamodb(endpoint_url: str, **config: Any) -> Any:
     return boto3.session.Session().client(
         "dynamodb",
@@ -48,6 +59,14 @@ def make_dynamodb(endpoint_url: str, **config: Any) -> Any:
         endpoint_url=endpoint_url,
         config=BOTO_CONFIG.merge(Config(**config)) if config else BOTO_CONFIG,
     )
+
+
+def short_lease_client(dynamodb: Any, table_name: str, **options: Any) -> LockClient:
+    """A LockClient with the suite's short lease, heartbeat and refresh period (unless ``options`` say otherwise)."""
+    options.setdefault("lease_duration", LEASE)
+    options.setdefault("heartbeat_period", HEARTBEAT)
+    options.setdefault("refresh_period", REFRESH)
+    return LockClient(dynamodb, table_name, **options)
 
 
 def unique(prefix: str = "k") -> str:

@@ -1,18 +1,65 @@
-"""The test project's settings plus the models the Django-layer tests lock.
+"""The suite's settings: a project as a user has one — Django's stock apps and middleware, the package.
 
-``DYNALOCK_TEST_DATABASE`` puts the database in a file that several processes share.
+Nothing here patches Django (no ``django_stubs_ext.monkeypatch()``), so the
+package runs as it does in a user's project. Besides the package: the test
+app (``tests.django.testapp``: models with every kind of primary key) and the
+demo's app (``testproject.desk``), whose pages the demo and browser tests use.
+
+``DYNALOCK_TEST_SETTINGS`` (JSON) replaces ``DYNALOCK``; ``DYNALOCK_TEST_DATABASE`` puts the
+database in a file that several processes share.
 The test database is a file too, not SQLite in memory: the live server's threads
 (browser tests) then get connections of their own, and a request still running as
 a test's database is flushed makes the flush wait, instead of failing on a
 table locked by a statement of the one shared in-memory connection.
 """
 
+import json
 import os
 import tempfile
 
-from testproject.settings import *  # noqa: F403
+SECRET_KEY = "insecure-key-for-the-tests-only"
+DEBUG = False
+ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver"]
 
-INSTALLED_APPS = [*INSTALLED_APPS, "tests.django.testapp"]  # noqa: F405
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "dynalock_django",
+    "tests.django.testapp",
+    "testproject.desk",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "testproject.urls"  # the admin and the demo's pages
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
 DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.sqlite3",
@@ -20,4 +67,20 @@ DATABASES = {
         "TEST": {"NAME": os.path.join(tempfile.gettempdir(), f"dynalock-test-{os.getpid()}.sqlite3")},
     }
 }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+LOGIN_URL = "admin:login"
+
+# A Django-layer test that needs DynamoDB is marked dynalock_table: DYNALOCK then points at a table of its own
+# (tests/django/conftest.py). Any other test that reaches for DynamoDB fails at once: this name is invalid, so
+# building the client raises a ConfigurationError that quotes it.
+# Processes a test starts (tests/django/fencing_worker.py) are given its table in DYNALOCK_TEST_SETTINGS.
+NO_TABLE = {"TABLE_NAME": "no table: mark the test dynalock_table"}
+DYNALOCK = json.loads(os.environ["DYNALOCK_TEST_SETTINGS"]) if os.environ.get("DYNALOCK_TEST_SETTINGS") else NO_TABLE

@@ -7,7 +7,7 @@
     class CustomerAdmin(EditLockMixin, admin.ModelAdmin): ...
 """
 
-from .edit_lock import EditLockMixin
-from .live_locks import LockAdmin
+from .edit_locking import EditLockMixin
+from .live_locks import LiveLocksAdmin
 
-__all__ = ["EditLockMixin", "LockAdmin"]
+__all__ = ["EditLockMixin", "LiveLocksAdmin"]

@@ -11,7 +11,7 @@ dashboard filtered on that key.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from django.apps import apps
@@ -29,16 +29,19 @@ from django.views.decorators.http import require_http_methods, require_safe
 
 from ..client import get_client
 from ..conf import dynalock_settings
-from ..dashboard import LockRow, ModelFilter, describe, load_page
 from ..dynamodb import DynalockError, DynamoDBError, InvalidLockRequest, LockInfo, LockNotAcquired
-from ..models import Lock
-from .errors import staff_message, unavailable_response
+from ..lock_rows import LockRow, ModelFilter, describe, load_page
+from ..models import FORCE_RELEASE_PERMISSION, Lock
+from .staff_messages import staff_message, unavailable_response
 
-FORCE_RELEASE_PERMISSION = "dynalock_django.force_release"
+if TYPE_CHECKING:  # django-stubs makes ModelAdmin generic; Django's class is not subscriptable
+    _ModelAdmin = admin.ModelAdmin[Lock]
+else:
+    _ModelAdmin = admin.ModelAdmin
 
 
 @admin.register(Lock)
-class LockAdmin(admin.ModelAdmin[Lock]):
+class LiveLocksAdmin(_ModelAdmin):
     list_per_page = 100  # items read per DynamoDB request
     refresh_seconds = 5
 

@@ -30,13 +30,14 @@ from .item import MALFORMED_ITEM_LEASE_SECONDS, MAX_PARTITION_KEY_BYTES, LockInf
 from .lease import Lease
 from .local_server import LocalDynamoDB
 from .lock_client import LockClient
-from .schema import TableDescription, validate_table_name
+from .schema import TTL_UNAVAILABLE, TableDescription, validate_table_name
 from .store import ScanPage
 
 __all__ = [
     "MALFORMED_ITEM_LEASE_SECONDS",
     "MAX_PARTITION_KEY_BYTES",
     "RECOMMENDED_CONFIG",
+    "TTL_UNAVAILABLE",
     "ClientClosed",
     "Clock",
     "ConfigurationError",

@@ -138,7 +138,9 @@ class Heartbeat:
                 continue
             if now >= self._schedule.renewal_at(lease):
                 self._renew_once(lease)
-            if lease.is_held():
+            # Not is_held(): a renewal that failed as the safe time ended leaves a lease out of time but
+            # not yet reported lost, and its expiry is then due at once, not after an idle wait.
+            if lease.state == "held":
                 next_wake = min(next_wake, self._schedule.renewal_at(lease), lease.safe_until)
         return next_wake
 

@@ -38,26 +38,30 @@ def free_port() -> int:
 class LocalDynamoDB:
     """Starts the endpoint in a child process; ``endpoint_url`` is set while it runs."""
 
-    def __init__(self, port: int | None = None, *, log_path: str | None = None) -> None:
+    # What to tell someone whose endpoint process exits at once.
+    install_hint = 'is moto installed (pip install "moto[server]")?'
+
+    def __init__(self, port: int | None = None) -> None:
         self.port = port or free_port()
         self.endpoint_url = f"http://127.0.0.1:{self.port}"
-        self._log_path = log_path
         self._process: subprocess.Popen[bytes] | None = None
 
+    def command(self) -> list[str]:
+        """The server's command line, listening on 127.0.0.1:``port``."""
+        return [sys.executable, "-m", __name__, "--port", str(self.port)]
+
     def start(self) -> str:
-        log = open(self._log_path, "ab") if self._log_path else subprocess.DEVNULL  # noqa: SIM115
-        self._process = subprocess.Popen(  # noqa: S603 (our own module, by path)
-            [sys.executable, "-m", __name__, "--port", str(self.port)],
-            stdout=log,
-            stderr=log,
+        self._process = subprocess.Popen(  # noqa: S603 (a fixed command line, not user input)
+            self.command(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
                 raise RuntimeError(
-                    f"The local DynamoDB endpoint exited with code {self._process.returncode}; "
-                    'is moto installed (pip install "moto[server]")?'
+                    f"The local DynamoDB endpoint exited with code {self._process.returncode}; {self.install_hint}"
                 )
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()

@@ -11,6 +11,9 @@ from .exceptions import ConfigurationError
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import CreateTableInputTypeDef
 
+# ttl_status when the endpoint has no TTL API (dynalite): expired items are never cleaned up there.
+TTL_UNAVAILABLE = "UNAVAILABLE"
+
 _TABLE_NAME = re.compile(r"[A-Za-z0-9_.\-]{3,255}")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -14,6 +15,12 @@ from .layout import TableLayout
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
+# DynamoDB takes seconds to create a table, local endpoints a fraction of one: poll soon, then back off.
+FIRST_POLL_SECONDS = 0.05
+MAX_POLL_SECONDS = 2.0
+# What a store without the TTL API (dynalite) answers UpdateTimeToLive with.
+UNKNOWN_OPERATION = "UnknownOperationException"
 
 
 def describe(dynamodb: DynamoDBClient, layout: TableLayout) -> schema.TableDescription:
@@ -57,8 +64,6 @@ def create(
     layout: TableLayout,
     *,
     provisioned: tuple[int, int] | None,
-    wait: bool,
-    poll_interval: float,
     report: Callable[[str], None],
     stop: threading.Event,
 ) -> schema.TableDescription:
@@ -70,19 +75,35 @@ def create(
             raise botocore_errors.translate(error, table_name=layout.table_name) from error
         report(f"Table {layout.table_name!r} already exists")
     description = check(dynamodb, layout)
-    while wait and description.status != "ACTIVE" and not stop.is_set():
+    poll = FIRST_POLL_SECONDS
+    while description.status != "ACTIVE" and not stop.is_set():
         report(f"Table {layout.table_name!r} is {description.status}; waiting")
-        stop.wait(poll_interval)
+        stop.wait(poll)
+        poll = min(2 * poll, MAX_POLL_SECONDS)
         description = check(dynamodb, layout)
     if layout.ttl_attribute and description.ttl_status in {"DISABLED", "DISABLING"} and description.status == "ACTIVE":
-        try:
-            dynamodb.update_time_to_live(
-                TableName=layout.table_name,
-                TimeToLiveSpecification={"Enabled": True, "AttributeName": layout.ttl_attribute},
-            )
-        except (ClientError, BotoCoreError) as error:
-            raise botocore_errors.translate(error, table_name=layout.table_name) from error
-        report(f"Enabled TTL on {layout.ttl_attribute!r} (clean-up of old items only)")
-        description = check(dynamodb, layout)
+        description = _enable_ttl(dynamodb, layout, description, report)
     report(f"Table {layout.table_name!r} is {description.status}")
     return description
+
+
+def _enable_ttl(
+    dynamodb: DynamoDBClient,
+    layout: TableLayout,
+    description: schema.TableDescription,
+    report: Callable[[str], None],
+) -> schema.TableDescription:
+    assert layout.ttl_attribute is not None
+    try:
+        dynamodb.update_time_to_live(
+            TableName=layout.table_name,
+            TimeToLiveSpecification={"Enabled": True, "AttributeName": layout.ttl_attribute},
+        )
+    except (ClientError, BotoCoreError) as error:
+        if botocore_errors.error_code(error) != UNKNOWN_OPERATION:
+            raise botocore_errors.translate(error, table_name=layout.table_name) from error
+        # Locks never depend on TTL (it only deletes old items), so the table is usable without it.
+        report("UpdateTimeToLive is unknown to this endpoint: TTL is unavailable")
+        return dataclasses.replace(description, ttl_status=schema.TTL_UNAVAILABLE)
+    report(f"Enabled TTL on {layout.ttl_attribute!r} (clean-up of old items only)")
+    return check(dynamodb, layout)

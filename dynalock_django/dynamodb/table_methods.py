@@ -46,22 +46,19 @@ class TableMethods:
         self,
         *,
         provisioned: tuple[int, int] | None = None,
-        wait: bool = True,
-        poll_interval: float = 1.0,
         on_progress: Callable[[str], None] | None = None,
     ) -> TableDescription:
         """Create the lock table (on-demand unless ``provisioned=(read, write)``) and enable TTL.
 
-        Idempotent: an existing table is checked, not recreated. With
-        ``wait`` it returns once the table is ACTIVE, reporting each status
-        seen to ``on_progress``.
+        Idempotent: an existing table is checked, not recreated. Returns once
+        the table is ACTIVE, reporting each status seen to ``on_progress``.
+        On an endpoint without the TTL API the table is created all the same,
+        with ``ttl_status`` ``"UNAVAILABLE"`` (``TTL_UNAVAILABLE``): locks work, old items stay.
         """
         return table.create(
             self.dynamodb,
             self.layout,
             provisioned=provisioned,
-            wait=wait,
-            poll_interval=poll_interval,
             report=on_progress or (lambda message: logger.info("%s", message)),
             stop=self._closed_event(),
         )

@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> None:
 def page_actions(alice: Any, customer: Any, args: argparse.Namespace) -> list[tuple[str, ...]]:
     from django.test import Client
 
-    from dynalock_django.admin.edit_lock import HANDOFF_COOKIE, TICKET_FIELD
+    from dynalock_django.admin.edit_locking.tickets import HANDOFF_COOKIE, TICKET_FIELD
     from dynalock_django.client import get_client
 
     client = Client()
@@ -138,7 +138,7 @@ def tab_endings(alice: Any, bob: Any, customer: Any, args: argparse.Namespace) -
     from django.test import Client
     from django.test.testcases import LiveServerThread
 
-    from dynalock_django.edit_locks import EditLock
+    from dynalock_django.admin.edit_locking.object_locks import EditLock
 
     from ..django.browser import launch_chromium
 

@@ -20,9 +20,16 @@ from typing import Any
 from dynalock_django.dynamodb import LockClient
 from dynalock_django.dynamodb.local_server import LocalDynamoDB
 
-from ..dynamodb_support import ENDPOINT_ENV, HEARTBEAT, LEASE, RequestCounter, make_dynamodb, unique
+from ..dynamodb_support import (
+    ENDPOINT_ENV,
+    HEARTBEAT,
+    LEASE,
+    RequestCounter,
+    make_dynamodb,
+    short_lease_client,
+    unique,
+)
 from ..protocol import processes
-from ..protocol.processes import client_for
 
 spawn = multiprocessing.get_context("spawn")
 Row = tuple[str, str, str]
@@ -162,7 +169,7 @@ def takeover_after_kill(endpoint_url: str, table_name: str, kills: int) -> list[
         )
         holder.start()
         acquired.wait(30)
-        waiter = client_for(endpoint_url, table_name)
+        waiter = short_lease_client(make_dynamodb(endpoint_url), table_name)
         killed_at = time.monotonic()
         holder.kill()
         holder.join()

@@ -27,12 +27,12 @@ from typing import Any
 
 from dynalock_django.dynamodb import LockClient
 
+from ..django.processes import ROOT, manage_py_environment
 from ..dynamodb_support import make_dynamodb, unique
 from . import recovery_processes
 from .protocol import endpoint, print_table
 
 spawn = multiprocessing.get_context("spawn")
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -43,15 +43,13 @@ class Setup:
     logs: Path
 
     def environment(self, settings_module: str, **extra: str) -> dict[str, str]:
-        return {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": settings_module,
-            "DYNALOCK_TABLE_NAME": self.table_name,
-            "DYNALOCK_ENDPOINT_URL": self.endpoint_url,
-            "DYNALOCK_LEASE_DURATION": str(self.lease),
-            "DYNALOCK_HEARTBEAT_PERIOD": str(self.lease / 4),
-            **extra,
+        dynalock = {
+            "TABLE_NAME": self.table_name,
+            "ENDPOINT_URL": self.endpoint_url,
+            "LEASE_DURATION": self.lease,
+            "HEARTBEAT_PERIOD": self.lease / 4,
         }
+        return manage_py_environment(dynalock, settings_module, **extra)
 
     def start(self, command: list[str], ready: Path, settings_module: str, **extra: str) -> subprocess.Popen[bytes]:
         """Start ``command``, its output logged beside ``ready``, and wait until it writes ``ready``."""

@@ -14,11 +14,11 @@ from typing import Any
 
 from dynalock_django.dynamodb import LockClient
 
-from ..dynamodb_support import make_dynamodb
+from ..dynamodb_support import make_dynamodb, short_lease_client
 
 
 def client(endpoint_url: str, table_name: str, lease: float, max_clock_skew: float | None) -> LockClient:
-    return LockClient(
+    return short_lease_client(
         make_dynamodb(endpoint_url, read_timeout=lease / 4, connect_timeout=lease / 4),
         table_name,
         lease_duration=lease,

@@ -9,8 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from dynalock_django.testing import local_endpoint_url
-
+from ..stores import shared_endpoint_url
 from . import report, workloads
 
 FULL_SECONDS, SHORT_SECONDS = 25.0, 5.0
@@ -30,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.processes:
         chosen = [dataclasses.replace(w, processes=args.processes) for w in chosen]
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-    endpoint_url = local_endpoint_url()
+    endpoint_url = shared_endpoint_url()
     workdir = Path(tempfile.mkdtemp(prefix="dynalock-chaos-"))
     outcomes = []
     for index, workload in enumerate(chosen):

@@ -18,7 +18,7 @@ from typing import Any
 
 from dynalock_django.dynamodb import InvalidLockRequest, LockClient
 
-from ..dynamodb_support import HEARTBEAT, LEASE, REFRESH, make_dynamodb, unique
+from ..dynamodb_support import HEARTBEAT, LEASE, REFRESH, make_dynamodb, short_lease_client, unique
 from ..java_client import JavaLockClient
 from . import workers
 from .checker import ClockBound, Verdict, check
@@ -106,66 +106,65 @@ def run(workload: Workload, endpoint_url: str, seed: int, workdir: Path, duratio
     directory = workdir / workload.name
     history = directory / "history"
     history.mkdir(parents=True)
-    record = Recorder(history, "runner")
-    table = unique("chaos")
-    LockClient(make_dynamodb(endpoint_url), table).create_table()
-    database = directory / "resource.sqlite3"
-    _create_database(database, workload.hot_keys)
-    keys = tuple(f"counter-{i}" for i in range(workload.hot_keys)) + tuple(
-        f"cold-{i}" for i in range(workload.cold_keys)
-    )
-    faults: dict[str, int] = {}
-    if workload.bad_data:
-        keys += _write_bad_data(endpoint_url, table, record, faults)
-    if workload.crash_probes:
-        faults["crash probes"] = workload.crash_probes
-    proxy = None
-    if workload.faults or workload.endpoint_down:
-        proxy = FaultProxy(endpoint_url, workload.faults or FaultRates(), seed)
-    with proxy or contextlib.nullcontext():
-        url = proxy.url if proxy else endpoint_url
-        run_until = time.monotonic() + duration
-        configs = [
-            workers.WorkerConfig(
-                name=f"w{i}",
-                endpoint_url=url,
-                table_name=table,
-                database=str(database),
-                history=str(history),
-                seed=seed * 1000 + i,
-                run_until=run_until,
-                keys=keys,
-                hot_keys=workload.hot_keys,
-                lease=LEASE,
-                heartbeat=HEARTBEAT,
-                refresh=REFRESH,
-                timeout=workload.timeout,
-                hold=workload.hold,
-                fenced=workload.fenced,
-                wall_offset=workload.wall_offsets[i % len(workload.wall_offsets)],
-                kill_probability=workload.kill_probability,
-                pause_probability=workload.pause_probability,
-                max_clock_skew=workload.max_clock_skew,
-            )
-            for i in range(workload.processes)
-        ]
-        probes = [
-            threading.Thread(target=_crash_probe, args=(url, table, history, f"probe-{i}", workload), daemon=True)
-            for i in range(workload.crash_probes)
-        ]
-        for probe in probes:
-            probe.start()
-        _supervise(configs, proxy, workload, record, run_until, faults)
-        for probe in probes:
-            probe.join(30)
-            if probe.is_alive():
-                record("violation", property="every crash probe ends")
-        if proxy:
-            faults.update(proxy.injected)
-    with sqlite3.connect(database) as db:
-        for pk, balance in db.execute("SELECT id, balance FROM testapp_account ORDER BY id"):
-            record("final_counter", keys[pk - 1], value=balance)
-    record.close()
+    with contextlib.closing(Recorder(history, "runner")) as record:  # closed on failure too
+        table = unique("chaos")
+        LockClient(make_dynamodb(endpoint_url), table).create_table()
+        database = directory / "resource.sqlite3"
+        _create_database(database, workload.hot_keys)
+        keys = tuple(f"counter-{i}" for i in range(workload.hot_keys)) + tuple(
+            f"cold-{i}" for i in range(workload.cold_keys)
+        )
+        faults: dict[str, int] = {}
+        if workload.bad_data:
+            keys += _write_bad_data(endpoint_url, table, record, faults)
+        if workload.crash_probes:
+            faults["crash probes"] = workload.crash_probes
+        proxy = None
+        if workload.faults or workload.endpoint_down:
+            proxy = FaultProxy(endpoint_url, workload.faults or FaultRates(), seed)
+        with proxy or contextlib.nullcontext():
+            url = proxy.url if proxy else endpoint_url
+            run_until = time.monotonic() + duration
+            configs = [
+                workers.WorkerConfig(
+                    name=f"w{i}",
+                    endpoint_url=url,
+                    table_name=table,
+                    database=str(database),
+                    history=str(history),
+                    seed=seed * 1000 + i,
+                    run_until=run_until,
+                    keys=keys,
+                    hot_keys=workload.hot_keys,
+                    lease=LEASE,
+                    heartbeat=HEARTBEAT,
+                    refresh=REFRESH,
+                    timeout=workload.timeout,
+                    hold=workload.hold,
+                    fenced=workload.fenced,
+                    wall_offset=workload.wall_offsets[i % len(workload.wall_offsets)],
+                    kill_probability=workload.kill_probability,
+                    pause_probability=workload.pause_probability,
+                    max_clock_skew=workload.max_clock_skew,
+                )
+                for i in range(workload.processes)
+            ]
+            probes = [
+                threading.Thread(target=_crash_probe, args=(url, table, history, f"probe-{i}", workload), daemon=True)
+                for i in range(workload.crash_probes)
+            ]
+            for probe in probes:
+                probe.start()
+            _supervise(configs, proxy, workload, record, run_until, faults)
+            for probe in probes:
+                probe.join(30)
+                if probe.is_alive():
+                    record("violation", property="every crash probe ends")
+            if proxy:
+                faults.update(proxy.injected)
+        with sqlite3.connect(database) as db:
+            for pk, balance in db.execute("SELECT id, balance FROM testapp_account ORDER BY id"):
+                record("final_counter", keys[pk - 1], value=balance)
     events = load(history)
     bound = None if workload.max_clock_skew is None else ClockBound(LEASE, workload.max_clock_skew)
     verdict = check(
@@ -264,7 +263,11 @@ def _is_stopped(pid: int | None) -> bool:
 def _create_database(path: Path, counters: int) -> None:
     env = {**os.environ, "DYNALOCK_TEST_DATABASE": str(path)}
     subprocess.run(
-        [sys.executable, "manage.py", "migrate", "-v0", "--settings=tests.settings"], env=env, check=True, cwd=REPO
+        # --skip-checks: DYNALOCK in tests/settings.py names no table on purpose; the workers get theirs
+        [sys.executable, "manage.py", "migrate", "-v0", "--skip-checks", "--settings=tests.settings"],
+        env=env,
+        check=True,
+        cwd=REPO,
     )
     with sqlite3.connect(path) as db:
         db.executemany(
@@ -276,7 +279,7 @@ def _create_database(path: Path, counters: int) -> None:
 def _write_bad_data(endpoint_url: str, table: str, record: Recorder, faults: dict[str, int]) -> tuple[str, ...]:
     """Foreign and malformed items, huge payloads, keys at the size limit; checked as the run goes."""
     dynamodb = make_dynamodb(endpoint_url)
-    client = LockClient(dynamodb, table, lease_duration=LEASE, heartbeat_period=HEARTBEAT, refresh_period=REFRESH)
+    client = short_lease_client(dynamodb, table)
     malformed = "bad-malformed"
     dynamodb.put_item(
         TableName=table,

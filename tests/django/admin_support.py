@@ -1,10 +1,9 @@
-"""Users, browsers and table access shared by the admin's security tests."""
+"""Browsers and table access shared by the admin's tests (users come from conftest's ``make_staff``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import Permission
 from django.test import Client
 
 from dynalock_django.client import get_client
@@ -16,11 +15,11 @@ RELEASE = "/admin/dynalock_django/lock/release/"
 CSRF_TOKEN = "a" * 32
 
 
-def staff(django_user_model: Any, username: str, *codenames: str, **fields: Any) -> Any:
-    fields.setdefault("is_staff", True)
-    user = django_user_model.objects.create_user(username, password="pw", **fields)
-    user.user_permissions.set(Permission.objects.filter(codename__in=codenames))
-    return user
+def logged_in(user: Any, **options: Any) -> Client:
+    """A test client logged in as ``user`` (CSRF unchecked unless ``enforce_csrf_checks=True``)."""
+    client = Client(**options)
+    client.force_login(user)
+    return client
 
 
 def browser(user: Any = None, **options: Any) -> Client:
@@ -39,6 +38,20 @@ def with_token(data: dict[str, Any]) -> dict[str, Any]:
 def put_item(item: dict[str, Any]) -> None:
     """Write a raw item into the lock table, as someone else (or an attacker) could."""
     get_client().dynamodb.put_item(TableName=dynalock_settings.TABLE_NAME, Item=item)
+
+
+def held_by(owner: str, key: str, token: str = "7") -> Any:
+    """An item held by ``owner`` for an hour, written as another client would; returns it as read (a LockInfo)."""
+    put_item(
+        {
+            "key": {"S": key},
+            "ownerName": {"S": owner},
+            "leaseDuration": {"S": "3600000"},
+            "recordVersionNumber": {"S": f"rvn-{owner}"},
+            "fencingToken": {"N": token},
+        }
+    )
+    return get_client().get(key)
 
 
 def table_items() -> list[dict[str, Any]]:

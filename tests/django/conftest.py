@@ -1,42 +1,44 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import Permission
 
 from dynalock_django.client import get_client
 from dynalock_django.dynamodb import LockClient
 from dynalock_django.testing import lock_table
+from testproject.desk.models import Customer
 
-from ..dynamodb_support import HEARTBEAT, LEASE, REFRESH, RequestCounter, make_dynamodb
-
-# Short leases, one attempt per call: as in the protocol tests.
-FAST = {
-    "LEASE_DURATION": LEASE,
-    "HEARTBEAT_PERIOD": HEARTBEAT,
-    "REFRESH_PERIOD": REFRESH,
-    "BOTO_CONFIG": {"connect_timeout": 0.25, "read_timeout": 0.5, "retries": {"total_max_attempts": 1}},
-}
+from ..dynamodb_support import SHORT_LEASE_SETTINGS, RequestCounter, make_dynamodb, short_lease_client
+from ..stores import shared_endpoint_url
 
 
-@pytest.fixture(autouse=True)
-def dynalock(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
-    """Every Django-layer test runs against its own lock table on the local endpoint."""
-    with lock_table(**FAST) as settings:
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """``@pytest.mark.dynalock_table`` (or a module's ``pytestmark``) gives each of its tests the ``dynalock`` fixture.
+
+    Set up first, as a fixture the test names would be. Tests without it get no table: their DYNALOCK
+    (tests/settings.py) names none, so one that reaches for DynamoDB fails at once.
+    """
+    for item in items:
+        names = getattr(item, "fixturenames", None)
+        if item.get_closest_marker("dynalock_table") and names is not None and "dynalock" not in names:
+            item.fixturenames = ["dynalock", *names]  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def dynalock() -> Iterator[dict[str, Any]]:
+    """DYNALOCK pointed at a lock table of this test's own on the local endpoint, with the suite's short leases."""
+    shared_endpoint_url()  # started here unless already: lock_table uses it
+    with lock_table(**SHORT_LEASE_SETTINGS) as settings:
         yield settings
 
 
 @pytest.fixture
 def other_holder(dynalock: dict[str, Any]) -> Iterator[LockClient]:
     """Another process's client on the same table (say, Bob's server)."""
-    client = LockClient(
-        make_dynamodb(dynalock["ENDPOINT_URL"]),
-        dynalock["TABLE_NAME"],
-        lease_duration=LEASE,
-        heartbeat_period=HEARTBEAT,
-        refresh_period=REFRESH,
-    )
+    client = short_lease_client(make_dynamodb(dynalock["ENDPOINT_URL"]), dynalock["TABLE_NAME"])
     yield client
     client.close(release=False)
 
@@ -44,3 +46,26 @@ def other_holder(dynalock: dict[str, Any]) -> Iterator[LockClient]:
 @pytest.fixture
 def requests_made() -> RequestCounter:
     return RequestCounter(get_client().dynamodb)
+
+
+@pytest.fixture
+def make_staff(django_user_model: Any) -> Callable[..., Any]:
+    """Build a staff user (password "pw") with the permissions named by ``codenames``.
+
+    ``make_staff("carol", "view_lock", "force_release")``; extra fields go to ``create_user``
+    (``is_superuser=True``, or ``is_staff=False`` for someone who has the permissions but not the status).
+    """
+
+    def build(username: str, *codenames: str, **fields: Any) -> Any:
+        fields.setdefault("is_staff", True)
+        user = django_user_model.objects.create_user(username, password="pw", **fields)
+        user.user_permissions.set(Permission.objects.filter(codename__in=codenames))
+        return user
+
+    return build
+
+
+@pytest.fixture
+def customer() -> Customer:
+    """The demo's customer every admin test edits."""
+    return Customer.objects.create(name="Acme", plan="pro")

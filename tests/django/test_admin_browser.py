@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 from django.contrib.admin.models import LogEntry
-from django.contrib.auth.models import Permission
-from django.test import Client, override_settings
+from django.test import override_settings
 
 from dynalock_django.client import get_client
 from dynalock_django.conf import DEFAULTS
@@ -24,9 +23,10 @@ from dynalock_django.keys import key_for_instance
 from testproject.desk.admin import CustomerAdmin
 from testproject.desk.models import Customer
 
+from .admin_support import logged_in
 from .browser import CHROMIUM, launch_chromium
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.dynalock_table]
 
 EDIT_LEASE = 3.0  # the page renews every second
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
@@ -71,16 +71,13 @@ def customer(edit_locks: None) -> Customer:
 
 
 @pytest.fixture
-def staff_page(chromium: Any, live_server: Any, django_user_model: Any) -> Iterator[Callable[..., Any]]:
+def staff_page(chromium: Any, live_server: Any, make_staff: Callable[..., Any]) -> Iterator[Callable[..., Any]]:
     """A browser tab logged in as a new staff user who may edit customers (and ``extra`` permissions)."""
     contexts = []
 
     def open_as(username: str, *extra: str) -> Any:
-        user = django_user_model.objects.create_user(username, password="pw", is_staff=True)
         codenames = [f"{a}_{m}" for m in ("customer", "address", "note") for a in ("view", "change", "add", "delete")]
-        user.user_permissions.set(Permission.objects.filter(codename__in=[*codenames, *extra]))
-        client = Client()
-        client.force_login(user)
+        client = logged_in(make_staff(username, *codenames, *extra))
         context = chromium.new_context(viewport={"width": 1200, "height": 800})
         context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}])
         contexts.append(context)

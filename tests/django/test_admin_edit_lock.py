@@ -2,34 +2,31 @@
 
 from __future__ import annotations
 
-import time
+import functools
 import warnings
 
 import pytest
 from django.contrib.admin.models import LogEntry
 from django.contrib.admin.utils import quote
-from django.contrib.auth.models import Permission
 from django.db.models.signals import post_delete
 from django.test import Client, override_settings
 
-from dynalock_django.admin.edit_lock import HANDOFF_COOKIE, TICKET_FIELD
+from dynalock_django import client as client_module
+from dynalock_django.admin.edit_locking.tickets import HANDOFF_COOKIE, TICKET_FIELD, EditTicket
 from dynalock_django.client import get_client
-from dynalock_django.edit_locks import EditTicket
+from dynalock_django.conf import DEFAULTS
+from dynalock_django.dynamodb import LockClient
 from dynalock_django.keys import key_for_instance
 from dynalock_django.payload import LockData
 from testproject.desk.admin import CustomerAdmin
 from testproject.desk.models import Customer
 
+from ..protocol.fake_clock import TICK, FakeClock
+from .admin_support import logged_in
 from .testapp.admin import TagAdmin
 from .testapp.models import Tag, Ticket
 
-pytestmark = pytest.mark.django_db
-
-
-def staff(django_user_model, username, *codenames, superuser=False):
-    user = django_user_model.objects.create_user(username, password="pw", is_staff=True, is_superuser=superuser)
-    user.user_permissions.set(Permission.objects.filter(codename__in=codenames))
-    return user
+pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
 
 
 EDITOR = tuple(
@@ -38,34 +35,23 @@ EDITOR = tuple(
 
 
 @pytest.fixture
-def alice(django_user_model):
-    return staff(django_user_model, "alice", *EDITOR)
+def alice(make_staff):
+    return make_staff("alice", *EDITOR)
 
 
 @pytest.fixture
-def bob(django_user_model):
-    return staff(django_user_model, "bob", *EDITOR)
+def bob(make_staff):
+    return make_staff("bob", *EDITOR)
 
 
 @pytest.fixture
-def carol(django_user_model):
-    return staff(django_user_model, "carol", *EDITOR, "view_lock", "force_release")
+def carol(make_staff):
+    return make_staff("carol", *EDITOR, "view_lock", "force_release")
 
 
 @pytest.fixture
-def vera(django_user_model):
-    return staff(django_user_model, "vera", "view_customer")
-
-
-@pytest.fixture
-def customer():
-    return Customer.objects.create(name="Acme", plan="pro")
-
-
-def browser(user, **options):
-    client = Client(**options)
-    client.force_login(user)
-    return client
+def vera(make_staff):
+    return make_staff("vera", "view_customer")
 
 
 def change_url(obj):
@@ -107,7 +93,7 @@ def renew(client, obj, ticket):
 
 
 def test_opening_the_change_page_takes_the_lock_for_that_tab(alice, customer, dynalock):
-    page = open_page(browser(alice), customer)
+    page = open_page(logged_in(alice), customer)
     ticket = ticket_of(page)
     html = page.content.decode()
     assert f'name="{TICKET_FIELD}" value="{ticket}"' in html
@@ -124,8 +110,8 @@ def test_opening_the_change_page_takes_the_lock_for_that_tab(alice, customer, dy
 
 def test_someone_else_gets_a_read_only_page_saying_who_edits_since_when(alice, bob, customer):
     customer.addresses.create(street="1 Road Runner Way", city="Phoenix")
-    open_page(browser(alice), customer)
-    page = open_page(browser(bob), customer)
+    open_page(logged_in(alice), customer)
+    page = open_page(logged_in(bob), customer)
     html = page.content.decode()
     assert ticket_of(page) is None
     assert "Being edited by alice since" in html
@@ -138,23 +124,23 @@ def test_someone_else_gets_a_read_only_page_saying_who_edits_since_when(alice, b
 
 
 def test_a_view_only_user_takes_no_lock_but_sees_who_edits(alice, vera, customer):
-    ticket = ticket_of(open_page(browser(alice), customer))
-    html = open_page(browser(vera), customer).content.decode()
+    ticket = ticket_of(open_page(logged_in(alice), customer))
+    html = open_page(logged_in(vera), customer).content.decode()
     assert "Being edited by alice" in html
     assert stored(customer).fencing_token == ticket.fencing_token
 
 
 def test_add_pages_take_no_lock(alice, dynalock):
-    page = browser(alice).get("/admin/desk/customer/add/")
+    page = logged_in(alice).get("/admin/desk/customer/add/")
     assert page.status_code == 200
     assert "dynalock" not in page.context
     assert list(get_client().scan()) == []
 
 
-def test_the_page_extends_the_projects_own_change_form(django_user_model):
-    admin_user = staff(django_user_model, "root", superuser=True)
+def test_the_page_extends_the_projects_own_change_form(make_staff):
+    admin_user = make_staff("root", is_superuser=True)
     ticket = Ticket.objects.create(title="Printer on fire")
-    html = open_page(browser(admin_user), ticket).content.decode()
+    html = open_page(logged_in(admin_user), ticket).content.decode()
     assert 'id="project-template"' in html
     assert 'id="dynalock-banner"' in html
 
@@ -162,16 +148,16 @@ def test_the_page_extends_the_projects_own_change_form(django_user_model):
 @pytest.mark.parametrize(
     "make", [lambda: Ticket.objects.create(title="UUID"), lambda: Tag.objects.create(slug="a/b c,d%")]
 )
-def test_uuid_and_string_primary_keys(make, django_user_model):
+def test_objects_with_uuid_and_string_pks_are_edit_locked_like_integer_ones(make, make_staff):
     obj = make()
-    alice = staff(django_user_model, "alice", superuser=True)
-    bob = staff(django_user_model, "bob", superuser=True)
-    alices, url = browser(alice), change_url(obj)
+    alice = make_staff("alice", is_superuser=True)
+    bob = make_staff("bob", is_superuser=True)
+    alices, url = logged_in(alice), change_url(obj)
     page = alices.get(url)
     assert page.status_code == 200
     ticket = ticket_of(page)
     assert ticket is not None
-    assert ticket_of(browser(bob).get(url)) is None
+    assert ticket_of(logged_in(bob).get(url)) is None
     assert renew(alices, obj, ticket).json() == {"state": "held"}
 
 
@@ -179,7 +165,7 @@ def test_uuid_and_string_primary_keys(make, django_user_model):
 
 
 def test_a_save_goes_through_the_fence_and_releases_the_lock(alice, customer, django_capture_on_commit_callbacks):
-    client = browser(alice)
+    client = logged_in(alice)
     ticket = ticket_of(open_page(client, customer))
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(change_url(customer), customer_form(ticket, name="Acme Inc"))
@@ -191,8 +177,8 @@ def test_a_save_goes_through_the_fence_and_releases_the_lock(alice, customer, dj
 
 
 def test_a_save_without_the_lock_is_refused_and_writes_nothing(alice, bob, customer):
-    alice_ticket = ticket_of(open_page(browser(alice), customer))
-    bobs = browser(bob)
+    alice_ticket = ticket_of(open_page(logged_in(alice), customer))
+    bobs = logged_in(bob)
     for ticket in (None, alice_ticket, EditTicket("x" * 22, 1)):  # none, alice's own, a made-up one
         response = bobs.post(change_url(customer), customer_form(ticket, name="Bob was here"))
         assert response.status_code == 200
@@ -205,7 +191,7 @@ def test_a_save_without_the_lock_is_refused_and_writes_nothing(alice, bob, custo
 
 
 def test_a_save_after_the_lock_was_taken_over_is_refused_with_who_took_it(alice, carol, customer):
-    alices, carols = browser(alice), browser(carol)
+    alices, carols = logged_in(alice), logged_in(carol)
     ticket = ticket_of(open_page(alices, customer))
     take_over = edit_lock_url(customer, "take-over")
     assert carols.post(take_over, {"fencing_token": ticket.fencing_token}).status_code == 302
@@ -219,7 +205,7 @@ def test_a_save_after_the_lock_was_taken_over_is_refused_with_who_took_it(alice,
 
 
 def test_save_and_continue_keeps_the_lock_for_the_tabs_next_page(alice, customer):
-    client = browser(alice)
+    client = logged_in(alice)
     ticket = ticket_of(open_page(client, customer))
     response = client.post(change_url(customer), customer_form(ticket, button="_continue", name="Acme Inc"))
     assert response.status_code == 302
@@ -238,7 +224,7 @@ def test_save_and_continue_keeps_the_lock_for_the_tabs_next_page(alice, customer
 
 
 def test_a_reload_hands_the_lock_to_the_new_page(alice, customer, requests_made):
-    client = browser(alice)
+    client = logged_in(alice)
     ticket = ticket_of(open_page(client, customer))
     client.cookies[HANDOFF_COOKIE] = str(ticket)  # what the page sets as it unloads
     requests_made.reset()
@@ -251,15 +237,15 @@ def test_a_reload_hands_the_lock_to_the_new_page(alice, customer, requests_made)
 
 
 def test_a_handoff_cookie_of_another_user_hands_nothing_over(alice, bob, customer):
-    ticket = ticket_of(open_page(browser(alice), customer))
-    bobs = browser(bob)
+    ticket = ticket_of(open_page(logged_in(alice), customer))
+    bobs = logged_in(bob)
     bobs.cookies[HANDOFF_COOKIE] = str(ticket)
     assert ticket_of(open_page(bobs, customer)) is None
     assert stored(customer).fencing_token == ticket.fencing_token
 
 
 def test_a_save_refused_by_the_fence_writes_nothing(alice, customer):
-    client = browser(alice)
+    client = logged_in(alice)
     ticket = ticket_of(open_page(client, customer))
     Customer.objects.filter(pk=customer.pk).update(fencing_token=ticket.fencing_token + 1000)
     response = client.post(change_url(customer), customer_form(ticket, name="Stale"), follow=True)
@@ -268,9 +254,9 @@ def test_a_save_refused_by_the_fence_writes_nothing(alice, customer):
     assert customer.name == "Acme"
 
 
-def test_a_model_without_fencing_token_saves_under_the_lock_unfenced(django_user_model):
+def test_a_model_without_fencing_token_saves_under_the_lock_unfenced(make_staff):
     tag = Tag.objects.create(slug="urgent")
-    client = browser(staff(django_user_model, "root", superuser=True))
+    client = logged_in(make_staff("root", is_superuser=True))
     ticket = ticket_of(client.get(change_url(tag)))
     refused = client.post(change_url(tag), {"slug": "urgent", "label": "No lock"})  # no ticket
     assert "Nothing was saved" in refused.content.decode()
@@ -286,7 +272,7 @@ def test_a_model_without_fencing_token_saves_under_the_lock_unfenced(django_user
 
 
 def test_a_second_tab_of_the_same_user_is_read_only_and_can_take_over(alice, customer):
-    client = browser(alice)
+    client = logged_in(alice)
     first = ticket_of(open_page(client, customer))
     second_page = open_page(client, customer)
     html = second_page.content.decode()
@@ -307,8 +293,8 @@ def test_a_second_tab_of_the_same_user_is_read_only_and_can_take_over(alice, cus
 
 
 def test_taking_over_someone_elses_lock_needs_the_force_release_permission(alice, bob, customer):
-    ticket = ticket_of(open_page(browser(alice), customer))
-    bobs = browser(bob)
+    ticket = ticket_of(open_page(logged_in(alice), customer))
+    bobs = logged_in(bob)
     take_over = edit_lock_url(customer, "take-over")
     assert bobs.get(take_over).status_code == 403
     assert bobs.post(take_over, {"fencing_token": ticket.fencing_token}).status_code == 403
@@ -316,7 +302,7 @@ def test_taking_over_someone_elses_lock_needs_the_force_release_permission(alice
 
 
 def test_take_over_with_confirmation_is_logged_and_the_holder_is_told(alice, carol, customer):
-    alices, carols = browser(alice), browser(carol)
+    alices, carols = logged_in(alice), logged_in(carol)
     ticket = ticket_of(open_page(alices, customer))
     read_only = open_page(carols, customer).content.decode()
     assert "Take over…" in read_only
@@ -336,22 +322,22 @@ def test_take_over_with_confirmation_is_logged_and_the_holder_is_told(alice, car
 
 
 def test_take_over_of_a_holding_that_changed_since_the_confirmation_changes_nothing(alice, carol, customer):
-    alices = browser(alice)
+    alices = logged_in(alice)
     first = ticket_of(open_page(alices, customer))
     alices.post(edit_lock_url(customer, "release"), {"ticket": str(first)})
     second = ticket_of(open_page(alices, customer))  # alice again, a new holding
-    response = browser(carol).post(edit_lock_url(customer, "take-over"), {"fencing_token": first.fencing_token})
+    response = logged_in(carol).post(edit_lock_url(customer, "take-over"), {"fencing_token": first.fencing_token})
     assert response.status_code == 302
     assert stored(customer).fencing_token == second.fencing_token
     assert not LogEntry.objects.exists()
 
 
 def test_a_force_release_from_the_dashboard_is_told_to_the_holders_page(alice, carol, customer):
-    alices = browser(alice)
+    alices = logged_in(alice)
     ticket = ticket_of(open_page(alices, customer))
     held = stored(customer)
     form = {"key": held.key, "owner": held.owner_name, "fencing_token": held.fencing_token}
-    browser(carol).post("/admin/dynalock_django/lock/release/", form)
+    logged_in(carol).post("/admin/dynalock_django/lock/release/", form)
     told = renew(alices, customer, ticket)
     assert told.status_code == 409
     assert "carol released your edit lock" in told.json()["message"]
@@ -361,7 +347,7 @@ def test_a_force_release_from_the_dashboard_is_told_to_the_holders_page(alice, c
 
 
 def test_renew_keeps_the_lock_with_one_request(alice, customer, requests_made):
-    client = browser(alice)
+    client = logged_in(alice)
     ticket = ticket_of(open_page(client, customer))
     before = stored(customer).record_version_number
     requests_made.reset()
@@ -372,17 +358,17 @@ def test_renew_keeps_the_lock_with_one_request(alice, customer, requests_made):
 
 
 def test_one_user_can_never_renew_or_release_another_users_lock(alice, bob, customer):
-    ticket = ticket_of(open_page(browser(alice), customer))
+    ticket = ticket_of(open_page(logged_in(alice), customer))
     before = stored(customer)
-    bobs = browser(bob)
+    bobs = logged_in(bob)
     assert renew(bobs, customer, ticket).status_code == 409
     assert bobs.post(edit_lock_url(customer, "release"), {"ticket": str(ticket)}).status_code == 409
     after = stored(customer)
     assert (after.record_version_number, after.is_released) == (before.record_version_number, False)
 
 
-def test_the_endpoints_check_csrf(alice, customer):
-    client = browser(alice, enforce_csrf_checks=True)
+def test_renew_release_and_take_over_without_a_csrf_token_are_403_and_change_nothing(alice, customer):
+    client = logged_in(alice, enforce_csrf_checks=True)
     ticket = ticket_of(open_page(client, customer))
     before = stored(customer).record_version_number
     assert renew(client, customer, ticket).status_code == 403
@@ -392,24 +378,23 @@ def test_the_endpoints_check_csrf(alice, customer):
     assert not stored(customer).is_released
 
 
-def test_the_endpoints_check_staff_status_and_permissions(alice, vera, customer, django_user_model):
-    ticket = ticket_of(open_page(browser(alice), customer))
+def test_the_endpoints_check_staff_status_and_permissions(alice, vera, customer, make_staff):
+    ticket = ticket_of(open_page(logged_in(alice), customer))
     anonymous = Client()
     assert renew(anonymous, customer, ticket).status_code == 302  # to the login page
     assert anonymous.get(edit_lock_url(customer, "status")).status_code == 302
-    outsider = django_user_model.objects.create_user("mallory", password="pw")
-    outsider.user_permissions.set(Permission.objects.filter(codename__in=EDITOR))
-    assert renew(browser(outsider), customer, ticket).status_code == 302  # not staff
-    nobody = staff(django_user_model, "nobody")
-    assert browser(nobody).get(edit_lock_url(customer, "status")).status_code == 403
-    veras = browser(vera)  # may view, not change
+    outsider = make_staff("mallory", *EDITOR, is_staff=False)
+    assert renew(logged_in(outsider), customer, ticket).status_code == 302  # not staff
+    nobody = make_staff("nobody")
+    assert logged_in(nobody).get(edit_lock_url(customer, "status")).status_code == 403
+    veras = logged_in(vera)  # may view, not change
     assert renew(veras, customer, ticket).status_code == 403
     assert veras.get(edit_lock_url(customer, "take-over")).status_code == 403
     assert veras.get(edit_lock_url(customer, "status")).json()["holder"] == "alice"
 
 
 def test_the_endpoints_take_only_their_method_and_a_ticket(alice, customer):
-    client = browser(alice)
+    client = logged_in(alice)
     open_page(client, customer)
     assert client.get(edit_lock_url(customer, "renew")).status_code == 405
     assert client.post(edit_lock_url(customer, "status")).status_code == 405
@@ -419,7 +404,7 @@ def test_the_endpoints_take_only_their_method_and_a_ticket(alice, customer):
 
 
 def test_release_frees_the_lock_and_a_read_only_page_hears_it(alice, bob, customer):
-    alices, bobs = browser(alice), browser(bob)
+    alices, bobs = logged_in(alice), logged_in(bob)
     ticket = ticket_of(open_page(alices, customer))
     status = bobs.get(edit_lock_url(customer, "status")).json()
     assert status["state"] == "held"
@@ -430,14 +415,22 @@ def test_release_frees_the_lock_and_a_read_only_page_hears_it(alice, bob, custom
     assert ticket_of(open_page(bobs, customer)) is not None
 
 
-def test_a_tab_that_stopped_renewing_loses_its_lock_after_its_lease(alice, bob, customer, dynalock):
-    with override_settings(DYNALOCK={**dynalock, "EDIT_LEASE_DURATION": 0.5}):
-        open_page(browser(alice), customer)  # and the tab dies: no renewal, no release
-        bobs = browser(bob)
-        assert bobs.get(edit_lock_url(customer, "status")).json()["state"] == "held"
-        time.sleep(0.6)
-        assert bobs.get(edit_lock_url(customer, "status")).json() == {"state": "free"}
-        assert ticket_of(open_page(bobs, customer)) is not None
+def test_a_tab_that_stopped_renewing_loses_its_lock_one_edit_lease_after_the_lock_was_seen(
+    alice, bob, customer, monkeypatch
+):
+    """On a fake clock: the process's client (rebuilt here) reads it for the holder's silence."""
+    clock = FakeClock()
+    monkeypatch.setattr(client_module, "LockClient", functools.partial(LockClient, clock=clock))
+    client_module.close_client(release=False)
+    open_page(logged_in(alice), customer)  # and the tab dies: no renewal, no release
+    bobs = logged_in(bob)
+    assert bobs.get(edit_lock_url(customer, "status")).json()["state"] == "held"
+    clock.advance(DEFAULTS["EDIT_LEASE_DURATION"] - TICK)
+    assert bobs.get(edit_lock_url(customer, "status")).json()["state"] == "held"
+    assert ticket_of(open_page(bobs, customer)) is None
+    clock.advance(TICK)
+    assert bobs.get(edit_lock_url(customer, "status")).json() == {"state": "free"}
+    assert ticket_of(open_page(bobs, customer)) is not None
 
 
 # ---------------------------------------------------------------- deleting
@@ -448,8 +441,8 @@ def delete_url(obj):
 
 
 def test_nothing_is_deleted_while_someone_else_edits(alice, bob, customer):
-    ticket = ticket_of(open_page(browser(alice), customer))
-    bobs = browser(bob)
+    ticket = ticket_of(open_page(logged_in(alice), customer))
+    bobs = logged_in(bob)
     read_only = open_page(bobs, customer).content.decode()
     assert "/delete/" not in read_only  # no delete link on the read-only page
     for send in (bobs.get, lambda url: bobs.post(url, {"post": "yes"})):
@@ -469,7 +462,7 @@ def test_nothing_is_deleted_while_someone_else_edits(alice, bob, customer):
 
 
 def test_the_editor_deletes_from_their_own_change_page(alice, customer, django_capture_on_commit_callbacks):
-    client = browser(alice)
+    client = logged_in(alice)
     ticket = ticket_of(open_page(client, customer))
     # The change page's release (sent as it unloads) has not arrived yet: the user's own lock does not stop them.
     assert client.get(delete_url(customer)).status_code == 200
@@ -492,7 +485,7 @@ def test_a_deletion_holds_the_lock_until_it_commits(alice, customer, requests_ma
     try:
         requests_made.reset()
         with django_capture_on_commit_callbacks(execute=True):
-            response = browser(alice).post(delete_url(customer), {"post": "yes"})
+            response = logged_in(alice).post(delete_url(customer), {"post": "yes"})
     finally:
         post_delete.disconnect(record, sender=Customer)
     assert response.status_code == 302
@@ -504,14 +497,14 @@ def test_a_deletion_holds_the_lock_until_it_commits(alice, customer, requests_ma
 
 
 def test_a_delete_page_without_the_permission_takes_no_lock(vera, customer):
-    assert browser(vera).post(delete_url(customer), {"post": "yes"}).status_code == 403
+    assert logged_in(vera).post(delete_url(customer), {"post": "yes"}).status_code == 403
     assert stored(customer) is None
     assert Customer.objects.filter(pk=customer.pk).exists()
 
 
 def test_without_dynamodb_nothing_is_deleted(alice, customer, dynalock):
     with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": "no-such-table"}):
-        client = browser(alice)
+        client = logged_in(alice)
         response = client.post(delete_url(customer), {"post": "yes"})
         assert response.status_code == 302
         assert "Edit locks are unavailable" in client.get(response.url).content.decode()
@@ -529,8 +522,8 @@ def test_delete_selected_deletes_nothing_while_someone_else_edits_one(
     alice, bob, customer, django_capture_on_commit_callbacks
 ):
     other = Customer.objects.create(name="Globex", plan="free")
-    ticket = ticket_of(open_page(browser(alice), customer))
-    bobs = browser(bob)
+    ticket = ticket_of(open_page(logged_in(alice), customer))
+    bobs = logged_in(bob)
     for confirmed in (False, True):  # the confirmation page, then the deletion itself
         with django_capture_on_commit_callbacks(execute=True):
             html = delete_selected(bobs, customer, other, confirmed=confirmed).content.decode()
@@ -544,7 +537,7 @@ def test_delete_selected_deletes_nothing_while_someone_else_edits_one(
 
 def test_delete_selected_deletes_under_the_locks(alice, customer, requests_made, django_capture_on_commit_callbacks):
     other = Customer.objects.create(name="Globex", plan="free")
-    client = browser(alice)
+    client = logged_in(alice)
     requests_made.reset()
     confirmation = delete_selected(client, customer, other, confirmed=False)
     assert "Are you sure" in confirmation.content.decode()
@@ -562,7 +555,7 @@ def test_delete_selected_deletes_under_the_locks(alice, customer, requests_made,
 def test_the_actions_override_raises_no_deprecation_warning(alice, customer):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # Django 6.1 warns about get_actions() without action_location
-        changelist = browser(alice).get("/admin/desk/customer/")
+        changelist = logged_in(alice).get("/admin/desk/customer/")
     assert 'value="delete_selected"' in changelist.content.decode()
 
 
@@ -571,7 +564,7 @@ def test_the_actions_override_raises_no_deprecation_warning(alice, customer):
 
 def test_without_dynamodb_the_page_is_read_only_and_says_why(alice, customer, dynalock):
     with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": "no-such-table"}):
-        client = browser(alice)
+        client = logged_in(alice)
         page = open_page(client, customer)
         assert "Edit locks are unavailable" in page.content.decode()
         assert 'name="_save"' not in page.content.decode()

@@ -3,27 +3,29 @@
 from __future__ import annotations
 
 import pytest
+from django.db.models import F
 
-from dynalock_django.admin.edit_lock import TICKET_FIELD
+from dynalock_django.admin.edit_locking.tickets import TICKET_FIELD
 from dynalock_django.client import get_client
 from dynalock_django.keys import key_for_instance
 
-from .admin_support import browser, staff, with_token
+from .admin_support import browser, with_token
+from .testapp.admin import TicketAdmin
 from .testapp.models import Tag, Ticket
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
 
 EDITOR = [f"{action}_{model}" for model in ("tag", "ticket") for action in ("view", "change", "add", "delete")]
 
 
 @pytest.fixture
-def alice(django_user_model):
-    return staff(django_user_model, "alice", *EDITOR)
+def alice(make_staff):
+    return make_staff("alice", *EDITOR)
 
 
 @pytest.fixture
-def bob(django_user_model):
-    return staff(django_user_model, "bob", *EDITOR)
+def bob(make_staff):
+    return make_staff("bob", *EDITOR)
 
 
 @pytest.fixture
@@ -74,6 +76,24 @@ def test_list_edits_are_written_through_the_fence(bob, django_capture_on_commit_
     assert ticket.title == "Printer fixed"
     assert ticket.fencing_token == lock.fencing_token  # written under the lock the write took
     assert lock.is_released
+
+
+def test_a_list_edit_is_not_written_when_a_newer_lock_wrote_the_row_after_its_claim(bob, monkeypatch):
+    ticket = Ticket.objects.create(title="Printer on fire")
+    save_form = TicketAdmin.save_form
+
+    def newer_holder_writes_first(model_admin, request, form, change):
+        # The row's lock changed hands between the row's claim and its write, and the new holder wrote it.
+        Ticket.objects.filter(pk=ticket.pk).update(fencing_token=F("fencing_token") + 1)
+        return save_form(model_admin, request, form, change)
+
+    monkeypatch.setattr(TicketAdmin, "save_form", newer_holder_writes_first)
+    bobs = browser(bob, raise_request_exception=False)
+    response = edit_in_list(bobs, "/admin/testapp/ticket/", "id", "title", {ticket.pk: "Printer fixed"})
+    ticket.refresh_from_db()
+    assert ticket.title == "Printer on fire"  # the fence refused the write under the superseded lock
+    assert response.status_code == 200  # back on the list, told why: not a 500
+    assert "Nothing was saved" in response.content.decode()
 
 
 def test_modifying_actions_skip_rows_someone_edits_and_read_only_ones_take_no_lock(alice, bob, tags):

@@ -1,6 +1,11 @@
-"""One test per system check id."""
+"""One test per system check id.
+
+The settings checks make no request: those tests get no table. The deploy checks describe one.
+"""
 
 from __future__ import annotations
+
+import math
 
 import pytest
 from django.core import checks
@@ -11,26 +16,32 @@ from dynalock_django import client as client_module
 from dynalock_django.checks import check_settings, check_table
 from dynalock_django.dynamodb import LockClient
 
-from ..dynamodb_support import make_dynamodb
+from ..dynamodb_support import SHORT_LEASE_SETTINGS, make_dynamodb, unique
 
 
-def ids_for(dynalock, **changes):
-    with override_settings(DYNALOCK={**dynalock, **changes}):
+@pytest.fixture
+def configured():
+    """DYNALOCK as a project has it, with the suite's short leases."""
+    return {"TABLE_NAME": "locks", **SHORT_LEASE_SETTINGS}
+
+
+def ids_for(configured, **changes):
+    with override_settings(DYNALOCK={**configured, **changes}):
         return [message.id for message in check_settings()]
 
 
-def test_the_test_settings_pass(dynalock):
-    assert ids_for(dynalock) == []
+def test_settings_with_the_suites_short_leases_pass_every_check(configured):
+    assert ids_for(configured) == []
 
 
-def test_e001_not_a_dict():
+def test_e001_dynalock_that_is_not_a_dict():
     with override_settings(DYNALOCK=["TABLE_NAME"]):
         [message] = check_settings()
     assert message.id == "dynalock.E001"
 
 
-def test_e002_unknown_key_suggests_the_close_one(dynalock):
-    with override_settings(DYNALOCK={**dynalock, "LEASE_DURATON": 5}):
+def test_e002_unknown_key_suggests_the_close_one(configured):
+    with override_settings(DYNALOCK={**configured, "LEASE_DURATON": 5}):
         [message] = check_settings()
     assert message.id == "dynalock.E002"
     assert "'LEASE_DURATION'" in message.hint
@@ -61,32 +72,48 @@ def test_e002_unknown_key_suggests_the_close_one(dynalock):
         ({"DELETE_ON_RELEASE": True}, "dynalock.W002"),
     ],
 )
-def test_each_bad_value_has_its_id_and_a_hint(dynalock, changes, expected):
-    with override_settings(DYNALOCK={**dynalock, **changes}):
+def test_each_bad_value_has_its_id_and_a_hint(configured, changes, expected):
+    with override_settings(DYNALOCK={**configured, **changes}):
         messages = check_settings()
     assert [m.id for m in messages] == [expected]
     assert messages[0].hint
 
 
-def test_the_e006_hint_says_what_to_change(dynalock):
-    with override_settings(DYNALOCK={**dynalock, "LEASE_DURATION": 10, "HEARTBEAT_PERIOD": 5}):
+@pytest.mark.parametrize("bad", [-1, -0.001, "1.0", True, math.nan, math.inf, [1]])
+def test_e017_max_clock_skew_must_be_none_or_a_finite_number_of_seconds(configured, bad):
+    with override_settings(DYNALOCK={**configured, "MAX_CLOCK_SKEW": bad}):
+        [message] = check_settings()
+    assert message.id == "dynalock.E017"
+    assert "MAX_CLOCK_SKEW" in message.msg
+    assert "None" in message.hint
+
+
+@pytest.mark.parametrize("good", [None, 0, 0.5, 2])
+def test_max_clock_skew_none_zero_or_seconds_pass(configured, good):
+    assert ids_for(configured, MAX_CLOCK_SKEW=good) == []
+
+
+def test_the_e006_hint_says_what_to_change(configured):
+    with override_settings(DYNALOCK={**configured, "LEASE_DURATION": 10, "HEARTBEAT_PERIOD": 5}):
         [message] = check_settings()
     assert "above 10" in message.hint
     assert "below 5" in message.hint
 
 
-def test_plain_check_never_calls_dynamodb(dynalock):
+def test_plain_check_never_calls_dynamodb(configured):
     client_module.close_client()
-    with override_settings(DYNALOCK={**dynalock, "ENDPOINT_URL": "http://127.0.0.1:9"}):
+    with override_settings(DYNALOCK={**configured, "ENDPOINT_URL": "http://127.0.0.1:9"}):
         call_command("check")
         assert client_module._client is None
 
 
-def test_deploy_check_passes_for_a_good_table(dynalock):
+@pytest.mark.dynalock_table
+def test_deploy_check_passes_for_a_good_table():
     assert check_table() == []
     assert checks.run_checks(include_deployment_checks=True, tags=["dynalock"]) == []
 
 
+@pytest.mark.dynalock_table
 def test_e020_missing_table_says_run_createtable(dynalock):
     with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": "no-such-table"}):
         [message] = check_table()
@@ -94,8 +121,9 @@ def test_e020_missing_table_says_run_createtable(dynalock):
     assert "dynalock createtable" in message.hint
 
 
-def test_e021_wrong_key_schema(dynalock):
-    name = "wrong-schema-table"
+@pytest.mark.dynalock_table
+def test_e021_a_table_with_another_key_schema(dynalock):
+    name = unique("wrong-schema")
     make_dynamodb(dynalock["ENDPOINT_URL"]).create_table(
         TableName=name,
         KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
@@ -107,20 +135,21 @@ def test_e021_wrong_key_schema(dynalock):
     assert "dynalock.E021" in ids
 
 
-def test_e022_unreachable_dynamodb(dynalock):
-    with override_settings(DYNALOCK={**dynalock, "ENDPOINT_URL": "http://127.0.0.1:9"}):
+def test_e022_an_unreachable_endpoint(configured):
+    with override_settings(DYNALOCK={**configured, "ENDPOINT_URL": "http://127.0.0.1:9"}):
         [message] = check_table()
     assert message.id == "dynalock.E022"
 
 
-def test_w020_ttl_disabled(dynalock):
-    name = "no-ttl-table"
+@pytest.mark.dynalock_table
+def test_w020_a_table_without_ttl_is_the_only_finding(dynalock):
+    name = unique("no-ttl")
     LockClient(make_dynamodb(dynalock["ENDPOINT_URL"]), name, ttl_attribute=None).create_table()
     with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": name}):
         ids = [message.id for message in check_table()]
     assert ids == ["dynalock.W020"]
 
 
-def test_deploy_check_is_skipped_while_the_settings_are_wrong(dynalock):
-    with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": "x"}):
+def test_deploy_check_is_skipped_while_the_settings_are_wrong(configured):
+    with override_settings(DYNALOCK={**configured, "TABLE_NAME": "x"}):
         assert check_table() == []

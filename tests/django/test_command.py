@@ -18,17 +18,33 @@ from dynalock_django.keys import key_for_instance
 from dynalock_django.leader import EXIT_LEASE_LOST
 from dynalock_django.payload import LockData
 
+from ..dynamodb_support import FaultInjector, unique
 from .testapp.models import Account
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
 
 
 def test_createtable_is_idempotent_and_shows_progress(dynalock):
-    with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": "created-by-command"}):
+    name = unique("created-by-command")
+    with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": name}):
         first = dynalock_output("createtable")
-        assert "Creating table 'created-by-command'" in first
+        assert f"Creating table '{name}'" in first
         assert "is ready (TTL ENABLED)" in first
         assert "already exists" in dynalock_output("createtable")
+
+
+def test_createtable_without_the_ttl_api_creates_the_table_and_warns_every_time(dynalock):
+    """As on dynalite: UpdateTimeToLive answers UnknownOperationException. The command succeeds all the same."""
+    with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": unique("created-without-ttl")}):
+        FaultInjector(get_client().dynamodb).fail("UpdateTimeToLive", code="UnknownOperationException", times=2)
+        for _ in range(2):
+            out, err = StringIO(), StringIO()
+            call_command("dynalock", "createtable", stdout=out, stderr=err)
+            assert "is ready (TTL UNAVAILABLE)" in out.getvalue()
+            assert "expired lock items will not be cleaned up" in err.getvalue()
+        assert "already exists" in out.getvalue()
+        with lock_key("works-all-the-same"):
+            pass
 
 
 def test_createtable_dry_run_prints_the_request_and_creates_nothing(dynalock):
@@ -64,12 +80,12 @@ def test_list_shows_held_locks_with_their_objects_and_filters_by_model():
     assert "2 lock(s)" in dynalock_output("list", "--all")
 
 
-def test_list_rejects_an_unknown_model():
+def test_list_of_an_unknown_model_is_an_error_naming_it():
     with pytest.raises(CommandError, match="Unknown model 'nope.nothing'"):
         dynalock_output("list", "--model", "nope.nothing")
 
 
-def test_show_by_key_and_by_model_and_pk():
+def test_show_finds_the_same_lock_by_key_and_by_model_and_pk():
     account = Account.objects.create(name="Acme")
     with lock_object(account) as lease:
         by_model = dynalock_output("show", "testapp.account", str(account.pk))
@@ -101,13 +117,13 @@ def test_release_of_a_free_lock_says_so():
         dynalock_output("release", "free", "--force", "--yes")
 
 
-def test_run_passes_the_exit_code_through():
+def test_dynalock_run_exits_with_the_commands_exit_code():
     with pytest.raises(SystemExit) as exited:
         dynalock_output("run", "job", "--", sys.executable, "-c", "raise SystemExit(4)")
     assert exited.value.code == 4
 
 
-def test_run_stops_the_command_when_the_lease_is_lost(other_holder):
+def test_dynalock_run_stops_the_command_when_the_lease_is_lost(other_holder):
     script = "import time\nfor _ in range(600): time.sleep(0.1)"
 
     def take_it_away():
@@ -127,7 +143,7 @@ def test_a_missing_table_names_the_fix(dynalock):
         dynalock_output("list")
 
 
-def test_holder_data_is_shown_for_people():
+def test_list_shows_the_holder_and_purpose_from_the_lock_data():
     lease = lock_key("report", purpose="monthly").acquire()
     row = json.loads(dynalock_output("list", "--json"))
     assert row["holder"] == LockData.from_bytes(get_client().get("report").data).holder

@@ -20,7 +20,7 @@ from dynalock_django.payload import LockData
 from ..dynamodb_support import LEASE
 from .testapp.models import Account, Tag
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls(__name__)]
+pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table, pytest.mark.urls(__name__)]
 
 
 @requires_lock(Account)
@@ -137,7 +137,7 @@ def test_lookup_by_slug_waits_for_the_lock_when_asked(client, other_holder):
 
 
 @pytest.mark.django_db(transaction=True)  # the ORM runs in another thread: no test transaction to share
-def test_async_views(async_client, account, other_holder):
+def test_an_async_view_runs_under_the_lock_and_answers_its_status_on_contention(async_client, account, other_holder):
     async def fetch():
         return await async_client.get(f"/async/{account.pk}/")
 
@@ -147,7 +147,7 @@ def test_async_views(async_client, account, other_holder):
     held.release()
 
 
-def test_class_based_views(client, account, other_holder):
+def test_a_class_based_view_runs_under_the_lock_and_is_423_on_contention(client, account, other_holder):
     assert client.get(f"/class/{account.pk}/").content == f"class {key_for_instance(account)}".encode()
     held = hold_as_bob(other_holder, account)
     assert client.get(f"/class/{account.pk}/").status_code == 423

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from io import StringIO
+
 import pytest
 from django.core.management import call_command
 
@@ -10,24 +12,19 @@ from dynalock_django.keys import key_for_instance
 from dynalock_django.payload import LockData
 from testproject.desk.models import Customer
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
 
 
 @pytest.fixture
-def staff(django_user_model):
-    return django_user_model.objects.create_user("alice", password="pw", is_staff=True)
-
-
-@pytest.fixture
-def customer():
-    return Customer.objects.create(name="Acme", plan="pro")
+def staff(make_staff):
+    return make_staff("alice")
 
 
 def form(**changes):
     return {"name": "Acme", "email": "a@acme.example", "phone": "", "plan": "pro", **changes}
 
 
-def test_staff_only(client, customer, django_user_model):
+def test_customer_pages_send_anonymous_and_non_staff_users_to_the_login_page(client, customer, django_user_model):
     assert client.get(f"/customers/{customer.pk}/").status_code == 302  # to the login page
     django_user_model.objects.create_user("guest", password="pw")
     client.login(username="guest", password="pw")
@@ -65,7 +62,7 @@ def test_notes_are_added_under_the_lock(client, staff, customer):
 
 
 def test_demo_setup_seeds_customers_and_staff(dynalock, django_user_model):
-    call_command("demo", "--no-serve", stdout=open("/dev/null", "w"))  # noqa: SIM115
+    call_command("demo", "--no-serve", stdout=StringIO())
     assert Customer.objects.count() == 4
     assert set(django_user_model.objects.filter(is_staff=True).values_list("username", flat=True)) == {
         "alice",

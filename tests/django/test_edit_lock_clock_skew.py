@@ -12,13 +12,13 @@ from django.test import override_settings
 from dynalock_django.dynamodb import LockClient
 from dynalock_django.keys import key_for_instance
 from dynalock_django.payload import LockData
-from testproject.desk.models import Customer
 
 from ..dynamodb_support import HEARTBEAT, make_dynamodb
 from ..protocol.fake_clock import OffsetClock
-from .test_admin_edit_lock import EDITOR, browser, edit_lock_url, open_page, staff, ticket_of
+from .admin_support import logged_in
+from .test_admin_edit_lock import EDITOR, edit_lock_url, open_page, ticket_of
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
 
 EDIT_LEASE = 2.0
 SKEW = 0.5
@@ -26,10 +26,9 @@ FREES_AT = re.compile(r"If that tab was closed, the lock frees at (\d\d:\d\d:\d\
 
 
 @pytest.fixture
-def people(django_user_model):
+def people(make_staff, customer):
     """Alice, who edited the customer in a tab that crashed, and Bob, who opens it next."""
-    alice, bob = (staff(django_user_model, name, *EDITOR) for name in ("alice", "bob"))
-    return alice, bob, Customer.objects.create(name="Acme", plan="pro")
+    return make_staff("alice", *EDITOR), make_staff("bob", *EDITOR), customer
 
 
 def crashed_tab(dynalock, obj, user, *, last_renewed_ago):
@@ -57,14 +56,14 @@ def test_with_max_clock_skew_a_tab_gone_longer_than_its_lease_and_the_bound_free
     alice, bob, customer = people
     crashed_tab(dynalock, customer, alice, last_renewed_ago=EDIT_LEASE + SKEW + 1)
     with override_settings(DYNALOCK={**dynalock, "EDIT_LEASE_DURATION": EDIT_LEASE, "MAX_CLOCK_SKEW": SKEW}):
-        assert ticket_of(open_page(browser(bob), customer)) is not None  # editable at once
+        assert ticket_of(open_page(logged_in(bob), customer)) is not None  # editable at once
 
 
 def test_a_read_only_page_waiting_for_such_a_tab_hears_it_is_free(people, dynalock):
     alice, bob, customer = people
     crashed_tab(dynalock, customer, alice, last_renewed_ago=EDIT_LEASE + SKEW + 1)
     with override_settings(DYNALOCK={**dynalock, "EDIT_LEASE_DURATION": EDIT_LEASE, "MAX_CLOCK_SKEW": SKEW}):
-        assert browser(bob).get(edit_lock_url(customer, "status")).json() == {"state": "free"}
+        assert logged_in(bob).get(edit_lock_url(customer, "status")).json() == {"state": "free"}
 
 
 def test_without_it_the_same_tab_keeps_its_lock_for_a_lease_and_the_page_says_until_when(people, dynalock):
@@ -72,7 +71,7 @@ def test_without_it_the_same_tab_keeps_its_lock_for_a_lease_and_the_page_says_un
     crashed_tab(dynalock, customer, alice, last_renewed_ago=EDIT_LEASE + SKEW + 1)
     with override_settings(DYNALOCK={**dynalock, "EDIT_LEASE_DURATION": EDIT_LEASE}):
         before = datetime.now(UTC)
-        page = open_page(browser(bob), customer)
+        page = open_page(logged_in(bob), customer)
         assert ticket_of(page) is None
         [frees_at] = FREES_AT.findall(page.content.decode())
     # This server first saw the lock now: the clock-free rule lets it go a lease from now (TIME_ZONE is UTC).
@@ -84,7 +83,7 @@ def test_a_tab_renewed_just_now_is_not_freed_by_the_bound_and_its_time_is_said(p
     alice, bob, customer = people
     crashed_tab(dynalock, customer, alice, last_renewed_ago=0.0)
     with override_settings(DYNALOCK={**dynalock, "EDIT_LEASE_DURATION": EDIT_LEASE, "MAX_CLOCK_SKEW": SKEW}):
-        bobs = browser(bob)
+        bobs = logged_in(bob)
         status = bobs.get(edit_lock_url(customer, "status")).json()
         assert status["state"] == "held"
         assert FREES_AT.search(status["message"])

@@ -1,31 +1,34 @@
-"""Edit locks at the edges: pks too long for a DynamoDB key, DynamoDB failing, paths that could inject cookies."""
+"""Edit locks at the edges: pks too long for a DynamoDB key, DynamoDB failing, paths that could inject cookies,
+and what the views leave behind on the request and on the registered admin."""
 
 from __future__ import annotations
 
 import pytest
+from django.contrib import admin
 from django.contrib.admin.utils import quote
+from django.contrib.auth.models import Group
 
-from dynalock_django.admin.edit_lock import HANDOFF_COOKIE, TICKET_FIELD
+from dynalock_django.admin.edit_locking.tickets import HANDOFF_COOKIE, TICKET_FIELD
 from dynalock_django.client import get_client
 from dynalock_django.keys import key_for_instance
 
 from ..dynamodb_support import FaultInjector
-from .admin_support import browser, staff, with_token
+from .admin_support import browser, with_token
 from .testapp.models import Tag, Topic
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
 
-EDITOR = [f"{action}_{model}" for model in ("tag", "topic") for action in ("view", "change", "delete")]
-
-
-@pytest.fixture
-def alice(django_user_model):
-    return staff(django_user_model, "alice", *EDITOR)
+EDITOR = [f"{action}_{model}" for model in ("tag", "topic", "group") for action in ("view", "change", "delete")]
 
 
 @pytest.fixture
-def carol(django_user_model):
-    return staff(django_user_model, "carol", *EDITOR, "force_release")
+def alice(make_staff):
+    return make_staff("alice", *EDITOR)
+
+
+@pytest.fixture
+def carol(make_staff):
+    return make_staff("carol", *EDITOR, "force_release")
 
 
 def test_an_object_whose_key_would_be_too_long_can_be_edited_and_deleted(alice):
@@ -72,3 +75,28 @@ def test_the_handoff_cookie_path_cannot_carry_attributes(alice):
     assert cookie["path"].startswith("/admin/testapp/tag/x%3BDomain")  # the path, escaped
     assert ";" not in cookie["path"]
     assert "Domain=evil" not in cookie.OutputString()
+
+
+def test_the_views_keep_nothing_on_the_request_or_on_the_registered_admin(alice):
+    """What a request decides stays with that request: shared objects look as they did before it."""
+    Tag.objects.create(slug="red", label="Red")
+    group = Group.objects.create(name="support")
+    tag_admin = admin.site.get_model_admin(Tag)
+    registered = dict(vars(tag_admin))
+    client = browser(alice)
+    plain = f"/admin/auth/group/{group.pk}/change/"  # an admin without edit locks
+    saved = client.post(plain, with_token({"name": "support"}))
+    django_sets = {*vars(client.get(plain).wsgi_request), *vars(saved.wsgi_request)}
+
+    ticket = client.get("/admin/testapp/tag/red/change/").context["dynalock"]["state"].ticket
+    requests = [
+        client.get("/admin/testapp/tag/red/change/"),  # read-only: the first page holds the lock
+        client.post("/admin/testapp/tag/red/change/", with_token({"slug": "red", "label": "x", TICKET_FIELD: "x"})),
+        client.post("/admin/testapp/tag/red/change/", with_token({"slug": "red", "label": "y", TICKET_FIELD: ticket})),
+        client.post("/admin/testapp/tag/", with_token({"action": "mark_reviewed", "_selected_action": ["red"]})),
+    ]
+    for response in requests:
+        assert response.status_code in (200, 302)
+        assert set(vars(response.wsgi_request)) - django_sets == set()
+    assert Tag.objects.get().label == "reviewed"  # each request did its work
+    assert vars(tag_admin) == registered

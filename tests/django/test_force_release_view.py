@@ -11,28 +11,14 @@ from dynalock_django.client import get_client
 from dynalock_django.keys import key_for_name
 
 from ..dynamodb_support import FaultInjector
-from .admin_support import RELEASE, browser, put_item, release_form, staff, with_token
+from .admin_support import RELEASE, browser, held_by, release_form, with_token
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
 
 
 @pytest.fixture
-def carol(django_user_model):
-    return staff(django_user_model, "carol", "view_lock", "force_release")
-
-
-def held_by(owner, key, token="7"):
-    """An item held by ``owner`` for an hour, written as another client would."""
-    put_item(
-        {
-            "key": {"S": key},
-            "ownerName": {"S": owner},
-            "leaseDuration": {"S": "3600000"},
-            "recordVersionNumber": {"S": f"rvn-{owner}"},
-            "fencingToken": {"N": token},
-        }
-    )
-    return get_client().get(key)
+def carol(make_staff):
+    return make_staff("carol", "view_lock", "force_release")
 
 
 @pytest.mark.parametrize("method", ["head", "options", "trace", "put", "patch", "delete"])

@@ -19,9 +19,9 @@ from dynalock_django.exceptions import InvalidLockRequest
 from dynalock_django.keys import key_for_instance
 from testproject.desk.models import Customer
 
-from .admin_support import DASHBOARD, RELEASE, browser, put_item, staff
+from .admin_support import DASHBOARD, RELEASE, browser, put_item
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
 
 LAST_MILLISECOND = "253402300799999"  # 9999-12-31T23:59:59.999Z: any zone east of UTC is past year 9999
 
@@ -45,14 +45,9 @@ def dynalock_output(*args):
 
 
 @pytest.fixture
-def customer():
-    return Customer.objects.create(name="Acme", plan="pro")
-
-
-@pytest.fixture
-def carol(django_user_model):
+def carol(make_staff):
     editor = [f"{action}_customer" for action in ("view", "change")]
-    return staff(django_user_model, "carol", "view_lock", "force_release", *editor)
+    return make_staff("carol", "view_lock", "force_release", *editor)
 
 
 @override_settings(TIME_ZONE="Asia/Tokyo")

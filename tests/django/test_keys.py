@@ -6,6 +6,7 @@ import uuid
 from urllib.parse import quote
 
 import pytest
+from django.conf import settings
 from django.test import override_settings
 from hypothesis import given
 from hypothesis import strategies as st
@@ -74,8 +75,8 @@ def test_invalid_pk_values_are_refused():
         key_for_model(Ticket, "not-a-uuid")
 
 
-def test_key_prefix_applies_to_every_key_and_is_stripped_when_parsing(dynalock):
-    with override_settings(DYNALOCK={**dynalock, "KEY_PREFIX": "crm/"}):
+def test_key_prefix_applies_to_every_key_and_is_stripped_when_parsing():
+    with override_settings(DYNALOCK={**settings.DYNALOCK, "KEY_PREFIX": "crm/"}):
         assert key_for_model(Account, 1) == "crm/testapp.account:1"
         assert key_for_name("nightly") == "crm/nightly"
         assert parse_key("crm/testapp.account:1").model is Account

@@ -15,8 +15,10 @@ from dynalock_django.leader import EXIT_LEASE_LOST, run_while_leader
 
 from ..dynamodb_support import HEARTBEAT, LEASE
 
+pytestmark = pytest.mark.dynalock_table
 
-def test_one_leader_at_a_time():
+
+def test_a_second_leadership_times_out_while_the_first_is_held():
     with Leadership("scheduler") as leader:
         assert leader.is_leader()
         with pytest.raises(LockTimeout):
@@ -34,12 +36,12 @@ def test_a_leader_is_told_when_it_loses(other_holder):
     assert told == [leader.lease]
 
 
-def test_run_passes_the_exit_code_through():
+def test_run_while_leader_returns_the_commands_exit_code_and_releases():
     assert run_while_leader("job", [sys.executable, "-c", "raise SystemExit(3)"]) == 3
     assert get_client().get("job").is_released
 
 
-def test_run_stops_the_command_when_the_lease_is_lost(other_holder):
+def test_run_while_leader_stops_the_command_soon_after_the_lease_is_lost(other_holder):
     def take_it_away():
         while (held := other_holder.get("job")) is None:
             time.sleep(0.05)

@@ -7,7 +7,6 @@ import threading
 
 import pytest
 
-import dynalock_django
 from dynalock_django import lock_key, lock_model, lock_object, signals
 from dynalock_django.client import get_client
 from dynalock_django.exceptions import LockLost, LockNotAcquired, LockTimeout
@@ -17,7 +16,7 @@ from dynalock_django.payload import LockData
 from ..dynamodb_support import HEARTBEAT, LEASE
 from .testapp.models import Account
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
 
 
 @pytest.fixture
@@ -142,7 +141,7 @@ def test_async_with_takes_the_lock_off_the_event_loop(account):
                 await asyncio.sleep(0.01)
 
         ticker = asyncio.create_task(tick())
-        async with dynalock_django.alock_object(account) as lease:
+        async with lock_object(account) as lease:
             held = lease.is_held()
         ticker.cancel()
         return held, ticks
@@ -153,17 +152,10 @@ def test_async_with_takes_the_lock_off_the_event_loop(account):
     assert ticks >= 1  # the loop kept running while the lock was taken
 
 
-def test_async_decorator(account):
+def test_lock_key_decorating_a_coroutine_holds_the_lock_while_it_runs(account):
     @lock_key("async-job")
     async def job():
         return get_client().get("async-job").is_released
 
     assert asyncio.run(job()) is False
     assert get_client().get("async-job").is_released
-
-
-def test_public_names_are_all_importable():
-    for name in dynalock_django.__all__:
-        assert getattr(dynalock_django, name) is not None
-    exported = set(dynalock_django.__all__)
-    assert {"lock_object", "requires_lock", "fenced_save", "StaleFencingToken", "Leadership"} <= exported

@@ -1,13 +1,10 @@
-"""``MAX_CLOCK_SKEW``: checked (dynalock.E017), passed to the process's client, and so used by ``Leadership``."""
+"""``MAX_CLOCK_SKEW``: passed to the process's client, and so used by ``Leadership`` (its check: test_checks.py)."""
 
 from __future__ import annotations
-
-import math
 
 import pytest
 from django.test import override_settings
 
-from dynalock_django.checks import check_settings
 from dynalock_django.client import get_client
 from dynalock_django.dynamodb import LockClient, LockTimeout
 from dynalock_django.leader import Leadership
@@ -16,20 +13,12 @@ from dynalock_django.locks import lock_key
 from ..dynamodb_support import HEARTBEAT, LEASE, RequestCounter, make_dynamodb
 from ..protocol.fake_clock import OffsetClock
 
-
-@pytest.mark.parametrize("bad", [-1, -0.001, "1.0", True, math.nan, math.inf, [1]])
-def test_e017_max_clock_skew_must_be_none_or_a_finite_number_of_seconds(dynalock, bad):
-    with override_settings(DYNALOCK={**dynalock, "MAX_CLOCK_SKEW": bad}):
-        messages = check_settings()
-    assert [message.id for message in messages] == ["dynalock.E017"]
-    assert "MAX_CLOCK_SKEW" in messages[0].msg
-    assert "None" in messages[0].hint
+pytestmark = pytest.mark.dynalock_table
 
 
 @pytest.mark.parametrize("good", [None, 0, 0.5, 2])
-def test_max_clock_skew_none_zero_or_seconds_pass_and_reach_the_client(dynalock, good):
+def test_max_clock_skew_reaches_the_client(dynalock, good):
     with override_settings(DYNALOCK={**dynalock, "MAX_CLOCK_SKEW": good}):
-        assert check_settings() == []
         assert get_client().max_clock_skew == good
     assert get_client().max_clock_skew is None  # the default
 

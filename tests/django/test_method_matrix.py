@@ -21,15 +21,15 @@ from django.http import HttpResponse
 from django.urls import include, path
 
 from dynalock_django import requires_lock
-from dynalock_django.admin.edit_lock import TICKET_FIELD
+from dynalock_django.admin.edit_locking.tickets import TICKET_FIELD
 from dynalock_django.client import get_client
 from dynalock_django.keys import key_for_instance
 from testproject.desk.models import Customer
 
-from .admin_support import DASHBOARD, RELEASE, browser, put_item, staff, table_items, with_token
+from .admin_support import DASHBOARD, RELEASE, browser, held_by, table_items, with_token
 from .testapp.models import Account, Tag
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls(__name__)]
+pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table, pytest.mark.urls(__name__)]
 
 
 @requires_lock(Account)
@@ -61,18 +61,6 @@ class Target:
     changes: bool = False  # what the permitted POST with its token must do
 
 
-def held_item(key: str, owner: str = "job-host", token: str = "7") -> None:
-    put_item(
-        {
-            "key": {"S": key},
-            "ownerName": {"S": owner},
-            "leaseDuration": {"S": "3600000"},
-            "recordVersionNumber": {"S": f"rvn-{owner}"},
-            "fencingToken": {"N": token},
-        }
-    )
-
-
 def edit_page_ticket(client, obj) -> str:
     page = client.get(f"/admin/{obj._meta.app_label}/{obj._meta.model_name}/{obj.pk}/change/")
     return str(page.context["dynalock"]["state"].ticket)
@@ -101,7 +89,7 @@ def targets(users: dict[str, Any]) -> dict[str, Callable[[], Target]]:
         return setup
 
     def force_release() -> Target:
-        held_item("nightly")
+        held_by("job-host", "nightly")
         return Target(f"{RELEASE}?key=nightly", {"key": "nightly", "owner": "job-host", "fencing_token": "7"}, True)
 
     def change_page() -> Target:
@@ -133,7 +121,7 @@ def targets(users: dict[str, Any]) -> dict[str, Callable[[], Target]]:
 
     def locked_response() -> Target:
         account = Account.objects.create(name="Acme")
-        held_item(key_for_instance(account), owner="someone-else")
+        held_by("someone-else", key_for_instance(account))
         return Target(f"/accounts/{account.pk}/deposit/")
 
     return {
@@ -173,12 +161,12 @@ def state() -> tuple[Any, ...]:
     return table_items(), database
 
 
-def test_only_a_permitted_post_with_its_token_changes_anything(django_user_model):
+def test_only_a_permitted_post_with_its_token_changes_anything(make_staff):
     users = {
-        "non-staff": staff(django_user_model, "nadia", *PERMISSIONS, is_staff=False),
-        "staff without permission": staff(django_user_model, "sam"),
-        "permitted": staff(django_user_model, "pat", *PERMISSIONS),
-        "alice": staff(django_user_model, "alice", *PERMISSIONS),
+        "non-staff": make_staff("nadia", *PERMISSIONS, is_staff=False),
+        "staff without permission": make_staff("sam"),
+        "permitted": make_staff("pat", *PERMISSIONS),
+        "alice": make_staff("alice", *PERMISSIONS),
     }
     clients = {role: browser(users.get(role)) for role in ROLES}
     statuses: dict[tuple[str, str, str], int] = {}

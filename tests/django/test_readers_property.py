@@ -32,12 +32,11 @@ from dynalock_django.client import get_client
 from dynalock_django.conf import dynalock_settings
 from dynalock_django.keys import key_for_instance
 from dynalock_django.payload import LockData
-from testproject.desk.models import Customer
 
-from .admin_support import DASHBOARD, RELEASE, browser, put_item, staff
+from .admin_support import DASHBOARD, RELEASE, browser, put_item
 from .testapp.models import Account
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls(__name__)]
+pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table, pytest.mark.urls(__name__)]
 
 
 @requires_lock(Account)
@@ -159,12 +158,9 @@ def assert_terminal_safe(text: str) -> None:
 
 
 @override_settings(TIME_ZONE="Asia/Tokyo")  # a zone east of UTC: dates near the calendar's end overflow
-def test_every_reader_survives_any_item_and_escapes_it(django_user_model):
-    customer = Customer.objects.create(name="Acme", plan="pro")
+def test_every_reader_survives_any_item_and_escapes_it(customer, make_staff, django_user_model):
     account = Account.objects.create(name="Acme")
-    editor = staff(
-        django_user_model, "carol", "view_lock", "force_release", "view_customer", "change_customer", "view_account"
-    )
+    editor = make_staff("carol", "view_lock", "force_release", "view_customer", "change_customer", "view_account")
     staff_client, anonymous, member = browser(editor), browser(), browser(django_user_model.objects.create_user("m"))
     fixed_keys = [key_for_instance(customer), key_for_instance(account)]
     change_page = f"/admin/desk/customer/{customer.pk}/change/"

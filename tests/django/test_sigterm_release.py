@@ -14,6 +14,8 @@ from dynalock_django.locks import lock_key
 from ..dynamodb_support import PATIENCE
 from .processes import ROOT, manage_py_environment, wait_for
 
+pytestmark = pytest.mark.dynalock_table
+
 
 def hold_lock(dynalock, tmp_path, *options):
     ready = tmp_path / "ready"

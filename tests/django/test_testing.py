@@ -1,7 +1,16 @@
-"""dynalock_django.testing gives users' test cases a working lock table."""
+"""dynalock_django.testing on its own: each helper gives a test a working lock table of its own.
+
+Nothing here has the suite's table (no ``dynalock_table`` marker): what passes here is
+the helpers' doing. The last test runs them in a project of a user's, in a process of
+its own, without this suite's conftest, settings or AWS variables.
+"""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
 from typing import ClassVar
 
 from django.conf import settings
@@ -9,7 +18,33 @@ from django.test import SimpleTestCase
 
 from dynalock_django import lock_key
 from dynalock_django.client import get_client
-from dynalock_django.testing import DynalockTestMixin
+from dynalock_django.testing import ENDPOINT_ENV, DynalockTestMixin, local_endpoint_url, lock_table
+from tests.settings import NO_TABLE
+
+
+def test_this_module_runs_without_the_suites_table(request):
+    assert "dynalock" not in request.fixturenames
+    assert settings.DYNALOCK == NO_TABLE
+
+
+def test_lock_table_gives_each_block_a_new_table_and_restores_the_settings():
+    with lock_table(KEY_PREFIX="t:") as first:
+        assert first == settings.DYNALOCK
+        assert first["TABLE_NAME"].startswith("dynalock-test-")
+        assert get_client().check_table().is_usable
+        held = lock_key("job").acquire()  # and left held: the next block must not see it
+        assert held.key == "t:job"
+    assert settings.DYNALOCK == NO_TABLE
+    with lock_table(KEY_PREFIX="t:") as second:
+        assert second["TABLE_NAME"] != first["TABLE_NAME"]
+        with lock_key("job", blocking=False) as lease:
+            assert lease.fencing_token is not None
+    assert settings.DYNALOCK == NO_TABLE
+
+
+def test_an_endpoint_named_in_the_environment_replaces_the_local_one(monkeypatch):
+    monkeypatch.setenv(ENDPOINT_ENV, "http://dynamodb.test:8000")
+    assert local_endpoint_url() == "http://dynamodb.test:8000"
 
 
 class MixinTests(DynalockTestMixin, SimpleTestCase):
@@ -26,3 +61,52 @@ def test_the_pytest_fixture_points_dynalock_at_a_fresh_table(dynalock_table):
     assert settings.DYNALOCK["TABLE_NAME"] == dynalock_table["TABLE_NAME"]
     assert list(get_client().scan()) == []
     assert get_client().check_table().is_usable
+
+
+USER_SETTINGS = """
+SECRET_KEY = "x"
+INSTALLED_APPS = ["django.contrib.contenttypes", "django.contrib.auth", "dynalock_django"]
+DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
+USE_TZ = True
+"""
+
+USER_TESTS = """
+from django.test import TestCase
+
+from dynalock_django import lock_key
+from dynalock_django.client import get_client
+from dynalock_django.testing import DynalockTestMixin
+
+
+def test_with_the_fixture(dynalock_table):
+    with lock_key("job") as lease:
+        assert get_client().get("job").fencing_token == lease.fencing_token
+
+
+class EditTests(DynalockTestMixin, TestCase):
+    dynalock_overrides = {"LEASE_DURATION": 2.0, "HEARTBEAT_PERIOD": 0.5}
+
+    def test_with_the_mixin(self):
+        with lock_key("job") as lease:
+            assert lease.remaining() <= 2.0
+        assert get_client().get("job").is_released
+"""
+
+
+def test_a_users_project_gets_working_tables_from_the_docs_setup_alone(tmp_path):
+    """docs/django/testing.md, followed: the plugin in conftest.py, the fixture and the mixin."""
+    (tmp_path / "user_settings.py").write_text(USER_SETTINGS)
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["dynalock_django.testing"]\n')
+    (tmp_path / "test_user.py").write_text(textwrap.dedent(USER_TESTS))
+    env = {name: value for name, value in os.environ.items() if not name.startswith(("AWS_", "DYNALOCK_", "DJANGO_"))}
+    env |= {"DJANGO_SETTINGS_MODULE": "user_settings", "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", str(tmp_path)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed" in done.stdout

@@ -12,9 +12,10 @@ from dynalock_django import lock_object, requires_lock
 from dynalock_django.client import get_client
 from dynalock_django.keys import key_for_instance
 
+from ..dynamodb_support import HEARTBEAT
 from .testapp.models import Account
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.dynalock_table]
 
 
 class Rollback(Exception):
@@ -34,7 +35,7 @@ def test_released_only_after_commit():
     assert is_released(account)
 
 
-def test_released_after_rollback():
+def test_released_when_the_transaction_rolls_back():
     account = Account.objects.create(name="Acme")
     with pytest.raises(Rollback), transaction.atomic():
         with lock_object(account):
@@ -52,6 +53,18 @@ def test_released_when_its_savepoint_rolls_back_while_the_outer_transaction_goes
                 pass
             raise Rollback
         assert is_released(account)
+
+
+def test_a_lock_lost_before_its_transaction_commits_is_logged_and_the_commit_goes_through(other_holder, caplog):
+    account = Account.objects.create(name="Acme")
+    with transaction.atomic():
+        with lock_object(account) as lease:
+            Account.objects.filter(pk=account.pk).update(balance=10)
+        other_holder.force_release(other_holder.get(lease.key), released_by="ops")
+        assert lease.wait_until_lost(HEARTBEAT + 0.5)
+    assert Account.objects.get(pk=account.pk).balance == 10  # nobody is left to raise to at commit
+    assert f"Lock {lease.key!r} was lost before its transaction ended" in caplog.text
+    assert get_client().get(lease.key).released_by == "ops"  # our late release changed nothing
 
 
 def test_outside_a_transaction_released_at_the_end_of_the_block():

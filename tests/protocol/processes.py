@@ -7,24 +7,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dynalock_django.dynamodb import LockClient
-
-from ..dynamodb_support import HEARTBEAT, LEASE, REFRESH, make_dynamodb
-
-
-def client_for(endpoint_url: str, table_name: str) -> LockClient:
-    return LockClient(
-        make_dynamodb(endpoint_url),
-        table_name,
-        lease_duration=LEASE,
-        heartbeat_period=HEARTBEAT,
-        refresh_period=REFRESH,
-    )
+from ..dynamodb_support import make_dynamodb, short_lease_client
 
 
 def increment_under_lock(endpoint_url: str, table_name: str, key: str, counter: str, rounds: int, results: Any) -> None:
     """Read-modify-write a counter file ``rounds`` times, each under the lock; report every interval."""
-    client = client_for(endpoint_url, table_name)
+    client = short_lease_client(make_dynamodb(endpoint_url), table_name)
     intervals = []
     path = Path(counter)
     for _ in range(rounds):
@@ -45,7 +33,7 @@ def hold_and_report(
     endpoint_url: str, table_name: str, key: str, safe_until: Any, acquired: Any, hold_for: float
 ) -> None:
     """Hold ``key``, publishing the lease's safe_until, until killed or ``hold_for`` passes."""
-    client = client_for(endpoint_url, table_name)
+    client = short_lease_client(make_dynamodb(endpoint_url), table_name)
     lease = client.acquire(key, timeout=30)
     acquired.set()
     held_checks = []

@@ -36,13 +36,13 @@ def test_acquire_grants_a_lease_with_token_owner_and_data(make_client, dynamodb,
     assert lease.remaining() == 0
 
 
-def test_failed_try_acquire_costs_one_request_and_names_the_holder(make_client, dynamodb, key):
+def test_failed_try_acquire_costs_one_request_and_names_the_holder(make_client, dynamodb, key, store):
     holder = make_client()
     lease = holder.acquire(key)
     counter = RequestCounter(dynamodb)
     waiter = make_client(dynamodb)
     assert waiter.try_acquire(key) is None
-    assert dict(counter.calls) == {"UpdateItem": 1}
+    assert dict(counter.calls) == store.refused_update_costs
     lease.release()
 
 

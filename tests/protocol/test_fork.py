@@ -32,7 +32,9 @@ def run_in_child(check):
 
 
 @pytest.mark.parametrize("pass_factory", [False, True], ids=["client-instance", "client-factory"])
-def test_a_forked_child_starts_clean(endpoint_url, make_client, key, pass_factory):
+def test_a_forked_child_has_its_own_owner_and_connection_and_none_of_the_parents_leases(
+    endpoint_url, make_client, key, pass_factory
+):
     client = make_client((lambda: make_dynamodb(endpoint_url)) if pass_factory else make_dynamodb(endpoint_url))
     lease = client.acquire(key)
     parent = {"owner": client.owner_name, "dynamodb": id(client.dynamodb)}

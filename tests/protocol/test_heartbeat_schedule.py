@@ -124,6 +124,33 @@ def test_a_lease_never_renewed_is_lost_exactly_when_its_safe_time_ends_naming_th
     assert not lease.is_held()
 
 
+class SlowFailure(Recorder):
+    """A renewal that fails only after ``takes`` seconds: its answer may come after the safe time ended."""
+
+    def __init__(self, clock: FakeClock, takes: float) -> None:
+        super().__init__(clock)
+        self.takes = takes
+
+    def renew(self, lease) -> None:
+        self.clock.advance(self.takes)
+        super().renew(lease)
+
+
+def test_a_renewal_failing_as_the_safe_time_ends_still_wakes_the_heartbeat_to_expire_the_lease(clock):
+    recorder, lease = SlowFailure(clock, takes=1.0), held_lease(clock, lease_duration=LEASE)
+    heartbeat = heartbeat_for(clock, recorder, [lease])
+    recorder.failing = DynamoDBUnavailable("InternalServerError")
+    clock.now = lease.safe_until - 0.5  # due for a renewal whose failure arrives after the safe time
+
+    next_wake = heartbeat.beat()
+
+    assert not lease.is_held()  # out of time
+    assert recorder.expired == []  # not yet reported lost
+    assert next_wake <= clock.now  # so the heartbeat looks again at once, not after an idle minute
+    heartbeat.beat()
+    assert len(recorder.expired) == 1
+
+
 def test_with_nothing_to_renew_the_heartbeat_sleeps_long(clock):
     heartbeat = heartbeat_for(clock, Recorder(clock), [])
     assert heartbeat.beat() == clock.now + IDLE_WAKE_SECONDS

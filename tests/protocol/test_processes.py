@@ -16,7 +16,6 @@ from dynalock_django.dynamodb import LockTimeout
 
 from ..dynamodb_support import HEARTBEAT, LEASE
 from . import processes
-from .processes import client_for
 
 PROCESSES, ROUNDS = 8, 50
 spawn = multiprocessing.get_context("spawn")
@@ -64,7 +63,7 @@ def collect(results, workers, timeout=300.0):
     return batches
 
 
-def test_a_killed_holder_is_taken_over_after_its_lease_and_not_before(endpoint_url, table_name, key):
+def test_a_killed_holder_is_taken_over_after_its_lease_and_not_before(endpoint_url, table_name, make_client, key):
     safe_until, acquired = spawn.Value("d", 0.0), spawn.Event()
     holder = spawn.Process(
         target=processes.hold_and_report, args=(endpoint_url, table_name, key, safe_until, acquired, 60.0)
@@ -72,7 +71,7 @@ def test_a_killed_holder_is_taken_over_after_its_lease_and_not_before(endpoint_u
     holder.start()
     assert acquired.wait(30)
     taken: list[float] = []
-    waiter = client_for(endpoint_url, table_name)
+    waiter = make_client()
 
     def wait_for_the_lock() -> None:
         lease = waiter.acquire(key, timeout=10 * LEASE)
@@ -95,14 +94,14 @@ def test_a_killed_holder_is_taken_over_after_its_lease_and_not_before(endpoint_u
     assert taken[0] > killed_at
 
 
-def test_a_heartbeating_holder_process_is_never_taken_over(endpoint_url, table_name, key):
+def test_a_heartbeating_holder_process_is_never_taken_over(endpoint_url, table_name, make_client, key):
     safe_until, acquired = spawn.Value("d", 0.0), spawn.Event()
     holder = spawn.Process(
         target=processes.hold_and_report, args=(endpoint_url, table_name, key, safe_until, acquired, 4 * LEASE)
     )
     holder.start()
     assert acquired.wait(30)
-    waiter = client_for(endpoint_url, table_name)
+    waiter = make_client()
     with pytest.raises(LockTimeout):
         waiter.acquire(key, timeout=3 * LEASE)
     holder.join(30)

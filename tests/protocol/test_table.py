@@ -4,29 +4,44 @@ from __future__ import annotations
 
 import pytest
 
-from dynalock_django.dynamodb import InvalidLockRequest, LockClient, TableNotFound, TableSchemaError
+from dynalock_django.dynamodb import InvalidLockRequest, TableNotFound, TableSchemaError
 
-from ..dynamodb_support import unique
+from ..dynamodb_support import FaultInjector, unique
 
 
-def test_create_table_is_on_demand_with_ttl_and_idempotent(endpoint_url, dynamodb):
-    client = LockClient(dynamodb, unique("created"), lease_duration=1, heartbeat_period=0.25)
+def test_create_table_is_on_demand_with_ttl_and_idempotent(store, make_client, dynamodb):
+    client = make_client(dynamodb, table=unique("created"))
+    ttl = ("ENABLED", "ttl") if store.supports("ttl") else ("UNAVAILABLE", None)
     progress: list[str] = []
     description = client.create_table(on_progress=progress.append)
-    assert description.status == "ACTIVE"
+    assert description.status == "ACTIVE"  # dynalite keeps a new table CREATING for a while: it waited
     assert description.partition_key == ("key", "S")
     assert description.sort_key is None
     assert description.billing_mode == "PAY_PER_REQUEST"
-    assert (description.ttl_status, description.ttl_attribute) == ("ENABLED", "ttl")
+    assert (description.ttl_status, description.ttl_attribute) == ttl
     assert description.is_usable
     assert any("Creating" in line for line in progress)
     again: list[str] = []
-    assert client.create_table(on_progress=again.append).is_usable
+    description = client.create_table(on_progress=again.append)
+    assert description.is_usable
+    assert (description.ttl_status, description.ttl_attribute) == ttl
     assert any("already exists" in line for line in again)
 
 
-def test_create_table_provisioned(dynamodb):
-    client = LockClient(dynamodb, unique("provisioned"), lease_duration=1, heartbeat_period=0.25)
+def test_create_table_without_the_ttl_api_creates_a_usable_table(make_client, dynamodb):
+    """As on dynalite, here on any store: UpdateTimeToLive answers UnknownOperationException."""
+    FaultInjector(dynamodb).fail("UpdateTimeToLive", code="UnknownOperationException", times=2)
+    client = make_client(dynamodb, table=unique("no-ttl"))
+    for _ in range(2):  # and again: idempotent
+        progress: list[str] = []
+        description = client.create_table(on_progress=progress.append)
+        assert (description.status, description.ttl_status, description.is_usable) == ("ACTIVE", "UNAVAILABLE", True)
+        assert any("TTL is unavailable" in line for line in progress)
+    client.acquire("k").release()
+
+
+def test_create_table_with_provisioned_capacity_asks_for_it_and_gets_it(make_client, dynamodb):
+    client = make_client(dynamodb, table=unique("provisioned"))
     assert client.create_table_request(provisioned=(5, 2))["ProvisionedThroughput"] == {
         "ReadCapacityUnits": 5,
         "WriteCapacityUnits": 2,
@@ -34,8 +49,8 @@ def test_create_table_provisioned(dynamodb):
     assert client.create_table(provisioned=(5, 2)).billing_mode == "PROVISIONED"
 
 
-def test_create_table_request_is_the_dry_run(dynamodb):
-    client = LockClient(dynamodb, "locks", lease_duration=1, heartbeat_period=0.25, sort_key_name="sk")
+def test_create_table_request_is_the_dry_run(make_client, dynamodb):
+    client = make_client(dynamodb, table="locks", sort_key_name="sk")
     assert client.create_table_request() == {
         "TableName": "locks",
         "KeySchema": [{"AttributeName": "key", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
@@ -47,8 +62,8 @@ def test_create_table_request_is_the_dry_run(dynamodb):
     }
 
 
-def test_a_missing_table_is_a_clear_error_with_the_original_attached(dynamodb):
-    client = LockClient(dynamodb, unique("missing"), lease_duration=1, heartbeat_period=0.25)
+def test_a_missing_table_is_a_clear_error_with_the_original_attached(make_client, dynamodb):
+    client = make_client(dynamodb, table=unique("missing"))
     for operation in (lambda: client.acquire("k", timeout=1), lambda: client.get("k"), client.describe_table):
         with pytest.raises(TableNotFound, match="create_table") as caught:
             operation()
@@ -56,7 +71,7 @@ def test_a_missing_table_is_a_clear_error_with_the_original_attached(dynamodb):
         assert "ResourceNotFoundException" in str(caught.value.original)
 
 
-def test_a_table_with_another_key_schema_is_refused(dynamodb):
+def test_a_table_with_another_key_schema_is_refused(make_client, dynamodb):
     name = unique("wrong-schema")
     dynamodb.create_table(
         TableName=name,
@@ -64,7 +79,9 @@ def test_a_table_with_another_key_schema_is_refused(dynamodb):
         AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )
-    client = LockClient(dynamodb, name, lease_duration=1, heartbeat_period=0.25)
+    # A table is not found by item requests until it is ACTIVE (DynamoDB, dynalite; moto makes it ACTIVE at once).
+    dynamodb.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 0.05, "MaxAttempts": 100})
+    client = make_client(dynamodb, table=name)
     with pytest.raises(TableSchemaError, match="partition key is id \\(S\\), the client expects key"):
         client.check_table()
     with pytest.raises(TableSchemaError, match="different key schema"):
@@ -73,10 +90,11 @@ def test_a_table_with_another_key_schema_is_refused(dynamodb):
         client.create_table()
 
 
-def test_ttl_on_another_attribute_is_reported(dynamodb):
+@pytest.mark.requires("ttl")
+def test_ttl_on_another_attribute_is_reported(make_client, dynamodb):
     name = unique("other-ttl")
-    LockClient(dynamodb, name, lease_duration=1, heartbeat_period=0.25, ttl_attribute="expires").create_table()
-    client = LockClient(dynamodb, name, lease_duration=1, heartbeat_period=0.25)
+    make_client(dynamodb, table=name, ttl_attribute="expires").create_table()
+    client = make_client(dynamodb, table=name)
     assert client.describe_table().problems == (
         "TTL is enabled on 'expires', not on 'ttl': released locks will never be cleaned up; "
         "set ttl_attribute to match",

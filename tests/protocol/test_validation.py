@@ -20,13 +20,13 @@ from dynalock_django.dynamodb import ConfigurationError, InvalidLockRequest, Loc
         ({"ttl_attribute": ""}, "ttl_attribute must be a non-empty string or None"),
     ],
 )
-def test_bad_client_options(dynamodb, options, message):
+def test_a_bad_client_option_is_a_configuration_error_naming_it(dynamodb, options, message):
     with pytest.raises(ConfigurationError, match=message):
         LockClient(dynamodb, "locks", **options)
 
 
 @pytest.mark.parametrize("name", ["ab", "has space", "x" * 256, None])
-def test_bad_table_names(dynamodb, name):
+def test_an_invalid_table_name_is_refused_with_the_rule(dynamodb, name):
     with pytest.raises(ConfigurationError, match="Invalid DynamoDB table name"):
         LockClient(dynamodb, name)
 
@@ -39,12 +39,12 @@ def test_bad_table_names(dynamodb, name):
         ("é" * 1025, "2050 bytes in UTF-8, over DynamoDB's 2048-byte limit"),
     ],
 )
-def test_bad_keys(make_client, key, message):
+def test_an_empty_non_string_or_oversized_key_is_refused_naming_the_problem(make_client, key, message):
     with pytest.raises(InvalidLockRequest, match=message):
         make_client().try_acquire(key)
 
 
-def test_a_key_at_the_limit_works(make_client):
+def test_a_key_of_exactly_2048_bytes_is_locked_and_read_back(make_client):
     client = make_client()
     lease = client.acquire("k" * 2048)
     assert client.get("k" * 2048).record_version_number == lease.record_version_number
@@ -63,12 +63,12 @@ def test_data_must_be_bytes_and_fit_the_item(make_client, key):
     lease.release()
 
 
-def test_bad_timeouts(make_client, key):
+def test_a_negative_timeout_is_refused(make_client, key):
     with pytest.raises(InvalidLockRequest, match="timeout must be a number of seconds >= 0"):
         make_client().acquire(key, timeout=-1)
 
 
-def test_sort_key_without_a_sort_key_table(make_client, key):
+def test_a_sort_key_for_a_client_without_a_sort_key_name_is_refused(make_client, key):
     with pytest.raises(InvalidLockRequest, match="no sort_key_name"):
         make_client().acquire(key, sort_key="x")
 
@@ -90,7 +90,7 @@ def test_a_closed_client_refuses_to_lock(make_client, key):
         ({"lease_duration": 0, "keep_alive": False}, ConfigurationError, "lease_duration must be a positive number"),
     ],
 )
-def test_bad_acquire_options(make_client, key, options, error, message):
+def test_bad_lease_options_are_refused_by_acquire_and_try_acquire_alike(make_client, key, options, error, message):
     client = make_client()  # heartbeat_period 0.25 s
     with pytest.raises(error, match=message):
         client.try_acquire(key, **options)
@@ -107,6 +107,6 @@ def test_bad_acquire_options(make_client, key, options, error, message):
         ({"owner_name": "tab", "fencing_token": 1, "lease_duration": -1}, ConfigurationError, "positive number"),
     ],
 )
-def test_bad_lease_handles(make_client, key, options, error, message):
+def test_a_lease_handle_with_a_bad_owner_token_or_duration_is_refused(make_client, key, options, error, message):
     with pytest.raises(error, match=message):
         make_client().lease(key, **options)

@@ -1,6 +1,6 @@
 """``manage.py dynalock``: create and inspect the lock table, list, show and release locks, run one-host jobs.
 
-Table data is printed terminal-safe (:func:`~dynalock_django.dynamodb.display.printable`):
+Table data is printed terminal-safe (:func:`~dynalock_django.dynamodb.printable`):
 an item cannot hide text or drive the terminal with escape sequences. ``--json`` prints it exactly, as JSON.
 """
 
@@ -18,10 +18,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...client import get_client
 from ...conf import dynalock_settings
-from ...dashboard import LockRow, describe_rows
-from ...dynamodb import DynalockError, LockNotAcquired, TableNotFound, printable
+from ...dynamodb import TTL_UNAVAILABLE, DynalockError, LockNotAcquired, TableNotFound, printable
 from ...keys import key_for_model, model_label
 from ...leader import EXIT_LEASE_LOST, run_while_leader
+from ...lock_rows import LockRow, describe_rows
 
 
 class Command(BaseCommand):
@@ -30,7 +30,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         commands = parser.add_subparsers(title="sub-commands", dest="subcommand", required=True)
 
-        create = commands.add_parser("createtable", help="Create the lock table (idempotent), enable TTL, wait.")
+        create = commands.add_parser(
+            "createtable", help="Create the lock table (idempotent), wait until ACTIVE, enable TTL where available."
+        )
         create.add_argument(
             "--provisioned", nargs=2, type=int, metavar=("READ", "WRITE"), help="Provisioned capacity units."
         )
@@ -89,6 +91,13 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(client.create_table_request(provisioned=capacity), indent=2))
             return
         description = client.create_table(provisioned=capacity, on_progress=self.stdout.write)
+        if description.ttl_status == TTL_UNAVAILABLE:
+            self.stderr.write(
+                self.style.WARNING(
+                    "This endpoint has no TTL API: expired lock items will not be cleaned up there "
+                    "(locks work all the same; on AWS, TTL is always available)."
+                )
+            )
         self.stdout.write(self.style.SUCCESS(f"Table {description.name!r} is ready (TTL {description.ttl_status})."))
 
     def describe(self, **_: Any) -> None:

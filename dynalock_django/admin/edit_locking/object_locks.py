@@ -1,67 +1,31 @@
-"""Edit locks: a model row locked for one user's browser tab, kept alive by the tab itself.
+"""An object's edit lock, as one user's requests see it: locked for one browser tab, kept alive by the tab.
 
 A change page takes the row's lock for the tab that shows it, and the tab
 renews it through whichever server answers (``keep_alive=False`` leases of the
 protocol): no server's heartbeat keeps a closed tab's lock alive, and it runs
 out one ``EDIT_LEASE_DURATION`` after the tab stops renewing (at once, for a
-tab gone longer than that plus ``MAX_CLOCK_SKEW``, when that is set).
-
-The tab holds an :class:`EditTicket`: its tab id and its grant's fencing
-token. The lock's owner name is built on the server from the *authenticated*
-user and the ticket's tab, so whatever ticket a request presents, it can only
-ever renew, use or release a lock of the user who sends it.
+tab gone longer than that plus ``MAX_CLOCK_SKEW``, when that is set). Which
+tab holds it is told by its ticket (:mod:`.tickets`).
 """
 
 from __future__ import annotations
 
-import re
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import quote, unquote
 
 from django.db import models
 from django.utils import timezone
 
-from .client import get_client
-from .conf import dynalock_settings
-from .dynamodb import Lease, LockInfo, LockNotAcquired, LockTimeout
-from .keys import key_for_instance
-from .payload import LockData
+from ...client import get_client
+from ...conf import dynalock_settings
+from ...dynamodb import Lease, LockInfo, LockNotAcquired, LockTimeout
+from ...keys import key_for_instance
+from ...payload import LockData
+from .tickets import EditTicket, owner_name, owner_user_pk
 
 PURPOSE = "edit"
-
-_TAB = "[A-Za-z0-9_-]{22}"  # secrets.token_urlsafe(16)
-_TICKET = re.compile(rf"(?P<tab>{_TAB})\.(?P<token>[0-9]{{1,20}})")
-_OWNER = re.compile(rf"django-user:(?P<user>[^/]*)/tab:(?P<tab>{_TAB})")
-
-
-@dataclass(frozen=True)
-class EditTicket:
-    """What a tab presents to renew, save with or release its lock."""
-
-    tab: str
-    fencing_token: int
-
-    def __str__(self) -> str:
-        return f"{self.tab}.{self.fencing_token}"
-
-    @classmethod
-    def parse(cls, text: str | None) -> EditTicket | None:
-        """The ticket written in ``text``, or None: it comes from a form field or a cookie."""
-        match = _TICKET.fullmatch(text or "")
-        return cls(match["tab"], int(match["token"])) if match else None
-
-
-def owner_name(user: Any, tab: str) -> str:
-    return f"django-user:{quote(str(user.pk), safe='')}/tab:{tab}"
-
-
-def owner_user_pk(owner: str | None) -> str | None:
-    """The pk of the user whose tab holds a lock with this owner name; None for any other owner."""
-    match = _OWNER.fullmatch(owner or "")
-    return unquote(match["user"]) if match else None
 
 
 @dataclass(frozen=True)

@@ -4,49 +4,27 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.admin.models import LogEntry
-from django.contrib.auth.models import Permission
-from django.test import Client, override_settings
+from django.test import override_settings
 
 from dynalock_django import lock_key, lock_object
 from dynalock_django.client import get_client
 from dynalock_django.keys import key_for_instance
 from dynalock_django.payload import LockData
-from testproject.desk.models import Customer
 
 from ..dynamodb_support import HEARTBEAT
-from .admin_support import put_item
+from .admin_support import DASHBOARD, RELEASE, logged_in, put_item
 
-pytestmark = pytest.mark.django_db
-DASHBOARD = "/admin/dynalock_django/lock/"
-RELEASE = "/admin/dynalock_django/lock/release/"
-
-
-def staff_with(django_user_model, username, *codenames):
-    user = django_user_model.objects.create_user(username, password="pw", is_staff=True)
-    permissions = Permission.objects.filter(codename__in=codenames)
-    user.user_permissions.set(permissions)
-    return user
+pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
 
 
 @pytest.fixture
-def viewer(django_user_model):
-    return staff_with(django_user_model, "vera", "view_lock", "view_customer")
+def viewer(make_staff):
+    return make_staff("vera", "view_lock", "view_customer")
 
 
 @pytest.fixture
-def releaser(django_user_model):
-    return staff_with(django_user_model, "carol", "view_lock", "force_release")
-
-
-@pytest.fixture
-def customer():
-    return Customer.objects.create(name="Acme", plan="pro")
-
-
-def logged_in(user, **options):
-    client = Client(**options)
-    client.force_login(user)
-    return client
+def releaser(make_staff):
+    return make_staff("carol", "view_lock", "force_release")
 
 
 def confirmed(client, key):
@@ -60,14 +38,12 @@ def test_anonymous_users_go_to_the_login_page(client):
     assert client.get(DASHBOARD).status_code == 302
 
 
-def test_staff_without_the_view_permission_are_refused(django_user_model):
-    assert logged_in(staff_with(django_user_model, "sam")).get(DASHBOARD).status_code == 403
+def test_staff_without_the_view_permission_are_refused(make_staff):
+    assert logged_in(make_staff("sam")).get(DASHBOARD).status_code == 403
 
 
-def test_non_staff_with_the_permission_are_refused(django_user_model):
-    user = staff_with(django_user_model, "nina", "view_lock")
-    user.is_staff = False
-    user.save()
+def test_non_staff_with_the_permission_are_refused(make_staff):
+    user = make_staff("nina", "view_lock", is_staff=False)
     assert logged_in(user).get(DASHBOARD).status_code == 302
 
 
@@ -85,7 +61,7 @@ def test_the_dashboard_shows_who_holds_what_with_a_link_to_the_object(viewer, cu
     assert "Release…" not in html  # no force-release permission
 
 
-def test_filters_by_model_holder_and_key(viewer, customer, django_user_model):
+def test_the_dashboard_filters_by_model_holder_and_key(viewer, customer, django_user_model):
     bob = django_user_model.objects.create_user("bob")
     with lock_object(customer, user=bob), lock_key("nightly-billing"), lock_key("nightly-reports"):
         client = logged_in(viewer)
@@ -100,10 +76,10 @@ def test_filters_by_model_holder_and_key(viewer, customer, django_user_model):
     assert "nightly-billing" not in by_key
 
 
-def test_pages_follow_dynamodb_pagination(viewer, monkeypatch):
-    from dynalock_django.admin import LockAdmin
+def test_the_live_locks_page_pages_through_the_table_with_dynamodbs_cursor(viewer, monkeypatch):
+    from dynalock_django.admin import LiveLocksAdmin
 
-    monkeypatch.setattr(LockAdmin, "list_per_page", 2)
+    monkeypatch.setattr(LiveLocksAdmin, "list_per_page", 2)
     leases = [lock_key(f"job-{i}").acquire() for i in range(5)]
     client = logged_in(viewer)
     seen, params = set(), {}
@@ -207,9 +183,9 @@ def test_a_holder_named_in_lock_data_is_shown(viewer, other_holder):
     held.release()
 
 
-def test_objects_of_models_the_viewer_may_not_view_stay_unnamed(django_user_model, customer):
-    boss = django_user_model.objects.create_user("the-boss-username", is_superuser=True, is_staff=True)
-    lock_only = staff_with(django_user_model, "lena", "view_lock")
+def test_objects_of_models_the_viewer_may_not_view_stay_unnamed(make_staff, customer):
+    boss = make_staff("the-boss-username", is_superuser=True)
+    lock_only = make_staff("lena", "view_lock")
     with lock_object(boss, purpose="audit"), lock_object(customer):
         page = logged_in(lock_only).get(DASHBOARD)
         html = page.content.decode()
@@ -218,7 +194,7 @@ def test_objects_of_models_the_viewer_may_not_view_stay_unnamed(django_user_mode
         assert f"/admin/auth/user/{boss.pk}/" not in html
         assert "Acme" not in html
         assert [label for label, _ in page.context["models"]] == []
-        seen = logged_in(staff_with(django_user_model, "cora", "view_lock", "view_customer")).get(DASHBOARD)
+        seen = logged_in(make_staff("cora", "view_lock", "view_customer")).get(DASHBOARD)
         assert "Acme" in seen.content.decode()
         assert "the-boss-username" not in seen.content.decode()
         assert [label for label, _ in seen.context["models"]] == ["desk.customer"]
@@ -244,10 +220,10 @@ def test_the_dashboard_shows_only_this_projects_keys_unless_configured(viewer, d
     assert "billing:theirs" in unscoped
 
 
-def test_links_quote_the_pk_so_they_open_the_locked_row(django_user_model):
+def test_links_quote_the_pk_so_they_open_the_locked_row(make_staff):
     from tests.django.testapp.models import Tag
 
-    viewer = staff_with(django_user_model, "tess", "view_lock", "view_tag")
+    viewer = make_staff("tess", "view_lock", "view_tag")
     quoted, slashed = Tag.objects.create(slug="x_2Fy"), Tag.objects.create(slug="x/y")
     with lock_object(quoted):
         html = logged_in(viewer).get(DASHBOARD).content.decode()

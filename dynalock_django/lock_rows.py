@@ -1,4 +1,4 @@
-"""The live-locks dashboard's data: one DynamoDB page of locks, described for people.
+"""Locks described for people: rows of the live-locks dashboard and of ``manage.py dynalock list``.
 
 Times come from the holders' wall clocks (display only): "time left" is an
 estimate, and a lock whose holder stopped renewing long ago is "dead" (shown
@@ -61,7 +61,9 @@ class LockRow:
 
 
 @dataclass
-class DashboardPage:
+class LockRowPage:
+    """One Scan request's rows, and how many of each state it read."""
+
     rows: list[LockRow]
     next_cursor: str | None
     counts: collections.Counter[str] = field(default_factory=collections.Counter)
@@ -78,7 +80,7 @@ def load_page(
     show_all: bool = False,
     admin_site: admin.AdminSite | None = None,
     may_view: ModelFilter | None = None,
-) -> DashboardPage:
+) -> LockRowPage:
     """One Scan request: ``model`` and ``search`` (a key prefix) filter in DynamoDB, ``holder`` here.
 
     Only this project's keys (``KEY_PREFIX``) are read, unless ``ADMIN_SHOWS_ALL_KEYS``.
@@ -94,7 +96,7 @@ def load_page(
     visible = [row for row in rows if show_all or row.state in ("held", "malformed")]
     if holder:
         visible = [row for row in visible if row.holder == holder]
-    return DashboardPage(with_objects(visible, admin_site, may_view), page.cursor, counts)
+    return LockRowPage(with_objects(visible, admin_site, may_view), page.cursor, counts)
 
 
 def describe_rows(locks: list[LockInfo], admin_site: admin.AdminSite | None = None) -> list[LockRow]:

@@ -1,8 +1,8 @@
 """How long the admin's live-locks dashboard takes to render, by the number of locks in the table.
 
-    python -m tests.benchmarks.dashboard [--sizes 10 1000 10000]
+    python -m tests.benchmarks.live_locks [--sizes 10 1000 10000]
 
-A page reads ``LockAdmin.list_per_page`` (100) items with one Scan request, so
+A page reads ``LiveLocksAdmin.list_per_page`` (100) items with one Scan request, so
 the first page should not grow with the table; walking every page does.
 """
 

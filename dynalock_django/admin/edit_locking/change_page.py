@@ -1,0 +1,170 @@
+"""The change page under its object's edit lock: opening it, checking a save, and what its template and script get.
+
+Anyone but the tab holding the lock — another user, or the same user in
+another tab — gets the read-only view, under a banner saying who is editing
+since when, which tells them by itself when the lock frees. A save is refused
+(a form error, nothing written) unless the submitting tab still holds the lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.forms import ModelForm
+from django.http import HttpRequest
+from django.template.loader import select_template
+from django.template.response import TemplateResponse
+from django.utils.translation import gettext as _
+
+from ...conf import dynalock_settings
+from ...dynamodb import DynamoDBError, LockLost
+from ...models import FORCE_RELEASE_PERMISSION
+from ..staff_messages import staff_message
+from .explanations import held_message, lost_message, unavailable_message
+from .object_locks import EditLock, EditState
+from .object_urls import endpoint_url
+from .request_state import EditPage, RequestEditLocks
+from .tickets import HANDOFF_COOKIE, HANDOFF_SECONDS, TICKET_FIELD, EditTicket, handed_over
+
+if TYPE_CHECKING:
+    from django.contrib import admin
+
+TEMPLATE = "admin/dynalock_django/edit_lock/change_form.html"
+
+
+def open_page(model_admin: admin.ModelAdmin[Any], request: HttpRequest, obj: models.Model) -> EditPage:
+    """Decide, before the page renders, whether it holds the lock (editable) or shows who does."""
+    edit_lock = EditLock(obj, request.user)
+    may_edit = model_admin.has_change_permission(request, obj)
+    try:
+        if may_edit:
+            state = edit_lock.open(handed_over(request))
+        else:  # a view-only user takes no lock, but is told who is editing
+            current = edit_lock.read()
+            state = edit_lock.held_by(None if edit_lock.is_free(current) else current)
+    except DynamoDBError as error:
+        state = EditState(edit_lock.key, problem=unavailable_message(error))
+    return EditPage(state, may_edit)
+
+
+def checked_before_save(
+    form: type[ModelForm[Any]], request: HttpRequest, obj: models.Model, locks: RequestEditLocks
+) -> type[ModelForm[Any]]:
+    """``form``, whose validation renews the submitting tab's lock, or refuses the save with a form error.
+
+    What it decided is the request's page (``locks.page``), refused or not: the
+    page shown again says why, and a save goes ahead under the renewed lease.
+    """
+    edit_lock = EditLock(obj, request.user)
+
+    def clean(form_instance: ModelForm[Any]) -> dict[str, Any] | None:
+        cleaned = super(checked, form_instance).clean()
+        locks.page = _renewed_for_save(request, edit_lock)
+        if locks.page.state.problem is not None:
+            raise ValidationError(
+                _("%(problem)s Nothing was saved.") % {"problem": locks.page.state.problem}, code="edit_lock_not_held"
+            )
+        return cleaned
+
+    checked: type[ModelForm[Any]] = type(form.__name__, (form,), {"clean": clean, "__module__": form.__module__})
+    return checked
+
+
+def _renewed_for_save(request: HttpRequest, edit_lock: EditLock) -> EditPage:
+    ticket = EditTicket.parse(request.POST.get(TICKET_FIELD))
+    lease, problem = None, None
+    if ticket is None:
+        problem = _("This page does not hold the edit lock.")
+    else:
+        try:
+            lease = edit_lock.renew(ticket)
+        except LockLost as lost:
+            problem = lost_message(edit_lock, lost.current)
+        except DynamoDBError as error:
+            problem = _("The edit lock could not be checked (%(error)s).") % {"error": staff_message(error)}
+    return EditPage(EditState(edit_lock.key, ticket=ticket, problem=problem), may_edit=True, lease=lease)
+
+
+def show_edit_lock(
+    response: TemplateResponse,
+    model_admin: admin.ModelAdmin[Any],
+    request: HttpRequest,
+    obj: models.Model,
+    page: EditPage,
+    *,
+    poll_seconds: float,
+) -> None:
+    """Turn the admin's change page into the edit-lock page: its banner, the tab's ticket and the script."""
+    assert response.context_data is not None
+    # Extend the template the admin would have used, so a project's own change_form still applies.
+    names = response.template_name
+    if isinstance(names, str):
+        names = [names]
+    response.context_data["dynalock_parent_template"] = select_template(names) if isinstance(names, Sequence) else names
+    response.context_data["dynalock"] = _page_context(model_admin, request, obj, page, poll_seconds)
+    state = page.state
+    if state.problem or (state.holder is not None and not state.holder_is_me):
+        response.context_data["show_delete"] = False  # the delete page would refuse: see deletion
+    response.template_name = TEMPLATE
+
+
+def _page_context(
+    model_admin: admin.ModelAdmin[Any], request: HttpRequest, obj: models.Model, page: EditPage, poll_seconds: float
+) -> dict[str, Any]:
+    def url(action: str) -> str:
+        return endpoint_url(model_admin, action, obj)
+
+    state, may_edit = page.state, page.may_edit
+    mode = _mode(state)
+    if state.problem:
+        message = state.problem
+    elif mode == "edit":
+        message = _("You are editing this. Others see it read-only until you save or leave this page.")
+    elif state.holder is not None:
+        message = held_message(state)
+    else:
+        message = ""
+    lease = dynalock_settings.EDIT_LEASE_DURATION
+    return {
+        "state": state,
+        "mode": mode,
+        "message": message,
+        "take_over_url": url("take_over"),
+        "may_take_over": bool(
+            mode == "view"
+            and state.holder is not None
+            and may_edit
+            and (state.holder_is_me or request.user.has_perm(FORCE_RELEASE_PERMISSION))
+        ),
+        "config": {
+            "mode": mode,
+            "ticket": str(state.ticket) if state.ticket else None,
+            "holder": state.holder_name if state.holder else None,
+            "mayEdit": may_edit,
+            "leaseSeconds": lease,
+            "renewSeconds": lease / 3,
+            "pollSeconds": poll_seconds,
+            "renewUrl": url("renew"),
+            "releaseUrl": url("release"),
+            "statusUrl": url("status"),
+            "handoffCookie": HANDOFF_COOKIE,
+            "handoffSeconds": HANDOFF_SECONDS,
+            "strings": {
+                "free": _("%(holder)s finished editing."),
+                "freeNobody": _("Nobody is editing this now."),
+                "reload": _("Reload to edit"),
+                "unreachable": _("The server cannot be reached: your edit lock may run out."),
+                "editing": _("You are editing this. Others see it read-only until you save or leave this page."),
+            },
+        },
+    }
+
+
+def _mode(state: EditState) -> str:
+    """What the page's script does: renew the page's lock (edit), say it was lost, or wait for it (view)."""
+    if state.ticket is None:
+        return "view"
+    return "lost" if state.problem else "edit"

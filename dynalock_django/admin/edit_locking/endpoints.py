@@ -1,0 +1,157 @@
+"""The edit-lock URLs under each object's admin URL: renew, release and status for the page's script, and take over.
+
+Every one is an admin view (staff only, CSRF-checked POSTs) and checks the
+ModelAdmin's permissions for the object. A request can only act on a lock of
+the user who sends it (:mod:`.tickets`); taking over someone else's lock also
+needs the force-release permission.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from django.contrib import messages
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.db import models
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from ...dynamodb import DynamoDBError, LockLost, LockNotAcquired
+from ...models import FORCE_RELEASE_PERMISSION
+from ..staff_messages import staff_message, unavailable_response
+from .explanations import held_message, lost_message
+from .object_locks import EditLock
+from .object_urls import change_url, endpoint_name
+from .tickets import EditTicket, hand_over
+
+if TYPE_CHECKING:
+    from django.contrib import admin
+
+TAKE_OVER_TEMPLATE = "admin/dynalock_django/edit_lock/take_over_confirmation.html"
+
+
+class EditLockEndpoints:
+    """The edit-lock views of one ModelAdmin's objects; ``urls()`` is what its ``get_urls`` adds."""
+
+    def __init__(self, model_admin: admin.ModelAdmin[Any]) -> None:
+        self.model_admin = model_admin
+
+    def urls(self) -> list[URLPattern]:
+        views: list[tuple[str, Callable[..., HttpResponse]]] = [
+            ("renew", require_POST(self.renew)),
+            ("release", require_POST(self.release)),
+            ("status", require_GET(self.status)),
+            ("take_over", require_http_methods(["GET", "HEAD", "POST"])(self.take_over)),
+        ]
+        return [
+            path(
+                f"<path:object_id>/edit-lock/{action.replace('_', '-')}/",
+                self.model_admin.admin_site.admin_view(view),
+                name=endpoint_name(self.model_admin, action),
+            )
+            for action, view in views
+        ]
+
+    def renew(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """POST ``ticket``: the tab renews its lock (the page calls this every third of the lease)."""
+        return self._with_ticket(request, object_id, lambda edit_lock, ticket: edit_lock.renew(ticket), "held")
+
+    def release(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """POST ``ticket``: the tab lets its lock go (sent by the page as it unloads)."""
+        return self._with_ticket(request, object_id, lambda edit_lock, ticket: edit_lock.release(ticket), "released")
+
+    def status(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """GET: who holds the lock, for a read-only page waiting for it to free."""
+        obj, edit_lock = self._edit_lock_for(request, object_id)
+        if not self.model_admin.has_view_or_change_permission(request, obj):
+            raise PermissionDenied
+        try:
+            current = edit_lock.read()
+        except DynamoDBError as error:
+            return JsonResponse({"state": "unavailable", "message": staff_message(error)}, status=503)
+        if edit_lock.is_free(current):
+            return JsonResponse({"state": "free"})
+        state = edit_lock.held_by(current)
+        return JsonResponse({"state": "held", "holder": state.holder_name, "message": held_message(state)})
+
+    def take_over(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """GET: confirm taking over the holding shown; POST ``fencing_token`` (that holding): take it.
+
+        Taking over one's own lock (another tab) needs only the change
+        permission; someone else's needs the force-release permission too.
+        """
+        obj, edit_lock = self._edit_lock_for(request, object_id)
+        if not self.model_admin.has_change_permission(request, obj):
+            raise PermissionDenied
+        try:
+            return self._take_over(request, obj, edit_lock)
+        except DynamoDBError as error:
+            return unavailable_response(request, self._page_context(request), error)
+
+    def _take_over(self, request: HttpRequest, obj: models.Model, edit_lock: EditLock) -> HttpResponse:
+        back = change_url(self.model_admin, obj)
+        current = edit_lock.read()
+        if current is None or edit_lock.is_free(current):
+            return HttpResponseRedirect(back)  # nobody to take it from: the page takes it
+        if not edit_lock.is_mine(current) and not request.user.has_perm(FORCE_RELEASE_PERMISSION):
+            raise PermissionDenied
+        holder = edit_lock.held_by(current)
+        if request.method != "POST":
+            context = {
+                **self._page_context(request),
+                "object": obj,
+                "holder": holder,
+                "title": _("Take over editing"),
+                "change_url": back,
+            }
+            return TemplateResponse(request, TAKE_OVER_TEMPLATE, context)
+        if request.POST.get("fencing_token") != str(current.fencing_token):
+            return _nothing_taken_over(request, back)  # not the holding the confirmation page showed
+        try:
+            state = edit_lock.take_over(current)
+        except LockNotAcquired:
+            return _nothing_taken_over(request, back)
+        if not holder.holder_is_me:
+            self.model_admin.log_change(
+                request, obj, _("Took over the edit lock held by %(holder)s.") % {"holder": holder.holder_name}
+            )
+        response = HttpResponseRedirect(back)
+        assert state.ticket is not None
+        hand_over(response, state.ticket, back, secure=request.is_secure())
+        return response
+
+    def _with_ticket(
+        self, request: HttpRequest, object_id: str, action: Callable[[EditLock, EditTicket], object], done: str
+    ) -> HttpResponse:
+        obj, edit_lock = self._edit_lock_for(request, object_id)
+        if not self.model_admin.has_change_permission(request, obj):
+            raise PermissionDenied
+        ticket = EditTicket.parse(request.POST.get("ticket"))
+        if ticket is None:
+            return JsonResponse({"state": "invalid", "message": _("No valid ticket was sent.")}, status=400)
+        try:
+            action(edit_lock, ticket)
+        except LockLost as lost:
+            return JsonResponse({"state": "lost", "message": lost_message(edit_lock, lost.current)}, status=409)
+        except DynamoDBError as error:
+            return JsonResponse({"state": "unavailable", "message": staff_message(error)}, status=503)
+        return JsonResponse({"state": done})
+
+    def _edit_lock_for(self, request: HttpRequest, object_id: str) -> tuple[models.Model, EditLock]:
+        obj = self.model_admin.get_object(request, unquote(object_id))
+        if obj is None:
+            raise Http404(_("No such object."))
+        return obj, EditLock(obj, request.user)
+
+    def _page_context(self, request: HttpRequest) -> dict[str, Any]:
+        return {**self.model_admin.admin_site.each_context(request), "opts": self.model_admin.opts}
+
+
+def _nothing_taken_over(request: HttpRequest, back: str) -> HttpResponse:
+    messages.warning(request, _("The edit lock changed hands meanwhile; nothing was taken over."))
+    return HttpResponseRedirect(back)
