@@ -5,8 +5,10 @@ whatever it started too; the runner passes on the signals it gets, and on
 SIGTERM stops the group before it releases the lease. On Linux the command
 also gets the parent-death signal: if the runner dies without a word
 (SIGKILL, the OOM killer), the kernel kills the command at once, long before
-anyone else can take the lease. Its fencing token is in the environment
-(:data:`FENCING_TOKEN_ENV`) so the command can fence its own writes.
+anyone else can take the lease; and a sentinel process in the command's group,
+which gets a parent-death signal of its own, kills the rest of the group (what
+the command started in the background). Its fencing token is in the
+environment (:data:`FENCING_TOKEN_ENV`) so the command can fence its own writes.
 
 What no runner can do: stop a command that detached itself from its
 process group (daemonized, ``setsid``), or, elsewhere than on Linux, a
@@ -38,6 +40,24 @@ FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
+# The sentinel: a member of the command's group (so the group id stays its own while it lives) that
+# kills the whole group once the runner is gone. Its parent-death signal is SIGURG, ignored by default,
+# so a runner dying before the handler is set only leaves the check after it to notice; it ignores
+# the signals the runner sends the group, and dies with the group's final SIGKILL.
+_SENTINEL = f"""
+import os, signal, sys
+runner = int(sys.argv[1])
+for signum in {tuple(int(s) for s in (signal.SIGTERM, *FORWARDED_SIGNALS))}:
+    signal.signal(signum, signal.SIG_IGN)
+def orphaned(*_):
+    if os.getppid() != runner:
+        os.killpg(0, signal.SIGKILL)
+signal.signal(signal.SIGURG, orphaned)
+orphaned()
+while True:
+    signal.pause()
+"""
+
 
 def fencing_token_from_environment() -> int:
     """In a command run by ``manage.py dynalock run``: its runner's fencing token, to fence writes with."""
@@ -67,8 +87,9 @@ class SupervisedCommand:
             command,
             env={**os.environ, FENCING_TOKEN_ENV: str(fencing_token)},
             process_group=0,
-            preexec_fn=_dies_with_this_thread(),  # safe with threads: see there
+            preexec_fn=_dies_with_this_thread(signal.SIGKILL),  # safe with threads: see there
         )
+        self._sentinel = _start_sentinel(self.process.pid)
 
     def signal_group(self, signum: int) -> None:
         with contextlib.suppress(ProcessLookupError):  # the whole group is gone already
@@ -91,8 +112,10 @@ class SupervisedCommand:
         """
         # Exited but not reaped: its pid, which is its group's id, cannot be reused meanwhile.
         os.waitid(os.P_PID, self.process.pid, os.WEXITED | os.WNOWAIT)
-        self.signal_group(signal.SIGKILL)  # nothing it started may outlive it (and the lease)
+        self.signal_group(signal.SIGKILL)  # nothing it started may outlive it (and the lease); the sentinel too
         code = self.process.wait()
+        if self._sentinel is not None:
+            self._sentinel.wait()
         if self._kill_timer is not None:
             self._kill_timer.cancel()
         return 128 - code if code < 0 else code
@@ -121,8 +144,22 @@ class SupervisedCommand:
                 signal.signal(signum, handler)
 
 
-def _dies_with_this_thread() -> Callable[[], None] | None:
-    """What the child runs before exec: ask the kernel for SIGKILL when the thread that started it ends.
+def _start_sentinel(group: int) -> subprocess.Popen[bytes] | None:
+    """The sentinel of the command's process group ``group`` (Linux only, like the parent-death signal)."""
+    dies_with_this_thread = _dies_with_this_thread(signal.SIGURG)
+    if dies_with_this_thread is None:
+        return None
+    # The group exists until the command is reaped, which only its wait() does: it cannot have gone.
+    return subprocess.Popen(  # noqa: S603 (this interpreter, our own code)
+        [sys.executable, "-c", _SENTINEL, str(os.getpid())],
+        stdin=subprocess.DEVNULL,
+        process_group=group,
+        preexec_fn=dies_with_this_thread,
+    )
+
+
+def _dies_with_this_thread(death_signal: int) -> Callable[[], None] | None:
+    """What a child runs before exec: ask the kernel for ``death_signal`` when the thread that started it ends.
 
     Linux only (prctl PR_SET_PDEATHSIG); None elsewhere. The function is looked up here, before the
     fork, so that the child only makes one C call: subprocess warns that a preexec_fn may deadlock
@@ -137,8 +174,8 @@ def _dies_with_this_thread() -> Callable[[], None] | None:
     runner = os.getpid()
 
     def die_with_the_runner() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != runner:  # the runner died before the call above: nobody would kill us
-            os.kill(os.getpid(), signal.SIGKILL)
+        prctl(_PR_SET_PDEATHSIG, death_signal, 0, 0, 0)
+        if os.getppid() != runner:  # the runner died before the call above: the signal will not come
+            os.kill(os.getpid(), death_signal)
 
     return die_with_the_runner
