@@ -28,7 +28,7 @@ from typing import Any
 from dynalock_django.dynamodb import LockClient
 
 from ..django.processes import ROOT, manage_py_environment
-from ..dynamodb_support import make_dynamodb, unique
+from ..dynamodb_support import REGION, make_dynamodb, unique
 from . import recovery_processes
 from .protocol import endpoint, print_table
 
@@ -46,6 +46,7 @@ class Setup:
         dynalock = {
             "TABLE_NAME": self.table_name,
             "ENDPOINT_URL": self.endpoint_url,
+            "REGION_NAME": REGION,
             "LEASE_DURATION": self.lease,
             "HEARTBEAT_PERIOD": self.lease / 4,
         }
@@ -68,13 +69,19 @@ class Setup:
 
 
 class Waiter:
-    """Another process waiting for the lock, with or without the clock bound."""
+    """Another process waiting for the lock, with or without the clock bound.
 
-    def __init__(self, setup: Setup, key: str, max_clock_skew: float | None) -> None:
+    By default a protocol client's ``acquire``; ``recovery_processes.standby_and_report`` is a standby
+    ``dynalock run`` instead, whose grant is its command's start.
+    """
+
+    def __init__(
+        self, setup: Setup, key: str, max_clock_skew: float | None, target: Callable[..., None] | None = None
+    ) -> None:
         self.times = spawn.Array("d", 2)
         waiting = spawn.Event()
         args = (setup.endpoint_url, setup.table_name, key, setup.lease, max_clock_skew, self.times, waiting)
-        self.process = spawn.Process(target=recovery_processes.wait_and_report, args=args)
+        self.process = spawn.Process(target=target or recovery_processes.wait_and_report, args=args)
         self.process.start()
         if not waiting.wait(60):
             raise RuntimeError("the waiter did not start")
@@ -157,6 +164,7 @@ def _set(process: Any, end: Any) -> None:
     end.set()
 
 
+KILLED_HOLDER = protocol_holder(recovery_processes.hold, _kill)
 HOLD = ["hold_lock", "{key}", "--ready-file", "{ready}"]
 RUN = ["dynalock", "run", "{key}", "--", "sh", "-c", "echo $$ > {ready}; exec sleep 600"]
 ENDINGS: list[tuple[str, str, Ending]] = [
@@ -178,29 +186,51 @@ ENDINGS: list[tuple[str, str, Ending]] = [
         manage_py_holder(RUN, "testproject.settings", signal.SIGTERM),
     ),
     ("SIGTERM, gunicorn worker", "exit: atexit close() releases", gunicorn_worker),
-    ("SIGKILL, waiter already waiting", "nothing: a takeover", protocol_holder(recovery_processes.hold, _kill)),
+    ("SIGKILL, waiter already waiting", "nothing: a takeover", KILLED_HOLDER),
 ]
+# Leader election: a runner (`manage.py dynalock run`, a Leadership) killed with SIGKILL, and a standby
+# runner, whose failover is complete when its command starts.
+KILLED_LEADER = manage_py_holder(RUN, "testproject.settings", signal.SIGKILL)
 
 
-def time_ending(setup: Setup, ending: Ending, max_clock_skew: float | None) -> float:
+def time_ending(
+    setup: Setup, ending: Ending, max_clock_skew: float | None, waiter_target: Callable[..., None] | None = None
+) -> float:
     key = unique("recovery")
     finish = ending(setup, key)
-    waiter = Waiter(setup, key, max_clock_skew)
+    waiter = Waiter(setup, key, max_clock_skew, waiter_target)
     ended, clean_up = finish()
     _, granted = waiter.granted(setup.lease)
     clean_up()
     return granted - ended
 
 
-def time_late_arrival(setup: Setup, max_clock_skew: float | None) -> tuple[float, float]:
+def time_late_arrival(
+    setup: Setup,
+    max_clock_skew: float | None,
+    ending: Ending = KILLED_HOLDER,
+    waiter_target: Callable[..., None] | None = None,
+) -> tuple[float, float]:
     """SIGKILL, then a waiter arrives two leases later: (kill -> grant, arrival -> grant)."""
     key = unique("recovery")
-    ended, clean_up = protocol_holder(recovery_processes.hold, _kill)(setup, key)()
+    ended, clean_up = ending(setup, key)()
     clean_up()
-    time.sleep(2 * setup.lease - (time.monotonic() - ended))
-    waiter = Waiter(setup, key, max_clock_skew)
+    time.sleep(max(0.0, 2 * setup.lease - (time.monotonic() - ended)))
+    waiter = Waiter(setup, key, max_clock_skew, waiter_target)
     arrived, granted = waiter.granted(setup.lease)
     return granted - ended, granted - arrived
+
+
+def late_rows(name: str, late: list[list[tuple[float, float]]]) -> list[tuple[str, ...]]:
+    """A late waiter's two rows: from the kill and from its arrival; one list of rounds per rule."""
+    return [
+        (
+            f"{name} ({label} -> grant)",
+            "nothing: a takeover",
+            *(summary([1000 * t[index] for t in rounds]) for rounds in late),
+        )
+        for label, index in (("kill", 0), ("arrival", 1))
+    ]
 
 
 def summary(milliseconds: list[float]) -> str:
@@ -224,10 +254,18 @@ def main() -> None:
             cells = [summary([1000 * time_ending(setup, ending, rule) for _ in range(args.rounds)]) for rule in rules]
             rows.append((name, frees, *cells))
             print(f"  {name}: {' | '.join(cells)}", file=sys.stderr, flush=True)
-        late = {rule: [time_late_arrival(setup, rule) for _ in range(args.rounds)] for rule in rules}
-        for label, index in (("kill", 0), ("arrival", 1)):
-            cells = [summary([1000 * times[index] for times in late[rule]]) for rule in rules]
-            rows.append((f"SIGKILL, waiter arrives 2 leases later ({label} -> grant)", "nothing: a takeover", *cells))
+        rows += late_rows(
+            "SIGKILL, waiter arrives 2 leases later",
+            [[time_late_arrival(setup, rule) for _ in range(args.rounds)] for rule in rules],
+        )
+        standby = recovery_processes.standby_and_report
+        cells = [
+            summary([1000 * time_ending(setup, KILLED_LEADER, rule, standby) for _ in range(args.rounds)])
+            for rule in rules
+        ]
+        rows.append(("Leadership failover: runner SIGKILLed, standby waiting", "nothing: a takeover", *cells))
+        late = [[time_late_arrival(setup, rule, KILLED_LEADER, standby) for _ in range(args.rounds)] for rule in rules]
+        rows += late_rows("Leadership failover: runner SIGKILLed, standby starts 2 leases later", late)
     header = ("holder ends by", "what frees the lock", "clock-free ms median / max", f"max_clock_skew={args.skew:g} s")
     print(f"lease {args.lease:g} s, heartbeat {args.lease / 4:g} s, {args.rounds} rounds each")
     print_table(header, rows)

@@ -7,14 +7,17 @@ its processes share.
 
 from __future__ import annotations
 
+import json
 import os
+import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from dynalock_django.dynamodb import LockClient
 
-from ..dynamodb_support import make_dynamodb, short_lease_client
+from ..dynamodb_support import REGION, make_dynamodb, short_lease_client
 
 
 def client(endpoint_url: str, table_name: str, lease: float, max_clock_skew: float | None) -> LockClient:
@@ -39,6 +42,40 @@ def wait_and_report(
         lease_ = waiter.acquire(key, timeout=20 * lease)
         times[0], times[1] = arrived, time.monotonic()
         lease_.release()
+
+
+def standby_and_report(
+    endpoint_url: str, table_name: str, key: str, lease: float, max_clock_skew: float | None, times: Any, waiting: Any
+) -> None:
+    """A standby ``dynalock run``: look at the lease, then run a command under it; ``times`` gets (arrived, started).
+
+    ``started`` is when the command itself began, on the monotonic clock: the failover is complete then.
+    """
+    dynalock = {
+        "TABLE_NAME": table_name,
+        "ENDPOINT_URL": endpoint_url,
+        "REGION_NAME": REGION,
+        "LEASE_DURATION": lease,
+        "HEARTBEAT_PERIOD": lease / 4,
+        "REFRESH_PERIOD": lease / 10,
+        "MAX_CLOCK_SKEW": max_clock_skew,
+    }
+    os.environ |= {"DJANGO_SETTINGS_MODULE": "tests.settings", "DYNALOCK_TEST_SETTINGS": json.dumps(dynalock)}
+    import django
+
+    django.setup()
+    from dynalock_django.client import get_client
+    from dynalock_django.leader import run_while_leader
+
+    with tempfile.TemporaryDirectory() as directory:
+        started = Path(directory) / "started"
+        command = [sys.executable, "-c", f"import time; open({str(started)!r}, 'w').write(str(time.monotonic()))"]
+        arrived = time.monotonic()
+        get_client().get(key)
+        waiting.set()
+        if run_while_leader(key, command, timeout=20 * lease) != 0:
+            raise RuntimeError("the standby's command failed")
+        times[0], times[1] = arrived, float(started.read_text())
 
 
 def hold(endpoint_url: str, table_name: str, key: str, lease: float, held: Any, end: Any) -> None:
