@@ -7,6 +7,7 @@ and DescribeTimeToLive once.
 from __future__ import annotations
 
 import difflib
+import math
 from typing import Any
 from urllib.parse import urlparse
 
@@ -45,6 +46,7 @@ def check_settings(app_configs: Any = None, **_: Any) -> list[CheckMessage]:
     messages: list[CheckMessage] = [*_unknown_keys(configured)]
     messages += _table_name(values["TABLE_NAME"])
     messages += _durations(values)
+    messages += _clock_skew(values["MAX_CLOCK_SKEW"])
     messages += _boto_config(values)
     messages += _simple_types(values)
     return messages
@@ -97,6 +99,19 @@ def _durations(values: dict[str, Any]) -> list[CheckMessage]:
             )
         )
     return messages
+
+
+def _clock_skew(skew: Any) -> list[CheckMessage]:
+    if skew is None or (_is_number(skew) and 0 <= skew < math.inf):
+        return []
+    return [
+        Error(
+            f"DYNALOCK['MAX_CLOCK_SKEW'] must be None or a number of seconds >= 0, not {skew!r}.",
+            hint="The most any two hosts' wall clocks may differ by (e.g. 1.0 under NTP), or None "
+            "to never compare clocks (the default).",
+            id="dynalock.E017",
+        )
+    ]
 
 
 def _boto_config(values: dict[str, Any]) -> list[CheckMessage]:

@@ -50,6 +50,7 @@ def get_client() -> LockClient:
                 refresh_period=dynalock_settings.REFRESH_PERIOD,
                 owner_name=dynalock_settings.OWNER_NAME,
                 delete_on_release=dynalock_settings.DELETE_ON_RELEASE,
+                max_clock_skew=dynalock_settings.MAX_CLOCK_SKEW,
             )
         return _client
 

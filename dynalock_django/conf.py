@@ -18,6 +18,10 @@ DEFAULTS: dict[str, Any] = {
     "HEARTBEAT_PERIOD": 5.0,
     "REFRESH_PERIOD": 1.0,
     "OWNER_NAME": None,
+    # None: a crashed holder's lock is taken a lease after a waiter first sees it (no clock compared).
+    # Seconds: the most any two hosts' wall clocks differ by; such a lock is then taken at once once its
+    # holder's last write is older than its lease plus this (docs/guarantees.md).
+    "MAX_CLOCK_SKEW": None,
     # One DynamoDB call, retries included, must fit well inside a lease (see docs/django/settings.md).
     "BOTO_CONFIG": {
         "connect_timeout": 1,
@@ -76,6 +80,11 @@ class DynalockSettings:
     def OWNER_NAME(self) -> str | None:
         value = self._get("OWNER_NAME")
         return str(value) if value else None
+
+    @property
+    def MAX_CLOCK_SKEW(self) -> float | None:
+        value = self._get("MAX_CLOCK_SKEW")
+        return None if value is None else float(value)
 
     @property
     def BOTO_CONFIG(self) -> dict[str, Any]:

@@ -56,8 +56,11 @@ def fencing_field(model: type[models.Model]) -> FencingTokenField:
     return found[0]
 
 
-def fenced_save(instance: models.Model, lease: Lease, *, update_fields: Iterable[str] | None = None) -> None:
+def fenced_save(instance: models.Model, lease: Lease | int, *, update_fields: Iterable[str] | None = None) -> None:
     """Save ``instance`` only if the row was last written under ``lease``'s token or an older one.
+
+    ``lease`` may be the fencing token itself: a command run by ``manage.py dynalock run`` gets
+    its runner's from :func:`~dynalock_django.supervised.fencing_token_from_environment`.
 
     One conditional UPDATE claims the row (it row-locks it until the
     transaction ends), then ``save()`` writes it, signals included. A row
@@ -65,7 +68,7 @@ def fenced_save(instance: models.Model, lease: Lease, *, update_fields: Iterable
     """
     model = type(instance)
     field = fencing_field(model)
-    token = lease.fencing_token
+    token = _token_of(lease)
     using = instance._state.db or router.db_for_write(model, instance=instance)
     with transaction.atomic(using=using):
         # Whatever _state.adding says (Model(pk=...) is "adding" even for a stored row), ask the database.
@@ -81,14 +84,22 @@ def fenced_save(instance: models.Model, lease: Lease, *, update_fields: Iterable
         instance.save(using=using, update_fields=fields)
 
 
-def fenced_refresh(instance: models.Model, lease: Lease) -> None:
-    """Stamp the row with ``lease``'s token, then reload it: no older holder can write it after this."""
+def fenced_refresh(instance: models.Model, lease: Lease | int) -> None:
+    """Stamp the row with ``lease``'s token (or the token given), then reload it: no older holder can write it now."""
     model = type(instance)
     using = instance._state.db or router.db_for_write(model, instance=instance)
-    if not _claim(model, instance.pk, fencing_field(model), lease.fencing_token, using):
+    if not _claim(model, instance.pk, fencing_field(model), _token_of(lease), using):
         raise _does_not_exist(model, instance.pk)
     instance.refresh_from_db(using=using)
     instance._state.adding = False  # it is a stored row now, as if loaded by a query
+
+
+def _token_of(lease: Lease | int) -> int:
+    if isinstance(lease, Lease):
+        return lease.fencing_token
+    if isinstance(lease, int) and not isinstance(lease, bool):
+        return lease
+    raise TypeError(f"Fence writes with a Lease or its fencing token (an int), not {type(lease).__name__}.")
 
 
 def _does_not_exist(model: type[models.Model], pk: Any) -> Exception:

@@ -6,20 +6,20 @@
     # or: leader.lost.wait() in a thread, or on_lost=callback
 
 ``run_while_leader`` runs a command only while holding the lease, stopping it
-when the lease is lost (``manage.py dynalock run``).
+when the lease is lost or this process is told to stop (``manage.py dynalock run``).
 """
 
 from __future__ import annotations
 
 import logging
 import signal
-import subprocess
 import threading
 from collections.abc import Callable, Sequence
 from types import TracebackType
 
 from .dynamodb import Lease
 from .locks import KeyLock, lock_key
+from .supervised import SupervisedCommand
 
 logger = logging.getLogger("dynalock_django.leader")
 
@@ -74,26 +74,28 @@ def run_while_leader(
 ) -> int:
     """Run ``command`` holding lease ``name``; its exit code, or EXIT_LEASE_LOST if the lease was lost.
 
-    A lost lease stops the command: SIGTERM, then SIGKILL after ``grace_period``.
+    The command runs as a :class:`~dynalock_django.supervised.SupervisedCommand`: in its own process
+    group, told its fencing token, killed by the kernel if this process dies (Linux). A lost lease,
+    or SIGTERM to this process, stops it (SIGTERM to its group, SIGKILL after ``grace_period``);
+    the lease is released only once nothing of it runs.
     """
-    leader = Leadership(name, timeout=timeout)
-    leader.acquire()
+    supervised: SupervisedCommand | None = None
+
+    def stop(lease: Lease) -> None:
+        if supervised is not None:
+            logger.error("Lease %r lost: stopping pid %s", name, supervised.process.pid)
+            supervised.stop()
+
+    leader = Leadership(name, timeout=timeout, on_lost=stop)
+    lease = leader.acquire()
     try:
-        child = subprocess.Popen(command)  # noqa: S603 (the operator's own command line)
-        threading.Thread(target=_stop_when_lost, args=(leader, child, grace_period), daemon=True).start()
-        code = child.wait()
+        supervised = SupervisedCommand(command, fencing_token=lease.fencing_token, grace_period=grace_period)
+        with supervised.forwarding_signals():
+            if leader.lost.is_set():  # lost before the command started: the callback had nothing to stop
+                supervised.stop()
+            code = supervised.wait()
     finally:
         leader.release()
-    return EXIT_LEASE_LOST if leader.lost.is_set() else code
-
-
-def _stop_when_lost(leader: Leadership, child: subprocess.Popen[bytes], grace_period: float) -> None:
-    while child.poll() is None:
-        if leader.lost.wait(0.5):
-            logger.error("Lease %r lost: stopping pid %s", leader.name, child.pid)
-            child.send_signal(signal.SIGTERM)
-            try:
-                child.wait(grace_period)
-            except subprocess.TimeoutExpired:
-                child.kill()
-            return
+    if leader.lost.is_set():
+        return EXIT_LEASE_LOST
+    return 128 + signal.SIGTERM if supervised.stopped else code

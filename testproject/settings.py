@@ -4,6 +4,7 @@ DATABASE_URL            sqlite:///db.sqlite3 by default (any django-environ URL)
 DYNALOCK_TABLE_NAME     the lock table (default "dynalock-desk")
 DYNALOCK_ENDPOINT_URL   a DynamoDB-compatible endpoint; unset means AWS itself
 DYNALOCK_LEASE_DURATION / DYNALOCK_HEARTBEAT_PERIOD   seconds
+DYNALOCK_MAX_CLOCK_SKEW seconds; unset compares no clocks (docs/guarantees.md)
 AWS_*                   credentials and region, boto3's normal chain
 """
 
@@ -78,4 +79,5 @@ DYNALOCK = {
     "REGION_NAME": env.str("AWS_DEFAULT_REGION", default="us-east-1"),
     "LEASE_DURATION": env.float("DYNALOCK_LEASE_DURATION", default=20.0),
     "HEARTBEAT_PERIOD": env.float("DYNALOCK_HEARTBEAT_PERIOD", default=5.0),
+    "MAX_CLOCK_SKEW": env.float("DYNALOCK_MAX_CLOCK_SKEW", default=None),
 }

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from . import botocore_errors, item, writes
 from .acquisition import Acquisition, UnansweredWrites, Write
+from .clock import Instant
 from .exceptions import DynamoDBError, DynamoDBUnavailable, LockTimeout
 from .item import LockInfo, describe_holder
 from .lease import Lease, LeaseClient
@@ -99,7 +100,7 @@ class Acquirer:
         plan = self._plan(lock_id, deadline=None)
         try:
             lease = self._attempt(plan, options)
-            if lease is None and plan.found_free:  # released or deleted as we asked: one more try
+            if lease is None and plan.retry_at_once:  # released or deleted as we asked, or takeable: one more try
                 lease = self._attempt(plan, options)
         except DynamoDBUnavailable:
             resolved = self._resolve_unanswered(lock_id, plan.unanswered, options)
@@ -173,12 +174,12 @@ class Acquirer:
         if isinstance(step, Write):
             return self._write(plan, step, options)
         current = self._store.read(plan.lock_id)
-        plan.found(current, self._clock.monotonic())
+        plan.found(current, Instant.read(self._clock))
         return None
 
     def _write(self, plan: Acquisition, step: Write, options: AcquireOptions) -> Lease | None:
         """One conditional write that takes the lock if it is free, released, expired or ours."""
-        stamp = Stamp.new(options.owner_name, options.lease_duration, self._clock.time())
+        stamp = Stamp.new(options.owner_name, options.lease_duration, self._clock)
         request = writes.acquire(
             self._layout,
             plan.lock_id,
@@ -188,23 +189,24 @@ class Acquirer:
             may_take_over=step.may_take_over,
             pending=list(step.unanswered),
         )
-        started = self._clock.monotonic()
         try:
             granted = self._store.update(request)
         except Refused as refused:
             current = refused.current
-            seen_at = self._clock.monotonic()
+            seen = Instant.read(self._clock)
             if stamp.landed_in(current) and current.fencing_token is not None:
-                return self.grant(plan.lock_id, stamp.version, current.fencing_token, started, options)
-            plan.found(current, seen_at)
+                return self.grant(plan.lock_id, stamp.version, current.fencing_token, stamp.started, options)
+            plan.found(current, seen)
             return None
         except DynamoDBError as error:
             if botocore_errors.may_have_landed(error):
-                plan.unanswered.add(stamp.version, started)
+                plan.unanswered.add(stamp.version, stamp.started)
             raise
         plan.unanswered.clear()
         fencing_token = int(granted[item.FENCING_TOKEN]["N"])
-        return self.grant(plan.lock_id, stamp.version, fencing_token, started, options, taken_over=step.may_take_over)
+        return self.grant(
+            plan.lock_id, stamp.version, fencing_token, stamp.started, options, taken_over=step.may_take_over
+        )
 
     def _resolve_unanswered(
         self, lock_id: LockId, unanswered: UnansweredWrites, options: AcquireOptions
@@ -233,7 +235,7 @@ class Acquirer:
         """Best effort: release versions we may have written but never heard back about."""
         if not unanswered:
             return
-        stamp = Stamp.new(options.owner_name, options.lease_duration, self._clock.time())
+        stamp = Stamp.new(options.owner_name, options.lease_duration, self._clock)
         # Only this process knows these versions, whatever kind of lease they would have granted.
         holding = KeptAlive(options.owner_name, unanswered.versions())
         try:

@@ -8,7 +8,8 @@ sleeps; the same decisions can drive another kind of wait.
 Waiting reads the lock with consistent GetItems (cheaper than refused writes),
 backing off from :data:`FIRST_POLL_SECONDS` up to ``refresh_period`` with
 jitter, never past the deadline, and waking when the holder's version will
-have stood for its lease (:mod:`.observations` holds that rule). It writes
+have stood for its lease, or its stamp says it ran out (:mod:`.observations`
+holds both rules). It writes
 only when the lock looks free, may be taken over, or a write of ours got no
 answer.
 """
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
+    from .clock import Instant
     from .exceptions import DynamoDBError
     from .item import LockInfo
     from .layout import LockId
@@ -102,11 +104,17 @@ class Acquisition:
         self._last: Literal["held", "free", "failed"] | None = None
         self._attempts = 0
         self._unheld_in_a_row = 0  # attempts since the lock was last found held
+        self._takeable_in_a_row = 0  # attempts in a row that found a holder we could take over at once
 
     @property
-    def found_free(self) -> bool:
-        """The last attempt found no item, or a released one."""
-        return self._last == "free"
+    def retry_at_once(self) -> bool:
+        """The last attempt found the lock free, or held by a holder we may take over now: try again at once.
+
+        Only once in a row, so an item that keeps changing cannot keep us writing without a pause.
+        """
+        if self._last == "free":
+            return self._unheld_in_a_row == 1
+        return self._last == "held" and self._takeable_in_a_row == 1
 
     def next_step(self, now: float) -> Step:
         observation = self._observations.get(self.lock_id)
@@ -117,21 +125,24 @@ class Acquisition:
         # Held at the last look but not observed (evicted from the cache): the write finds out.
         return Write(observation.info if observation else None, may_take_over, self.unanswered.versions())
 
-    def found(self, current: LockInfo | None, seen_at: float) -> None:
-        """A refused write or a read found ``current`` (None: no item) at ``seen_at``."""
+    def found(self, current: LockInfo | None, seen: Instant) -> None:
+        """A refused write or a read found ``current`` (None: no item) at ``seen``."""
         self._attempts += 1
         self.error = None
-        if current is not None and self._observations.saw(self.lock_id, current, seen_at):
+        if current is not None and self._observations.saw(self.lock_id, current, seen):
             self.holder, self._write_next, self._last, self._unheld_in_a_row = current, False, "held", 0
+            observation = self._observations.get(self.lock_id)
+            takeable = observation is not None and observation.may_take_over(seen.monotonic)
+            self._takeable_in_a_row = self._takeable_in_a_row + 1 if takeable else 0
         else:
-            self._write_next, self._last = True, "free"
+            self._write_next, self._last, self._takeable_in_a_row = True, "free", 0
             self._unheld_in_a_row += 1
 
     def failed(self, error: DynamoDBError) -> None:
         """An attempt failed (DynamoDB unavailable): wait, then read, unless a write of ours may have landed."""
         self._attempts += 1
         self.error = error
-        self._write_next, self._last = bool(self.unanswered), "failed"
+        self._write_next, self._last, self._takeable_in_a_row = bool(self.unanswered), "failed", 0
         self._unheld_in_a_row += 1
 
     def held_locally(self, holder: LockInfo | None) -> None:
@@ -139,10 +150,14 @@ class Acquisition:
         self.holder = holder
 
     def delay(self, now: float) -> float | None:
-        """Seconds to wait before the next step; None when the deadline has passed."""
-        # A lock just found free is tried again at once, but only once in a row.
-        quick_retry = self._last == "free" and self._unheld_in_a_row == 1
-        delay = 0.0 if quick_retry else self._poll_delay(now)
+        """Seconds to wait before the next step; None when the deadline has passed.
+
+        A retry at once waits for nothing, so it is made even at the deadline: ``timeout=0`` then
+        takes a lock found free or takeable, as ``try_acquire`` does.
+        """
+        if self.retry_at_once:
+            return 0.0
+        delay = self._poll_delay(now)
         if self.deadline is not None:
             left = self.deadline - now
             if left <= 0:

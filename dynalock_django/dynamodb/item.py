@@ -33,6 +33,12 @@ FENCING_TOKEN = "fencingToken"  # noqa: S105 (an attribute name, not a secret)
 ACQUIRED_AT = "acquiredAt"  # epoch milliseconds, holder's wall clock, display only
 RENEWED_AT = "renewedAt"  # idem
 RELEASED_BY = "releasedBy"  # who forced a release, shown to the holder who lost it
+# {"version": S, "ms": N}: the writer's wall clock (epoch ms) read before it sent the write that
+# stored that record version. Tied to the version, because a Java client's heartbeat changes the
+# version and leaves our attributes as they were: a stamp of another version says nothing.
+SENT_AT = "sentAt"
+SENT_AT_VERSION = "version"
+SENT_AT_MS = "ms"
 
 # DynamoDB's documented limits.
 MAX_PARTITION_KEY_BYTES = 2048
@@ -58,7 +64,11 @@ class LockInfo:
     ``lease_duration`` is in seconds. For a malformed item it is the safe
     default :data:`MALFORMED_ITEM_LEASE_SECONDS` and ``problems`` says what is
     wrong; such an item is treated as held by an unknown owner.
-    Timestamps come from the holder's wall clock and are for display only.
+    ``acquired_at`` and ``renewed_at`` come from the holder's wall clock and
+    are for display only. ``sent_at`` (epoch seconds on the holder's wall
+    clock, read before it sent the write that stored this very version) is
+    what the clock-bound takeover rule reads; None when the item has no such
+    stamp, a malformed one, one of another version, or other problems.
     """
 
     key: str
@@ -79,6 +89,7 @@ class LockInfo:
     # The stored version exactly as DynamoDB returned it, whatever its type, so
     # a takeover can be conditioned on it even for a malformed item.
     raw_version: Any = field(default=None, repr=False, compare=False)
+    sent_at: float | None = None
 
     @property
     def is_malformed(self) -> bool:
@@ -146,6 +157,7 @@ def parse_item(item: Item, partition_key_name: str, sort_key_name: str | None) -
         problems=tuple(problems),
         bad_fencing_token=FENCING_TOKEN in item and fencing_token is None,
         raw_version=item.get(RECORD_VERSION_NUMBER),
+        sent_at=None if problems else _sent_at(item, version),
     )
 
 
@@ -182,17 +194,32 @@ def _timestamp(item: Item, name: str) -> datetime | None:
     return moment if _EARLIEST <= moment <= _LATEST else None
 
 
+def _sent_at(item: Item, version: str | None) -> float | None:
+    """The stamp of the write that stored ``version``; anything else (absent, malformed, stale) is no stamp."""
+    try:
+        stamp = item[SENT_AT]["M"]
+        if version is None or stamp[SENT_AT_VERSION]["S"] != version:
+            return None
+        ms = stamp[SENT_AT_MS]["N"]
+    except (KeyError, TypeError):
+        return None
+    if not isinstance(ms, str) or not _DIGITS.fullmatch(ms):
+        return None
+    return int(ms) / 1000.0
+
+
 def item_size(item: Item) -> int:
     """An upper bound of DynamoDB's item size for the attributes we write."""
-    size = 0
-    for name, value in item.items():
-        size += len(name.encode())
-        if "S" in value:
-            size += len(value["S"].encode())
-        elif "B" in value:
-            size += len(value["B"])
-        elif "N" in value:
-            size += len(value["N"]) // 2 + 2
-        else:
-            size += 1
-    return size
+    return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
+
+
+def _value_size(value: AttributeValueTypeDef) -> int:
+    if "S" in value:
+        return len(value["S"].encode())
+    if "B" in value:
+        return len(value["B"])
+    if "N" in value:
+        return len(value["N"]) // 2 + 2
+    if "M" in value:
+        return 3 + sum(len(name.encode()) + 1 + _value_size(inner) for name, inner in value["M"].items())
+    return 1

@@ -49,9 +49,8 @@ class LeaseWriter:
         with lease.write_lock:
             if lease.keep_alive:
                 lease.ensure_held()
-            stamp = Stamp.new(lease.owner_name, duration, self._clock.time())
+            stamp = Stamp.new(lease.owner_name, duration, self._clock)
             request = writes.renew(self._layout, lease.lock_id, stamp, holding=lease.holding())
-            started = self._clock.monotonic()
             try:
                 self._store.update(request)
             except Refused as refused:
@@ -64,7 +63,7 @@ class LeaseWriter:
                 if botocore_errors.may_have_landed(error):
                     lease.add_unanswered_version(stamp.version)
                 raise
-            lease.renewed(stamp.version, started, duration)
+            lease.renewed(stamp.version, stamp.started, duration)
 
     def expire(self, lease: Lease, reason: str) -> None:
         """Report the lease lost because its safe time ran out (unless a renewal just landed)."""
@@ -113,7 +112,7 @@ class LeaseWriter:
 
     def _write_release(self, lease: Lease) -> _Released | LockLost:
         """One conditional write that marks our lock released (or deletes it)."""
-        stamp = Stamp.new(lease.owner_name, lease.lease_duration, self._clock.time())
+        stamp = Stamp.new(lease.owner_name, lease.lease_duration, self._clock)
         holding = lease.holding()
         try:
             if self._delete_on_release:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from . import botocore_config, fork_safety, validation
-from .clock import SYSTEM_CLOCK, Clock
+from .clock import SYSTEM_CLOCK, Clock, Instant
 from .connection import ClientFactory, Connection
 from .item import LockInfo
 from .layout import TableLayout
@@ -35,14 +35,13 @@ if TYPE_CHECKING:
 class LockClient(TableMethods):
     """Advisory locks in a DynamoDB table, compatible with the AWS Java lock client.
 
-    ``dynamodb`` is a boto3 DynamoDB client, or a zero-argument callable that
-    makes one. Prefer the callable in servers that fork (gunicorn --preload):
-    a forked child calls it to get its own connections. Given a client
-    instance, a child builds a new client with the same region, endpoint and
-    config, and credentials from boto3's default chain.
+    ``dynamodb`` is a boto3 DynamoDB client, or a zero-argument callable that makes one. Prefer the
+    callable in servers that fork (gunicorn --preload): a forked child calls it to get its own
+    connections. Given a client instance, a child builds a new client with the same region, endpoint
+    and config, and credentials from boto3's default chain.
 
-    One client runs one heartbeat thread for all its leases. It is safe to
-    share between threads; a process normally needs just one.
+    One client runs one heartbeat thread for all its leases. It is safe to share between threads; a
+    process normally needs just one. ``max_clock_skew``: see :meth:`acquire` and docs/guarantees.md.
     """
 
     def __init__(
@@ -58,6 +57,7 @@ class LockClient(TableMethods):
         sort_key_name: str | None = None,
         delete_on_release: bool = False,
         ttl_attribute: str | None = "ttl",
+        max_clock_skew: float | None = None,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         check_client_options(
@@ -68,12 +68,14 @@ class LockClient(TableMethods):
             partition_key_name,
             sort_key_name,
             ttl_attribute,
+            max_clock_skew,
         )
         self.layout = TableLayout(validate_table_name(table_name), partition_key_name, sort_key_name, ttl_attribute)
         self.lease_duration = float(lease_duration)
         self.heartbeat_period = float(heartbeat_period)
         self.refresh_period = float(refresh_period)
         self.delete_on_release = delete_on_release
+        self.max_clock_skew = None if max_clock_skew is None else float(max_clock_skew)
         self.clock = clock
         self._owner_name_given = owner_name is not None
         self.owner_name = owner_name or default_owner_name()
@@ -109,16 +111,16 @@ class LockClient(TableMethods):
     ) -> Lease:
         """Wait until the lock is ours and return its lease.
 
-        ``timeout`` is in seconds (None waits as long as it takes); when it
-        runs out, LockTimeout says who holds the lock. A lock whose holder
-        stopped renewing is taken over once its record version number has
-        stood unchanged for the item's lease duration on our clock.
+        ``timeout`` is in seconds (None waits as long as it takes); when it runs out, LockTimeout
+        says who holds the lock. A lock whose holder stopped renewing is taken over once its record
+        version number has stood unchanged for the item's lease duration on our clock, or, with
+        ``max_clock_skew`` (a bound on how far any two clients' wall clocks differ), at once if its
+        last write is older than its lease plus that.
 
-        ``owner_name`` and ``lease_duration`` replace the client's for this
-        lock. With ``keep_alive=False`` the lease is detached: its owner
-        renews and releases it from elsewhere through :meth:`lease`; this
-        client neither renews it nor releases it on close, and its threads do
-        not wait for it locally.
+        ``owner_name`` and ``lease_duration`` replace the client's for this lock. With
+        ``keep_alive=False`` the lease is detached: its owner renews and releases it from elsewhere
+        through :meth:`lease`; this client neither renews it nor releases it on close, and its
+        threads do not wait for it locally.
         """
         lock_id = self._checks.lock_id(key, sort_key)
         options = self._checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
@@ -138,10 +140,9 @@ class LockClient(TableMethods):
     ) -> Lease | None:
         """One attempt, never waiting: the lease, or None when someone holds the lock.
 
-        Repeated calls (and :meth:`get`) remember what they saw, so a lock
-        whose holder died is taken over by the first call made a whole lease
-        after its version was first seen. Raises DynamoDBUnavailable when
-        DynamoDB cannot answer. The other options are :meth:`acquire`'s.
+        Repeated calls (and :meth:`get`) remember what they saw, so a lock whose holder died is
+        taken over by the first call the takeover rule allows (see :meth:`acquire`). Raises
+        DynamoDBUnavailable when DynamoDB cannot answer. The other options are :meth:`acquire`'s.
         """
         lock_id = self._checks.lock_id(key, sort_key)
         options = self._checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
@@ -160,8 +161,8 @@ class LockClient(TableMethods):
     ) -> Iterator[Lease]:
         """``with client.lock(key) as lease:`` acquire, then release at the end of the block.
 
-        If the block succeeds but the lease was lost meanwhile, LockLost is
-        raised at the end: the block was not protected for all of its run.
+        If the block succeeds but the lease was lost meanwhile, LockLost is raised at the end: the
+        block was not protected for all of its run.
         """
         with self.acquire(key, sort_key=sort_key, timeout=timeout, data=data, on_lost=on_lost) as lease:
             yield lease
@@ -229,24 +230,24 @@ class LockClient(TableMethods):
     def get(self, key: str, *, sort_key: str | None = None) -> LockInfo | None:
         """The lock item as stored now (a consistent read), or None if there is none.
 
-        Like a refused acquire, it remembers the holder's version and when it
-        was first seen, so :meth:`available_in` can tell when this client may
-        take over a holder that stopped renewing.
+        Like a refused acquire, it remembers the holder's version and when it was first seen, so
+        :meth:`available_in` can tell when this client may take over a holder that stopped renewing.
         """
         lock_id = self._checks.lock_id(key, sort_key)
         info = self._store.read(lock_id)
         if info is not None:
-            self._process.observations.saw(lock_id, info, self.clock.monotonic())
+            self._process.observations.saw(lock_id, info, Instant.read(self.clock))
         return info
 
     def available_in(self, lock: LockInfo | None) -> float:
         """Seconds until this client may take ``lock`` (as read by :meth:`get`); no request.
 
-        0 when there is no item, it is released, or its version has stood for
-        the item's lease since this client first saw it; the whole lease when
-        this client has not seen this version before.
+        0 when there is no item, it is released, or its version has stood for the item's lease
+        since this client first saw it; the whole lease when this client has not seen this version
+        before; with ``max_clock_skew``, also 0 once the holder's last write is older than its
+        lease plus that.
         """
-        return self._process.observations.takeover_in(lock, self.clock.monotonic())
+        return self._process.observations.takeover_in(lock, Instant.read(self.clock))
 
     def lease(
         self,

@@ -55,8 +55,7 @@ class OperatorActions:
         return self._layout.parse(released)
 
     def take_over(self, lock: LockInfo, options: AcquireOptions) -> Lease:
-        stamp = Stamp.new(options.owner_name, options.lease_duration, self._clock.time())
-        started = self._clock.monotonic()
+        stamp = Stamp.new(options.owner_name, options.lease_duration, self._clock)
         try:
             taken = self._layout.parse(
                 self._store.update(writes.take_over(self._layout, lock, stamp, data=options.data))
@@ -79,4 +78,4 @@ class OperatorActions:
             # This very client held it: that lease ends now, not at a heartbeat that would never come.
             with replaced.write_lock:
                 self._holdings.forget(replaced, lost=(lost_message(replaced, taken), taken))
-        return self._grant(lock_id, stamp.version, taken.fencing_token, started, options)
+        return self._grant(lock_id, stamp.version, taken.fencing_token, stamp.started, options)

@@ -30,8 +30,10 @@ def check_client_options(
     partition_key_name: object,
     sort_key_name: object,
     ttl_attribute: object,
+    max_clock_skew: object,
 ) -> None:
     validation.check_durations(lease_duration, heartbeat_period, refresh_period=refresh_period)
+    validation.check_clock_skew(max_clock_skew)
     validation.check_name("partition_key_name", partition_key_name)
     validation.check_name("owner_name", owner_name, optional=True)
     validation.check_name("sort_key_name", sort_key_name, optional=True)
@@ -126,6 +128,7 @@ class CallChecks:
             item.FENCING_TOKEN: {"N": "9" * 20},
             item.ACQUIRED_AT: {"N": "9" * 14},
             item.RENEWED_AT: {"N": "9" * 14},
+            item.SENT_AT: writes.sent_at(writes.new_version(), int("9" * 14)),
             item.IS_RELEASED: {"S": item.IS_RELEASED_VALUE},
             item.RELEASED_BY: {"S": "x" * 256},
         }

@@ -32,6 +32,7 @@ class ClientSettings(LeaseClient, Protocol):
     heartbeat_period: float
     refresh_period: float
     delete_on_release: bool
+    max_clock_skew: float | None
 
 
 class ProcessState:
@@ -43,7 +44,7 @@ class ProcessState:
         self.closed = threading.Event()
         if closed:
             self.closed.set()
-        self.observations = Observations()
+        self.observations = Observations(max_clock_skew=client.max_clock_skew)
         self.holdings = Holdings(clock, self.closed)
         self.lease_writer = LeaseWriter(store, layout, clock, self.holdings, delete_on_release=client.delete_on_release)
         self.heartbeat = Heartbeat(

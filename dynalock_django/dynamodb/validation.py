@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from . import item
 from .exceptions import ConfigurationError, InvalidLockRequest
 from .item import Item
@@ -14,6 +16,18 @@ def is_number(value: object) -> bool:
 def check_positive(label: str, value: object) -> None:
     if not is_number(value) or not value > 0:  # type: ignore[operator]
         raise ConfigurationError(f"{label} must be a positive number of seconds, not {value!r}.")
+
+
+def check_clock_skew(value: object) -> None:
+    """``max_clock_skew``: None (the clock-free rule alone) or a finite number of seconds >= 0."""
+    if value is None:
+        return
+    if not is_number(value) or not 0 <= value < math.inf:  # type: ignore[operator]
+        raise ConfigurationError(
+            f"max_clock_skew must be None or a number of seconds >= 0, not {value!r}: the most any two "
+            "wall clocks of the clients sharing the table may differ by (for example 1.0 under NTP), "
+            "or None to never compare clocks."
+        )
 
 
 def check_durations(lease_duration: object, heartbeat_period: object, **others: object) -> None:

@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from . import item
 from .expressions import Expressions, update_expression
 from .item import LockInfo
 from .layout import LockId, TableLayout
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
+
+    from .clock import Clock
 
 
 @dataclass(frozen=True)
@@ -24,11 +29,17 @@ class Stamp:
     owner_name: str
     version: str
     lease_duration: float
-    wall_time: float  # the writer's wall clock: display timestamps, TTL and token seed only
+    # The writer's monotonic clock when it is about to send: a lease this write wins or renews counts from here.
+    started: float
+    # The writer's wall clock, read after ``started`` and before sending, so it is never earlier than
+    # the moment the lease counts from: ``sentAt`` (the clock-bound takeover rule), display timestamps,
+    # the TTL and the token seed.
+    wall_time: float
 
     @classmethod
-    def new(cls, owner_name: str, lease_duration: float, wall_time: float) -> Stamp:
-        return cls(owner_name, new_version(), lease_duration, wall_time)
+    def new(cls, owner_name: str, lease_duration: float, clock: Clock) -> Stamp:
+        started = clock.monotonic()
+        return cls(owner_name, new_version(), lease_duration, started, clock.time())
 
     @property
     def wall_ms(self) -> int:
@@ -213,6 +224,7 @@ def _stamp_sets(exprs: Expressions, layout: TableLayout, stamp: Stamp, *, acquir
         f"{exprs.name(item.RECORD_VERSION_NUMBER)} = {exprs.string(stamp.version)}",
         f"{exprs.name(item.LEASE_DURATION)} = {exprs.string(str(round(stamp.lease_duration * 1000)))}",
         f"{exprs.name(item.RENEWED_AT)} = {now}",
+        f"{exprs.name(item.SENT_AT)} = {exprs.value(sent_at(stamp.version, stamp.wall_ms))}",
     ]
     if acquired:
         sets.append(f"{exprs.name(item.OWNER_NAME)} = {exprs.string(stamp.owner_name)}")
@@ -221,6 +233,11 @@ def _stamp_sets(exprs: Expressions, layout: TableLayout, stamp: Stamp, *, acquir
         ttl = layout.ttl_seconds(stamp.wall_time, stamp.lease_duration)
         sets.append(f"{exprs.name(layout.ttl_attribute)} = {exprs.number(ttl)}")
     return sets
+
+
+def sent_at(version: str, wall_ms: int) -> AttributeValueTypeDef:
+    """The ``sentAt`` attribute of a write that stores ``version`` (see :data:`.item.SENT_AT`)."""
+    return {"M": {item.SENT_AT_VERSION: {"S": version}, item.SENT_AT_MS: {"N": str(wall_ms)}}}
 
 
 def _released(exprs: Expressions) -> str:

@@ -32,6 +32,23 @@ class Holding:
     events: list[Event] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class ClockBound:
+    """Waiters run with ``max_clock_skew`` and every two clocks agree within it."""
+
+    lease: float
+    max_clock_skew: float
+
+    @property
+    def at_once_after(self) -> float:
+        """Seconds after a holder's death from which a waiter arriving takes its lock at once.
+
+        Its last write was sent before it died; it is taken at once when older than the lease plus the
+        bound on the waiter's clock, which may run up to the bound ahead of the holder's.
+        """
+        return self.lease + 2 * self.max_clock_skew
+
+
 @dataclass
 class Verdict:
     operations: int = 0
@@ -40,6 +57,8 @@ class Verdict:
     lost_updates: int = 0
     phantom_updates: int = 0
     takeovers: list[float] = field(default_factory=list)
+    # A waiter that arrived after its holder was killed: (arrival - kill, grant - arrival).
+    late_takeovers: list[tuple[float, float]] = field(default_factory=list)
     handoffs: list[float] = field(default_factory=list)
     errors: collections.Counter[str] = field(default_factory=collections.Counter)
     violations: list[tuple[str, list[Event]]] = field(default_factory=list)
@@ -74,21 +93,36 @@ def holdings(events: list[Event]) -> list[Holding]:
     return done
 
 
-def check(events: list[Event], *, heartbeat: float, refresh: float, control: bool = False) -> Verdict:
-    """``control``: an unfenced run, whose lost updates are expected (and reported, not failed)."""
+def check(
+    events: list[Event],
+    *,
+    heartbeat: float,
+    refresh: float,
+    control: bool = False,
+    overlaps_allowed: bool = False,
+    clock_bound: ClockBound | None = None,
+) -> Verdict:
+    """``control``: an unfenced run, whose lost updates are expected (and reported, not failed).
+
+    ``overlaps_allowed``: clocks skewed beyond the bound, where holders may overlap (counted, not
+    failed) but the fence must still lose nothing. ``clock_bound``: a waiter arriving late enough
+    after its holder was killed takes the lock in less than a lease.
+    """
     verdict = Verdict(operations=sum(1 for e in events if e.kind == "acquired"))
     held = holdings(events)
-    _overlaps(held, verdict)
+    _overlaps(held, verdict, overlaps_allowed)
     _writes(events, verdict, control)
     _counters(events, verdict, control)
     _lost_reports(events, heartbeat, verdict)
     _waits(events, refresh, verdict)
     _timings(events, verdict)
+    if clock_bound is not None:
+        _late_takeovers(verdict, clock_bound, [e for e in events if e.kind in ("killed", "acquired")])
     verdict.errors.update(e.data["error"] for e in events if e.kind == "error")
     return verdict
 
 
-def _overlaps(held: list[Holding], verdict: Verdict) -> None:
+def _overlaps(held: list[Holding], verdict: Verdict, allowed: bool) -> None:
     by_key: dict[str, list[Holding]] = collections.defaultdict(list)
     for holding in held:
         by_key[holding.key].append(holding)
@@ -98,7 +132,8 @@ def _overlaps(held: list[Holding], verdict: Verdict) -> None:
         for holding in key_holdings:
             if latest_end is not None and latest_end.end > holding.start and latest_end.worker != holding.worker:
                 verdict.overlaps += 1
-                verdict.fail("no two holders overlap", latest_end.events + holding.events)
+                if not allowed:
+                    verdict.fail("no two holders overlap", latest_end.events + holding.events)
             if latest_end is None or holding.end > latest_end.end:
                 latest_end = holding
 
@@ -204,7 +239,9 @@ def _timings(events: list[Event], verdict: Verdict) -> None:
             holding_key[event.worker] = event.key
             previous = last_holder.get(event.key)
             since = waiting_since.pop((event.worker, event.key), event.t)
-            if previous is not None and since <= previous.t:
+            if previous is not None and previous.kind == "killed" and since > previous.t:
+                verdict.late_takeovers.append((since - previous.t, event.t - since))
+            elif previous is not None and since <= previous.t:
                 if previous.kind == "killed":
                     verdict.takeovers.append(event.t - previous.t)
                 elif previous.kind == "released" and previous.worker != event.worker:
@@ -215,6 +252,15 @@ def _timings(events: list[Event], verdict: Verdict) -> None:
             holding_key.pop(event.worker, None)
         elif event.kind == "killed" and event.data["worker"] in holding_key:
             last_holder[holding_key.pop(event.data["worker"])] = event
+
+
+def _late_takeovers(verdict: Verdict, bound: ClockBound, excerpt: list[Event]) -> None:
+    late = [wait for after_kill, wait in verdict.late_takeovers if after_kill >= bound.at_once_after]
+    if not late:
+        verdict.fail("a waiter arrives after a killed holder's bound: the run shows the clock-bound rule", excerpt)
+    slow = [wait for wait in late if wait >= bound.lease]
+    if slow:
+        verdict.fail(f"a waiter arriving after the bound takes the lock in less than a lease ({max(slow):.2f} s)", [])
 
 
 def percentiles(values: list[float]) -> str:

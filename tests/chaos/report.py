@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .checker import percentiles
+from ..dynamodb_support import LEASE
+from .checker import ClockBound, percentiles
 from .workloads import Outcome
 
 HEADER = (
@@ -14,6 +15,7 @@ HEADER = (
     "stale writes accepted",
     "lost updates",
     "takeover after kill ms p50/p99",
+    "late waiter -> takeover ms p50/p99",
     "handoff ms p50/p99",
     "errors surfaced",
     "result",
@@ -26,7 +28,7 @@ def rows(outcomes: list[Outcome]) -> list[tuple[str, ...]]:
         verdict, workload = outcome.verdict, outcome.workload
         faults = ", ".join(f"{count} {kind}" for kind, count in sorted(outcome.faults.items())) or "-"
         errors = ", ".join(f"{count} {kind}" for kind, count in sorted(verdict.errors.items())) or "-"
-        result = "FAILED" if verdict.violations else ("control: fence needed" if workload.control else "passed")
+        result = _result(outcome)
         table.append(
             (
                 workload.name,
@@ -37,12 +39,31 @@ def rows(outcomes: list[Outcome]) -> list[tuple[str, ...]]:
                 str(verdict.stale_writes_accepted),
                 str(verdict.lost_updates),
                 percentiles(verdict.takeovers),
+                percentiles(_late_waits(outcome)),
                 percentiles(verdict.handoffs),
                 errors,
                 result,
             )
         )
     return table
+
+
+def _late_waits(outcome: Outcome) -> list[float]:
+    """Arrival to grant, for waiters that arrived once a killed holder's lock was free to take: by the clock
+    bound when the workload has one (then at once), else a lease after the kill (then after a lease)."""
+    bound = ClockBound(LEASE, outcome.workload.max_clock_skew or 0.0)
+    return [wait for after_kill, wait in outcome.verdict.late_takeovers if after_kill >= bound.at_once_after]
+
+
+def _result(outcome: Outcome) -> str:
+    verdict, workload = outcome.verdict, outcome.workload
+    if verdict.violations:
+        return "FAILED"
+    if workload.control:
+        return "control: fence needed"
+    if workload.overlaps_allowed:  # the fence held, or the checker would have failed it
+        return f"control: {verdict.overlaps} overlaps, fence held" if verdict.overlaps else "control: no overlap"
+    return "passed"
 
 
 def render(outcomes: list[Outcome]) -> str:

@@ -9,6 +9,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from dynalock_django.dynamodb import LockClient
+
+from ..dynamodb_support import make_dynamodb
+from ..protocol.fake_clock import OffsetClock
 from .history import Recorder
 from .run_window import RunWindow
 
@@ -31,21 +35,9 @@ class WorkerConfig:
     hold: float  # seconds between reading the counter and writing it back
     fenced: bool = True
     wall_offset: float = 0.0  # seconds this process's wall clock is off
+    max_clock_skew: float | None = None  # the client's option: the clock-bound takeover rule
     kill_probability: float = 0.0  # per holding: SIGKILL itself before, during or after the write
     pause_probability: float = 0.0  # per holding: SIGSTOP itself between read and write (the runner resumes it)
-
-
-class OffsetClock:
-    """A wall clock that is wrong by ``offset`` seconds; the monotonic clock is the system's."""
-
-    def __init__(self, offset: float) -> None:
-        self.offset = offset
-
-    def monotonic(self) -> float:
-        return time.monotonic()
-
-    def time(self) -> float:
-        return time.time() + self.offset
 
 
 def die_here(record: Recorder, now: bool, phase: str) -> None:
@@ -67,23 +59,14 @@ def run(config: WorkerConfig) -> None:
     django.setup()
     from django.db import OperationalError
 
-    from dynalock_django.dynamodb import DynalockError, LockClient, LockLost, LockTimeout
+    from dynalock_django.dynamodb import DynalockError, LockLost, LockTimeout
     from dynalock_django.exceptions import StaleFencingToken
     from dynalock_django.fencing import fenced_refresh, fenced_save
     from tests.django.testapp.models import Account
 
-    from ..dynamodb_support import make_dynamodb
-
     record = Recorder(Path(config.history), config.name)
     rng = random.Random(config.seed)
-    client = LockClient(
-        make_dynamodb(config.endpoint_url),
-        config.table_name,
-        lease_duration=config.lease,
-        heartbeat_period=config.heartbeat,
-        refresh_period=config.refresh,
-        clock=OffsetClock(config.wall_offset),
-    )
+    client = lock_client(config)
     config.window.arrive()
     while time.monotonic() < config.window.until():
         hot = rng.random() < 0.8
@@ -143,4 +126,60 @@ def run(config: WorkerConfig) -> None:
         except DynalockError as error:
             record("error", key, token, error=type(error).__name__)
     client.close(release=True)
+    record.close()
+
+
+@dataclass(frozen=True)
+class ProbeConfig:
+    """A crash probe's process: one holder that dies holding ``key``, or one waiter that arrives late for it."""
+
+    name: str
+    endpoint_url: str
+    table_name: str
+    history: str
+    key: str
+    lease: float
+    heartbeat: float
+    refresh: float
+    wall_offset: float
+    max_clock_skew: float | None
+
+
+def lock_client(config: WorkerConfig | ProbeConfig) -> LockClient:
+    """The process's client: the workload's lease, its wall clock off by its offset, its takeover rule."""
+    return LockClient(
+        make_dynamodb(config.endpoint_url),
+        config.table_name,
+        lease_duration=config.lease,
+        heartbeat_period=config.heartbeat,
+        refresh_period=config.refresh,
+        clock=OffsetClock(config.wall_offset),
+        max_clock_skew=config.max_clock_skew,
+    )
+
+
+def _probe_client(config: ProbeConfig) -> tuple[LockClient, Recorder]:
+    return lock_client(config), Recorder(Path(config.history), config.name)
+
+
+def hold_then_die(config: ProbeConfig) -> None:
+    """Take the key, renew it a couple of times, and die holding it (SIGKILL)."""
+    client, record = _probe_client(config)
+    lease = client.acquire(config.key, timeout=10 * config.lease)
+    record("acquired", config.key, lease.fencing_token, safe_until=lease.safe_until)
+    time.sleep(2.5 * config.heartbeat)
+    record("holding", config.key, lease.fencing_token, safe_until=lease.safe_until)
+    die_here(record, True, "while holding")
+
+
+def arrive_late(config: ProbeConfig) -> None:
+    """Take the key a dead holder left, and let it go."""
+    client, record = _probe_client(config)
+    record("acquire_start", config.key, timeout=10 * config.lease)
+    lease = client.acquire(config.key, timeout=10 * config.lease)
+    record("acquired", config.key, lease.fencing_token, safe_until=lease.safe_until)
+    record("release_start", config.key, lease.fencing_token, safe_until=lease.safe_until)
+    lease.release()
+    record("released", config.key, lease.fencing_token)
+    client.close()
     record.close()

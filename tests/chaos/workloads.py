@@ -10,6 +10,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from dynalock_django.dynamodb import InvalidLockRequest, LockClient
 from ..dynamodb_support import HEARTBEAT, LEASE, REFRESH, make_dynamodb, short_lease_client, unique
 from ..java_client import JavaLockClient
 from . import workers
-from .checker import Verdict, check
+from .checker import ClockBound, Verdict, check
 from .history import Event, Recorder, load
 from .proxy import FaultProxy, FaultRates
 from .run_window import NotReady, RunWindow
@@ -46,6 +47,16 @@ class Workload:
     pause_probability: float = 0.0
     wall_offsets: tuple[float, ...] = (0.0,)
     bad_data: bool = False
+    max_clock_skew: float | None = None
+    # Holders that die holding a key of their own, each followed, once its bound has passed, by a
+    # waiter whose clock is the bound behind the holder's (the slowest within it): late arrivals.
+    crash_probes: int = 0
+    # Clocks skewed beyond max_clock_skew: a control in which holders may overlap, but the fence must hold.
+    overlaps_allowed: bool = False
+
+
+# The bound of the two clock-bound workloads. Within it, no two clocks differ by more than SKEW.
+SKEW = 0.5
 
 
 WORKLOADS = [
@@ -61,6 +72,25 @@ WORKLOADS = [
     Workload("endpoint-down", processes=4, endpoint_down=2.5 * LEASE),
     Workload("clock-skew", processes=4, wall_offsets=(-600.0, 0.0, 300.0, 7200.0)),
     Workload("bad-data", processes=4, bad_data=True),
+    Workload(
+        "skew-within-bound",
+        processes=4,
+        hold=0.05,
+        kill_probability=0.15,
+        wall_offsets=(-SKEW / 2, SKEW / 2, 0.0, -SKEW / 4),
+        max_clock_skew=SKEW,
+        crash_probes=2,
+    ),
+    Workload(
+        "skew-beyond-bound",
+        processes=4,
+        hot_keys=1,
+        cold_keys=0,
+        hold=0.3,
+        wall_offsets=(-3.0, 0.0, 3.0, 0.0),
+        max_clock_skew=SKEW,
+        overlaps_allowed=True,
+    ),
 ]
 
 
@@ -88,6 +118,8 @@ def run(workload: Workload, endpoint_url: str, seed: int, workdir: Path, duratio
         faults: dict[str, int] = {}
         if workload.bad_data:
             keys += _write_bad_data(endpoint_url, table, record, faults)
+        if workload.crash_probes:
+            faults["crash probes"] = workload.crash_probes
         proxy = None
         if workload.faults or workload.endpoint_down:
             proxy = FaultProxy(endpoint_url, workload.faults or FaultRates(), seed)
@@ -114,17 +146,36 @@ def run(workload: Workload, endpoint_url: str, seed: int, workdir: Path, duratio
                     wall_offset=workload.wall_offsets[i % len(workload.wall_offsets)],
                     kill_probability=workload.kill_probability,
                     pause_probability=workload.pause_probability,
+                    max_clock_skew=workload.max_clock_skew,
                 )
                 for i in range(workload.processes)
             ]
+            probes = [
+                threading.Thread(target=_crash_probe, args=(url, table, history, f"probe-{i}", workload), daemon=True)
+                for i in range(workload.crash_probes)
+            ]
+            for probe in probes:
+                probe.start()
             _supervise(configs, proxy, workload, record, window, duration, faults)
+            for probe in probes:
+                probe.join(30)
+                if probe.is_alive():
+                    record("violation", property="every crash probe ends")
             if proxy:
                 faults.update(proxy.injected)
         with sqlite3.connect(database) as db:
             for pk, balance in db.execute("SELECT id, balance FROM testapp_account ORDER BY id"):
                 record("final_counter", keys[pk - 1], value=balance)
     events = load(history)
-    verdict = check(events, heartbeat=HEARTBEAT, refresh=REFRESH, control=workload.control)
+    bound = None if workload.max_clock_skew is None else ClockBound(LEASE, workload.max_clock_skew)
+    verdict = check(
+        events,
+        heartbeat=HEARTBEAT,
+        refresh=REFRESH,
+        control=workload.control,
+        overlaps_allowed=workload.overlaps_allowed,
+        clock_bound=None if workload.overlaps_allowed else bound,
+    )
     _check_recorded_violations(events, verdict)
     if verdict.operations == 0:
         verdict.fail("the workers ran: a run without one lock taken proves nothing", [])
@@ -187,6 +238,24 @@ def _supervise(
             record("violation", property=f"every run stops by itself (worker {name} had to be killed)")
         elif process.exitcode not in (0, -signal.SIGKILL):
             record("violation", property=f"workers never crash (worker {name} exited with {process.exitcode})")
+
+
+def _crash_probe(url: str, table: str, history: Path, name: str, workload: Workload) -> None:
+    assert workload.max_clock_skew is not None
+    skew = workload.max_clock_skew
+    config = workers.ProbeConfig(
+        f"{name}-holder", url, table, str(history), unique(name), LEASE, HEARTBEAT, REFRESH, skew / 2, skew
+    )
+    holder = spawn.Process(target=workers.hold_then_die, args=(config,))
+    holder.start()
+    holder.join(60)
+    time.sleep(ClockBound(LEASE, skew).at_once_after)
+    waiter = spawn.Process(
+        target=workers.arrive_late,
+        args=(dataclasses.replace(config, name=f"{name}-waiter", wall_offset=-skew / 2),),
+    )
+    waiter.start()
+    waiter.join(60)
 
 
 def _start(config: workers.WorkerConfig) -> Any:

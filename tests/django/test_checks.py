@@ -5,6 +5,8 @@ The settings checks make no request: those tests get no table. The deploy checks
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from django.core import checks
 from django.core.management import call_command
@@ -75,6 +77,20 @@ def test_each_bad_value_has_its_id_and_a_hint(configured, changes, expected):
         messages = check_settings()
     assert [m.id for m in messages] == [expected]
     assert messages[0].hint
+
+
+@pytest.mark.parametrize("bad", [-1, -0.001, "1.0", True, math.nan, math.inf, [1]])
+def test_e017_max_clock_skew_must_be_none_or_a_finite_number_of_seconds(configured, bad):
+    with override_settings(DYNALOCK={**configured, "MAX_CLOCK_SKEW": bad}):
+        [message] = check_settings()
+    assert message.id == "dynalock.E017"
+    assert "MAX_CLOCK_SKEW" in message.msg
+    assert "None" in message.hint
+
+
+@pytest.mark.parametrize("good", [None, 0, 0.5, 2])
+def test_max_clock_skew_none_zero_or_seconds_pass(configured, good):
+    assert ids_for(configured, MAX_CLOCK_SKEW=good) == []
 
 
 def test_the_e006_hint_says_what_to_change(configured):

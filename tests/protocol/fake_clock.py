@@ -1,10 +1,12 @@
-"""A clock that moves only when a test says so: timing rules tested without sleeping."""
+"""Clocks for tests: one that moves only when told (timing rules tested without sleeping), one that is wrong."""
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 
 from dynalock_django.dynamodb import Lease
+from dynalock_django.dynamodb.clock import Instant
 
 # A step below any timing rule's resolution, exact in binary floating point: `now + rule - TICK + TICK == now + rule`.
 TICK = 2.0**-10
@@ -23,6 +25,22 @@ class FakeClock:
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
+
+    def instant(self) -> Instant:
+        return Instant.read(self)
+
+
+class OffsetClock:
+    """A wall clock that is wrong by ``offset`` seconds; the monotonic clock is the system's."""
+
+    def __init__(self, offset: float) -> None:
+        self.offset = offset
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def time(self) -> float:
+        return time.time() + self.offset
 
 
 class NoClient:

@@ -31,14 +31,17 @@ def test_our_item_has_the_java_clients_attribute_names_types_and_units(make_clie
     assert UUID.fullmatch(item["recordVersionNumber"]["S"])
     assert item["data"] == {"B": b"\x01\x02"}
     assert "isReleased" not in item
-    # Our additions are numbers the Java client carries along untouched.
+    # Our additions are attributes the Java client carries along untouched.
     assert set(item) - {"key", "ownerName", "leaseDuration", "recordVersionNumber", "data"} == {
         "fencingToken",
         "acquiredAt",
         "renewedAt",
+        "sentAt",
         "ttl",
     }
     assert all(set(item[name]) == {"N"} for name in ("fencingToken", "acquiredAt", "renewedAt", "ttl"))
+    # The clock-bound rule's stamp names the version it dates.
+    assert item["sentAt"] == {"M": {"version": item["recordVersionNumber"], "ms": item["renewedAt"]}}
     lease.release()
     assert raw(dynamodb, client.table_name, key)["isReleased"] == {"S": "1"}
 

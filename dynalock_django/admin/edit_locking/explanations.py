@@ -20,11 +20,16 @@ def since(holder: LockInfo) -> str:
 def held_message(state: EditState) -> str:
     assert state.holder is not None
     if state.holder_is_me:
-        return _("You are editing this in another tab (since %(since)s).") % {"since": since(state.holder)}
-    return _("Being edited by %(holder)s since %(since)s.") % {
-        "holder": state.holder_name,
-        "since": since(state.holder),
-    }
+        message = _("You are editing this in another tab (since %(since)s).") % {"since": since(state.holder)}
+    else:
+        message = _("Being edited by %(holder)s since %(since)s.") % {
+            "holder": state.holder_name,
+            "since": since(state.holder),
+        }
+    if state.frees_at is None:
+        return message
+    frees_at = dateformat.format(timezone.localtime(state.frees_at), "H:i:s")
+    return f"{message} {_('If that tab was closed, the lock frees at %(time)s.') % {'time': frees_at}}"
 
 
 def unavailable_message(error: DynamoDBError) -> str:

@@ -3,17 +3,20 @@
 A change page takes the row's lock for the tab that shows it, and the tab
 renews it through whichever server answers (``keep_alive=False`` leases of the
 protocol): no server's heartbeat keeps a closed tab's lock alive, and it runs
-out one ``EDIT_LEASE_DURATION`` after the tab stops renewing. Which tab holds
-it is told by its ticket (:mod:`.tickets`).
+out one ``EDIT_LEASE_DURATION`` after the tab stops renewing (at once, for a
+tab gone longer than that plus ``MAX_CLOCK_SKEW``, when that is set). Which
+tab holds it is told by its ticket (:mod:`.tickets`).
 """
 
 from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import models
+from django.utils import timezone
 
 from ...client import get_client
 from ...conf import dynalock_settings
@@ -33,6 +36,8 @@ class EditState:
     ticket: EditTicket | None = None  # the lock this page holds (or held, if ``problem`` says it was lost)
     holder: LockInfo | None = None  # who holds it when this page does not
     holder_is_me: bool = False  # that holder is the same user, in another tab
+    # When the holder's lock frees if it is not renewed from now on (this server's takeover rule and clock).
+    frees_at: datetime | None = None
     problem: str | None = None  # why this page cannot save
 
     @property
@@ -133,7 +138,8 @@ class EditLock:
         return self._granted(get_client().take_over(current, **self._grant_options(tab)), tab)
 
     def held_by(self, holder: LockInfo | None) -> EditState:
-        return EditState(self.key, holder=holder, holder_is_me=self.is_mine(holder))
+        frees_at = None if holder is None else _from_now(get_client().available_in(holder))
+        return EditState(self.key, holder=holder, holder_is_me=self.is_mine(holder), frees_at=frees_at)
 
     def is_mine(self, holder: LockInfo | None) -> bool:
         """The lock is held by one of this user's tabs."""
@@ -157,3 +163,12 @@ class EditLock:
 
     def _granted(self, lease: Lease, tab: str) -> EditState:
         return EditState(self.key, ticket=EditTicket(tab, lease.fencing_token))
+
+
+def _from_now(seconds: float) -> datetime | None:
+    """The moment ``seconds`` from now; None past what a calendar in any time zone can show (an endless lease)."""
+    try:
+        moment = timezone.now() + timedelta(seconds=seconds)
+    except OverflowError:
+        return None
+    return moment if moment < datetime.max.replace(tzinfo=UTC) - timedelta(days=1) else None
