@@ -33,6 +33,8 @@ FENCING_TOKEN = "fencingToken"  # noqa: S105 (an attribute name, not a secret)
 ACQUIRED_AT = "acquiredAt"  # epoch milliseconds, holder's wall clock, display only
 RENEWED_AT = "renewedAt"  # idem
 RELEASED_BY = "releasedBy"  # who forced a release, shown to the holder who lost it
+# The lock's key, present only while we hold it: the sparse live-locks index's key (see live_index.py).
+LIVE_LOCK_KEY = "liveLockKey"
 
 # DynamoDB's documented limits.
 MAX_PARTITION_KEY_BYTES = 2048
