@@ -104,6 +104,16 @@ def test_an_expired_lock_stays_listed_until_someone_takes_it(make_client):
     assert live_keys(first, key) == []
 
 
+def test_a_released_item_that_kept_its_mark_is_not_listed(make_client, dynamodb, table_name):
+    """Released by a client that does not know the mark (an older version of this package): still not live."""
+    key = unique("kept-mark")
+    dynamodb.put_item(
+        TableName=table_name,
+        Item={"key": {"S": key}, "liveLockKey": {"S": key}, "isReleased": {"S": "1"}, "ownerName": {"S": "old"}},
+    )
+    assert live_keys(make_client(), key) == []
+
+
 def test_the_java_clients_locks_are_found_by_a_scan_only(make_client, dynamodb, table_name):
     key = unique("java")
     JavaLockClient(dynamodb, table_name).acquire_new(key)
