@@ -128,6 +128,7 @@ class CallChecks:
             item.RENEWED_AT: {"N": "9" * 14},
             item.IS_RELEASED: {"S": item.IS_RELEASED_VALUE},
             item.RELEASED_BY: {"S": "x" * 256},
+            item.LIVE_LOCK_KEY: {"S": lock_id[0]},
         }
         if self._layout.ttl_attribute:
             largest[self._layout.ttl_attribute] = {"N": "9" * 11}

@@ -6,7 +6,15 @@ import logging
 
 import pytest
 
-from dynalock_django.dynamodb import InvalidLockRequest, LockClient, TableSchemaError, live_index
+from dynalock_django.dynamodb import (
+    MAX_PARTITION_KEY_BYTES,
+    InvalidLockRequest,
+    LockClient,
+    TableNotFound,
+    TableSchemaError,
+    live_index,
+)
+from dynalock_django.dynamodb.item import MAX_ITEM_BYTES, item_size
 
 from ..dynamodb_support import LEASE, RequestCounter, create_bare_table, make_dynamodb, unique
 from ..java_client import JavaLockClient
@@ -254,3 +262,31 @@ def test_a_table_created_by_the_client_has_the_index_on_every_store(endpoint_url
         assert page.from_index
         assert [lock.key for lock in page.locks] == ["k2"]
         lease.release()
+
+
+@pytest.mark.requires("binary_size")
+def test_the_largest_data_accepted_leaves_room_for_the_mark(make_client, table_name):
+    """With the longest key, the mark repeats 2 KB: the data budget counts it, so the item stays under 400 KB."""
+    key = "k" * MAX_PARTITION_KEY_BYTES
+    probe = make_client(table=unique("absent"))  # the size check comes before any request
+
+    def accepted(size: int) -> bool:
+        try:
+            probe.acquire(key, data=b"x" * size, timeout=0)
+        except InvalidLockRequest:
+            return False
+        except TableNotFound:
+            return True
+        raise AssertionError("the probe's table does not exist")
+
+    low, high = 0, MAX_ITEM_BYTES  # accepted(low), not accepted(high)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if accepted(middle) else (low, middle)
+    client = make_client()
+    lease = client.acquire(key, data=b"x" * low)
+    stored = raw(client.dynamodb, table_name, key)
+    released_later = {"isReleased": {"S": "1"}, "releasedBy": {"S": "x" * 256}}
+    assert "liveLockKey" in stored
+    assert item_size({**stored, **released_later}) <= MAX_ITEM_BYTES
+    lease.release()
