@@ -241,4 +241,14 @@ def check_table(app_configs: Any = None, **_: Any) -> list[CheckMessage]:
                 id="dynalock.W020",
             )
         )
+    if description.live_index_status != "ACTIVE":
+        state = description.live_index_status or "missing"
+        messages.append(
+            Warning(
+                f"The live-locks index of the lock table {client.table_name!r} is {state}: the live-locks "
+                "dashboard and `dynalock list` scan the whole table, released items included.",
+                hint="Run: python manage.py dynalock createindex (it waits until the index is ACTIVE)",
+                id="dynalock.W021",
+            )
+        )
     return messages

@@ -19,7 +19,7 @@ from django.db import models
 from django.urls import NoReverseMatch, reverse
 
 from .conf import dynalock_settings
-from .dynamodb import LockClient, LockInfo
+from .dynamodb import LockClient, LockInfo, ScanPage
 from .keys import ParsedKey, model_label, parse_key
 from .payload import LockData
 
@@ -67,6 +67,8 @@ class LockRowPage:
     rows: list[LockRow]
     next_cursor: str | None
     counts: collections.Counter[str] = field(default_factory=collections.Counter)
+    # Read from the live-locks index (held locks only); False: a scan of the whole table.
+    from_index: bool = False
 
 
 def load_page(
@@ -78,11 +80,14 @@ def load_page(
     search: str = "",
     holder: str = "",
     show_all: bool = False,
+    other_clients: bool = False,
     admin_site: admin.AdminSite | None = None,
     may_view: ModelFilter | None = None,
 ) -> LockRowPage:
     """One Scan request: ``model`` and ``search`` (a key prefix) filter in DynamoDB, ``holder`` here.
 
+    Held locks come from the live-locks index; ``show_all`` and ``other_clients`` scan the
+    table (:func:`read_page`).
     Only this project's keys (``KEY_PREFIX``) are read, unless ``ADMIN_SHOWS_ALL_KEYS``.
     """
     scope = "" if dynalock_settings.ADMIN_SHOWS_ALL_KEYS else dynalock_settings.KEY_PREFIX
@@ -90,13 +95,41 @@ def load_page(
     if model is not None:
         model_prefix = f"{dynalock_settings.KEY_PREFIX}{model_label(model)}:"
         prefix = prefix if prefix and prefix.startswith(model_prefix) else model_prefix
-    page = client.scan_page(limit=page_size, cursor=cursor, include_released=show_all, key_prefix=prefix or None)
+    page = read_page(
+        client,
+        cursor=cursor,
+        page_size=page_size,
+        key_prefix=prefix or None,
+        include_released=show_all,
+        other_clients=other_clients,
+    )
     rows = [describe(lock) for lock in page.locks]
     counts = collections.Counter(row.state for row in rows)
     visible = [row for row in rows if show_all or row.state in ("held", "malformed")]
     if holder:
         visible = [row for row in visible if row.holder == holder]
-    return LockRowPage(with_objects(visible, admin_site, may_view), page.cursor, counts)
+    return LockRowPage(with_objects(visible, admin_site, may_view), page.cursor, counts, page.from_index)
+
+
+def read_page(
+    client: LockClient,
+    *,
+    cursor: str | None,
+    page_size: int,
+    key_prefix: str | None,
+    include_released: bool,
+    other_clients: bool,
+) -> ScanPage:
+    """One request: held locks from the live-locks index, or a scan of the whole table.
+
+    Released locks are not in the index, nor are locks of clients that keep no
+    live mark (the AWS Java client): asking for either scans the table.
+    """
+    if include_released or other_clients:
+        return client.scan_page(
+            limit=page_size, cursor=cursor, include_released=include_released, key_prefix=key_prefix
+        )
+    return client.live_page(limit=page_size, cursor=cursor, key_prefix=key_prefix)
 
 
 def describe_rows(locks: list[LockInfo], admin_site: admin.AdminSite | None = None) -> list[LockRow]:

@@ -69,6 +69,23 @@ def short_lease_client(dynamodb: Any, table_name: str, **options: Any) -> LockCl
     return LockClient(dynamodb, table_name, **options)
 
 
+def create_bare_table(dynamodb: Any, name: str, *, partition_key: str = "key", provisioned: bool = False) -> None:
+    """A table made by hand, not by LockClient.create_table (so without the live-locks index); waits until ACTIVE."""
+    capacity: dict[str, Any] = (
+        {"ProvisionedThroughput": {"ReadCapacityUnits": 3, "WriteCapacityUnits": 2}}
+        if provisioned
+        else {"BillingMode": "PAY_PER_REQUEST"}
+    )
+    dynamodb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": partition_key, "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": partition_key, "AttributeType": "S"}],
+        **capacity,
+    )
+    # A table is not found by item requests until it is ACTIVE (DynamoDB, dynalite; moto makes it ACTIVE at once).
+    dynamodb.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 0.05, "MaxAttempts": 100})
+
+
 def unique(prefix: str = "k") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
 

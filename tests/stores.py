@@ -28,10 +28,15 @@ CAPABILITIES = {
     "ttl": "no TTL API (UpdateTimeToLive answers UnknownOperationException)",
     "transactions": "no transactions (TransactWriteItems answers UnknownOperationException)",
     "old_item_on_refusal": "ignores ReturnValuesOnConditionCheckFailure (a refused write returns no item)",
+    "add_index": "no way to add an index to an existing table (UpdateTable refuses or ignores it)",
+    "binary_size": "a 400 KB limit that counts binary values as their base64 text (a third larger)",
 }
 
-# What each store lacks (moto and DynamoDB itself lack nothing the tests use).
-LACKS = {"dynalite": frozenset({"ttl", "transactions", "old_item_on_refusal"})}
+# What each store lacks (DynamoDB itself lacks nothing the tests use).
+LACKS = {
+    "dynalite": frozenset({"ttl", "transactions", "old_item_on_refusal", "add_index"}),
+    "moto": frozenset({"binary_size"}),
+}
 
 DYNALITE = Path(__file__).resolve().parent.parent / "node_modules" / ".bin" / "dynalite"
 

@@ -40,6 +40,10 @@ else:
     _ModelAdmin = admin.ModelAdmin
 
 
+# The filter that finds locks taken by clients that keep no live mark (the AWS Java client), at the cost of a full scan.
+OTHER_CLIENTS = "other_clients"
+
+
 @admin.register(Lock)
 class LiveLocksAdmin(_ModelAdmin):
     list_per_page = 100  # items read per DynamoDB request
@@ -82,6 +86,7 @@ class LiveLocksAdmin(_ModelAdmin):
                 search=params.get("q", ""),
                 holder=params.get("holder", ""),
                 show_all=params.get("status") == "all",
+                other_clients=params.get(OTHER_CLIENTS) == "1",
                 admin_site=self.admin_site,
                 may_view=may_view,
             )

@@ -1,4 +1,4 @@
-"""Opaque scan cursors: DynamoDB's LastEvaluatedKey, safe to put in a URL."""
+"""Opaque scan cursors: DynamoDB's LastEvaluatedKey (of the table or of the live-locks index), safe in a URL."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ def encode_cursor(last_evaluated_key: Any) -> str:
     return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str, key_names: set[str]) -> dict[str, Any]:
-    """The ExclusiveStartKey in ``cursor``; InvalidLockRequest if it is not one of ours."""
+def decode_cursor(cursor: str, *key_names: set[str]) -> dict[str, Any]:
+    """The ExclusiveStartKey in ``cursor``, naming one of the ``key_names`` sets; InvalidLockRequest if not ours."""
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         key = json.loads(base64.urlsafe_b64decode(padded.encode()))
@@ -24,7 +24,7 @@ def decode_cursor(cursor: str, key_names: set[str]) -> dict[str, Any]:
         key = None
     valid = (
         isinstance(key, dict)
-        and set(key) == key_names
+        and set(key) in key_names
         and all(isinstance(v, dict) and set(v) == {"S"} and isinstance(v["S"], str) for v in key.values())
     )
     if not valid:

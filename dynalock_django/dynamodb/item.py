@@ -39,6 +39,8 @@ RELEASED_BY = "releasedBy"  # who forced a release, shown to the holder who lost
 SENT_AT = "sentAt"
 SENT_AT_VERSION = "version"
 SENT_AT_MS = "ms"
+# The lock's key, present only while we hold it: the sparse live-locks index's key (see live_index.py).
+LIVE_LOCK_KEY = "liveLockKey"
 
 # DynamoDB's documented limits.
 MAX_PARTITION_KEY_BYTES = 2048

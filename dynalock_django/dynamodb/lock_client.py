@@ -4,7 +4,7 @@ A façade: each public method checks its arguments (:mod:`.options`) and
 hands the work to the module that owns it: acquiring (:mod:`.acquirer`,
 deciding in :mod:`.acquisition`), the writes to a granted lease
 (:mod:`.lease_writes`), an operator's actions (:mod:`.operator_actions`),
-reads (:mod:`.store`) and the table (:mod:`.table_methods`). What each call costs in
+reads (:mod:`.store`, listings in :mod:`.listing`) and the table (:mod:`.table_methods`). What each call costs in
 requests is in docs/protocol.md; the wire format of each write is in
 :mod:`.writes`.
 """
@@ -22,17 +22,18 @@ from .connection import ClientFactory, Connection
 from .item import LockInfo
 from .layout import TableLayout
 from .lease import Lease, LostCallback
+from .listing import ListingMethods
 from .options import CallChecks, check_client_options, default_owner_name
 from .process_state import ProcessState
 from .schema import validate_table_name
-from .store import LockStore, ScanPage
+from .store import LockStore
 from .table_methods import TableMethods
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
-class LockClient(TableMethods):
+class LockClient(TableMethods, ListingMethods):
     """Advisory locks in a DynamoDB table, compatible with the AWS Java lock client.
 
     ``dynamodb`` is a boto3 DynamoDB client, or a zero-argument callable that makes one. Prefer the
@@ -271,29 +272,6 @@ class LockClient(TableMethods):
         duration = self._checks.lease_duration(lease_duration, keep_alive=False)
         return self._process.acquirer.handle(
             lock_id, owner_name=owner_name, fencing_token=fencing_token, lease_duration=duration
-        )
-
-    def scan(
-        self, *, include_released: bool = True, key_prefix: str | None = None, page_size: int | None = None
-    ) -> Iterator[LockInfo]:
-        """Every lock in the table, one DynamoDB page at a time (never all in memory)."""
-        return self._store.scan(page_size=page_size, include_released=include_released, key_prefix=key_prefix)
-
-    def scan_page(
-        self,
-        *,
-        limit: int | None = None,
-        cursor: str | None = None,
-        include_released: bool = True,
-        key_prefix: str | None = None,
-    ) -> ScanPage:
-        """One Scan request. ``limit`` caps items *read*, so a filtered page may hold fewer.
-
-        ``key_prefix`` keeps the locks whose key starts with it (a filter: the
-        items are still read, and paid for, page by page).
-        """
-        return self._store.scan_page(
-            limit=limit, cursor=cursor, include_released=include_released, key_prefix=key_prefix
         )
 
     @property

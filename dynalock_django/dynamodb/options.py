@@ -131,6 +131,7 @@ class CallChecks:
             item.SENT_AT: writes.sent_at(writes.new_version(), int("9" * 14)),
             item.IS_RELEASED: {"S": item.IS_RELEASED_VALUE},
             item.RELEASED_BY: {"S": "x" * 256},
+            item.LIVE_LOCK_KEY: {"S": lock_id[0]},
         }
         if self._layout.ttl_attribute:
             largest[self._layout.ttl_attribute] = {"N": "9" * 11}

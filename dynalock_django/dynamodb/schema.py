@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from . import live_index
 from .exceptions import ConfigurationError
 
 if TYPE_CHECKING:
@@ -33,25 +34,35 @@ def create_table_request(
     sort_key_name: str | None,
     provisioned: tuple[int, int] | None = None,
 ) -> CreateTableInputTypeDef:
-    """The CreateTable request for a lock table: on-demand unless ``provisioned=(read, write)``."""
+    """The CreateTable request for a lock table and its live-locks index.
+
+    On-demand unless ``provisioned=(read, write)``; a provisioned index gets the table's capacity.
+    """
     key_schema: list[Any] = [{"AttributeName": partition_key_name, "KeyType": "HASH"}]
     attributes: list[Any] = [{"AttributeName": partition_key_name, "AttributeType": "S"}]
     if sort_key_name:
         key_schema.append({"AttributeName": sort_key_name, "KeyType": "RANGE"})
         attributes.append({"AttributeName": sort_key_name, "AttributeType": "S"})
+    attributes.append(live_index.attribute_definition())
+    check_capacity(provisioned)
     request: CreateTableInputTypeDef = {
         "TableName": table_name,
         "KeySchema": key_schema,
         "AttributeDefinitions": attributes,
+        "GlobalSecondaryIndexes": [live_index.index_definition(provisioned)],  # type: ignore[list-item]
         "BillingMode": "PAY_PER_REQUEST",
     }
     if provisioned is not None:
         read, write = provisioned
-        if read < 1 or write < 1:
-            raise ConfigurationError(f"Provisioned capacity must be at least 1 (got read={read}, write={write}).")
         request["BillingMode"] = "PROVISIONED"
         request["ProvisionedThroughput"] = {"ReadCapacityUnits": read, "WriteCapacityUnits": write}
     return request
+
+
+def check_capacity(provisioned: tuple[int, int] | None) -> None:
+    if provisioned is not None and (provisioned[0] < 1 or provisioned[1] < 1):
+        read, write = provisioned
+        raise ConfigurationError(f"Provisioned capacity must be at least 1 (got read={read}, write={write}).")
 
 
 @dataclass(frozen=True)
@@ -67,6 +78,8 @@ class TableDescription:
     ttl_status: str
     ttl_attribute: str | None
     problems: tuple[str, ...]
+    # The live-locks index's status (ACTIVE, CREATING ...); None: the table has none, listings scan it.
+    live_index_status: str | None = None
 
     @property
     def is_usable(self) -> bool:
@@ -116,6 +129,7 @@ def describe(
         ttl_status=ttl_status,
         ttl_attribute=stored_ttl_attribute,
         problems=tuple(problems),
+        live_index_status=live_index.index_status(table),
     )
 
 

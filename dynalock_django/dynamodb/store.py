@@ -9,14 +9,16 @@ error attached as ``original``.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from . import botocore_errors, item, validation
+from . import botocore_errors, item, live_index, validation
 from .cursor import decode_cursor, encode_cursor
+from .exceptions import InvalidLockRequest
 from .expressions import Expressions
 from .item import Item, LockInfo
 from .layout import LockId, TableLayout
@@ -25,6 +27,8 @@ if TYPE_CHECKING:
     from .connection import Connection
 
 _BotoError = (ClientError, BotoCoreError)
+
+logger = logging.getLogger("dynalock_django.listing")
 
 
 class Refused(Exception):
@@ -53,6 +57,12 @@ class ScanPage:
 
     locks: list[LockInfo]
     cursor: str | None
+    # Read from the live-locks index (only the held items), not by a scan of the whole table.
+    from_index: bool = False
+
+
+class _NoLiveIndex(Exception):
+    """The table has no live-locks index, or it is still being built."""
 
 
 class LockStore:
@@ -61,6 +71,7 @@ class LockStore:
     def __init__(self, connection: Connection, layout: TableLayout) -> None:
         self._connection = connection
         self._layout = layout
+        self._said_no_index = False
 
     def update(self, request: dict[str, Any]) -> Item:
         """Send an UpdateItem; the attributes it returned. Raises Refused when its condition failed."""
@@ -82,22 +93,40 @@ class LockStore:
         stored = self._read_key(self._layout.key(lock_id))
         return self._layout.parse(stored) if stored is not None else None
 
-    def scan(self, *, page_size: int | None, include_released: bool, key_prefix: str | None) -> Iterator[LockInfo]:
-        """Every lock item, one Scan request per page, as they are iterated."""
-        cursor: str | None = None
-        while True:
-            page = self.scan_page(
-                limit=page_size, cursor=cursor, include_released=include_released, key_prefix=key_prefix
-            )
-            yield from page.locks
-            if page.cursor is None:
-                return
-            cursor = page.cursor
+    def live_page(self, *, limit: int | None, cursor: str | None, key_prefix: str | None) -> ScanPage:
+        """One Scan of the live-locks index: only held items are read (and billed).
+
+        Without the index (or while it is built) the table is scanned instead,
+        unreleased items only, and the log says so once; a cursor resumes the
+        walk the way it began.
+        """
+        index_keys = self._layout.key_names() | {item.LIVE_LOCK_KEY}
+        start = decode_cursor(cursor, index_keys, self._layout.key_names()) if cursor else None
+        if start is None or set(start) == index_keys:
+            try:
+                return self._scan(limit, start, include_released=False, key_prefix=key_prefix, index=True)
+            except _NoLiveIndex:
+                if start is not None:
+                    raise InvalidLockRequest("The live-locks index is gone: start again without a cursor.") from None
+                self._say_no_index()
+        return self._scan(limit, start, include_released=False, key_prefix=key_prefix, index=False)
 
     def scan_page(
         self, *, limit: int | None, cursor: str | None, include_released: bool, key_prefix: str | None
     ) -> ScanPage:
         """One Scan request; the filters apply after DynamoDB has read (and billed) the page."""
+        start = decode_cursor(cursor, self._layout.key_names()) if cursor else None
+        return self._scan(limit, start, include_released=include_released, key_prefix=key_prefix, index=False)
+
+    def _scan(
+        self,
+        limit: int | None,
+        start: dict[str, Any] | None,
+        *,
+        include_released: bool,
+        key_prefix: str | None,
+        index: bool,
+    ) -> ScanPage:
         validation.check_page_size(limit)
         exprs = Expressions()
         filters = []
@@ -106,21 +135,37 @@ class LockStore:
         if key_prefix:
             filters.append(f"begins_with({exprs.name(self._layout.partition_key_name)}, {exprs.string(key_prefix)})")
         params: dict[str, Any] = {"TableName": self._layout.table_name, **exprs.params()}
+        if index:
+            params["IndexName"] = live_index.INDEX_NAME
         if filters:
             params["FilterExpression"] = " AND ".join(filters)
         if limit is not None:
             params["Limit"] = limit
-        if cursor:
-            params["ExclusiveStartKey"] = decode_cursor(cursor, self._layout.key_names())
+        if start is not None:
+            params["ExclusiveStartKey"] = start
         try:
             response = self._connection.client.scan(**params)
         except _BotoError as error:
+            if index and _is_missing_index(error):
+                raise _NoLiveIndex from error
             raise botocore_errors.translate(error, table_name=self._layout.table_name) from error
         last_key = response.get("LastEvaluatedKey")
         return ScanPage(
             [self._layout.parse(stored) for stored in response.get("Items", [])],
             encode_cursor(last_key) if last_key else None,
+            from_index=index,
         )
+
+    def _say_no_index(self) -> None:
+        if not self._said_no_index:
+            self._said_no_index = True
+            logger.warning(
+                "Table %r has no usable live-locks index %r (missing, or still being built): listing live "
+                "locks scans the whole table. Add it with LockClient.create_index() "
+                "(manage.py dynalock createindex).",
+                self._layout.table_name,
+                live_index.INDEX_NAME,
+            )
 
     def _read_key(self, key: dict[str, Any]) -> Item | None:
         try:
@@ -135,3 +180,10 @@ class LockStore:
         assert isinstance(error, ClientError)
         returned: Item | None = error.response.get("Item")  # type: ignore[assignment]
         return Refused(returned, lambda: self._read_key(request["Key"]), self._layout)
+
+
+def _is_missing_index(error: BaseException) -> bool:
+    if botocore_errors.error_code(error) != "ValidationException":
+        return False
+    assert isinstance(error, ClientError)
+    return live_index.is_missing_index_error(str(error.response.get("Error", {}).get("Message", "")))

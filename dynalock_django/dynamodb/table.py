@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from . import botocore_errors, schema
+from . import botocore_errors, live_index, schema
 from .exceptions import TableSchemaError
 from .layout import TableLayout
 
@@ -21,12 +21,16 @@ FIRST_POLL_SECONDS = 0.05
 MAX_POLL_SECONDS = 2.0
 # What a store without the TTL API (dynalite) answers UpdateTimeToLive with.
 UNKNOWN_OPERATION = "UnknownOperationException"
+_NO_INDEX = (
+    "this endpoint cannot add indexes to existing tables. Listing live locks scans the table there; "
+    "a table created anew (create_table) has the index."
+)
 
 
 def describe(dynamodb: DynamoDBClient, layout: TableLayout) -> schema.TableDescription:
     """Status, key schema, TTL and what is wrong for locks (TableNotFound if missing)."""
+    table = _describe_table(dynamodb, layout)
     try:
-        table = dynamodb.describe_table(TableName=layout.table_name)["Table"]
         ttl = dynamodb.describe_time_to_live(TableName=layout.table_name)["TimeToLiveDescription"]
     except (ClientError, BotoCoreError) as error:
         raise botocore_errors.translate(error, table_name=layout.table_name) from error
@@ -74,17 +78,84 @@ def create(
         if botocore_errors.error_code(error) != "ResourceInUseException":
             raise botocore_errors.translate(error, table_name=layout.table_name) from error
         report(f"Table {layout.table_name!r} already exists")
-    description = check(dynamodb, layout)
-    poll = FIRST_POLL_SECONDS
-    while description.status != "ACTIVE" and not stop.is_set():
-        report(f"Table {layout.table_name!r} is {description.status}; waiting")
-        stop.wait(poll)
-        poll = min(2 * poll, MAX_POLL_SECONDS)
-        description = check(dynamodb, layout)
+    description = _wait(dynamodb, layout, lambda d: d.status == "ACTIVE", report, stop)
     if layout.ttl_attribute and description.ttl_status in {"DISABLED", "DISABLING"} and description.status == "ACTIVE":
         description = _enable_ttl(dynamodb, layout, description, report)
     report(f"Table {layout.table_name!r} is {description.status}")
     return description
+
+
+def create_index(
+    dynamodb: DynamoDBClient, layout: TableLayout, *, report: Callable[[str], None], stop: threading.Event
+) -> schema.TableDescription:
+    """Add the live-locks index to an existing table (one UpdateTable) and wait until it is ACTIVE.
+
+    Idempotent. A provisioned table's index gets the table's capacity.
+    Raises TableSchemaError when the endpoint accepts the request but adds no index (dynalite).
+    """
+    description = check(dynamodb, layout)
+    if description.live_index_status is None:
+        _request_index(dynamodb, layout, provisioned=description.billing_mode == "PROVISIONED")
+        report(f"Creating index {live_index.INDEX_NAME!r} on table {layout.table_name!r}")
+        description = check(dynamodb, layout)
+        if description.live_index_status is None:
+            raise TableSchemaError(
+                f"The endpoint accepted the new index {live_index.INDEX_NAME!r} but table {layout.table_name!r} "
+                f"has none: {_NO_INDEX}"
+            )
+    description = _wait(dynamodb, layout, lambda d: d.live_index_status == "ACTIVE", report, stop)
+    report(f"Index {live_index.INDEX_NAME!r} is {description.live_index_status}")
+    return description
+
+
+def _request_index(dynamodb: DynamoDBClient, layout: TableLayout, *, provisioned: bool) -> None:
+    stored = _describe_table(dynamodb, layout)
+    throughput = stored.get("ProvisionedThroughput", {})
+    capacity = (throughput.get("ReadCapacityUnits", 1), throughput.get("WriteCapacityUnits", 1))
+    index: Any = live_index.index_definition(capacity if provisioned else None)
+    # The table's own definitions go along: DynamoDB merges them, moto replaces them with these.
+    attributes = [*stored.get("AttributeDefinitions", []), live_index.attribute_definition()]
+    try:
+        dynamodb.update_table(
+            TableName=layout.table_name,
+            AttributeDefinitions=attributes,
+            GlobalSecondaryIndexUpdates=[{"Create": index}],
+        )
+    except (ClientError, BotoCoreError) as error:
+        if botocore_errors.error_code(error) == "ValidationException":
+            raise TableSchemaError(
+                f"The endpoint refused to add the index {live_index.INDEX_NAME!r} to table "
+                f"{layout.table_name!r} ({error}): {_NO_INDEX}"
+            ) from error
+        raise botocore_errors.translate(error, table_name=layout.table_name) from error
+
+
+def _wait(
+    dynamodb: DynamoDBClient,
+    layout: TableLayout,
+    ready: Callable[[schema.TableDescription], bool],
+    report: Callable[[str], None],
+    stop: threading.Event,
+) -> schema.TableDescription:
+    """Describe the table until it is ``ready``, polling soon and then less often (or until ``stop``)."""
+    description = check(dynamodb, layout)
+    poll = FIRST_POLL_SECONDS
+    while not ready(description) and not stop.is_set():
+        report(
+            f"Table {layout.table_name!r} is {description.status}, "
+            f"index {live_index.INDEX_NAME!r} {description.live_index_status or 'absent'}; waiting"
+        )
+        stop.wait(poll)
+        poll = min(2 * poll, MAX_POLL_SECONDS)
+        description = check(dynamodb, layout)
+    return description
+
+
+def _describe_table(dynamodb: DynamoDBClient, layout: TableLayout) -> Any:
+    try:
+        return dynamodb.describe_table(TableName=layout.table_name)["Table"]
+    except (ClientError, BotoCoreError) as error:
+        raise botocore_errors.translate(error, table_name=layout.table_name) from error
 
 
 def _enable_ttl(

@@ -1,4 +1,4 @@
-"""LockClient's methods for its table: create it, describe it, check it (a base class of LockClient)."""
+"""LockClient's methods for its table: create it, add its index, describe it, check it (a base class of LockClient)."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ class TableMethods:
         provisioned: tuple[int, int] | None = None,
         on_progress: Callable[[str], None] | None = None,
     ) -> TableDescription:
-        """Create the lock table (on-demand unless ``provisioned=(read, write)``) and enable TTL.
+        """Create the lock table and its live-locks index (on-demand unless ``provisioned=(read, write)``), enable TTL.
 
         Idempotent: an existing table is checked, not recreated. Returns once
         the table is ACTIVE, reporting each status seen to ``on_progress``.
@@ -59,6 +59,20 @@ class TableMethods:
             self.dynamodb,
             self.layout,
             provisioned=provisioned,
+            report=on_progress or (lambda message: logger.info("%s", message)),
+            stop=self._closed_event(),
+        )
+
+    def create_index(self, *, on_progress: Callable[[str], None] | None = None) -> TableDescription:
+        """Add the live-locks index to a table created without it (one UpdateTable); wait until it is ACTIVE.
+
+        Idempotent. DynamoDB builds the index from the table's items, which
+        takes minutes on a large table; listings scan the table meanwhile.
+        Raises TableSchemaError on an endpoint that cannot add indexes (dynalite).
+        """
+        return table.create_index(
+            self.dynamodb,
+            self.layout,
             report=on_progress or (lambda message: logger.info("%s", message)),
             stop=self._closed_event(),
         )

@@ -109,7 +109,7 @@ def acquire(
     return {
         "TableName": layout.table_name,
         "Key": layout.key(lock_id),
-        "UpdateExpression": _grant_update(exprs, layout, stamp, data=data, overwrite_token=bad_token),
+        "UpdateExpression": _grant_update(exprs, layout, lock_id, stamp, data=data, overwrite_token=bad_token),
         "ConditionExpression": condition,
         "ReturnValues": "UPDATED_NEW",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
@@ -123,7 +123,9 @@ def take_over(layout: TableLayout, lock: LockInfo, stamp: Stamp, *, data: bytes 
     return {
         "TableName": layout.table_name,
         "Key": layout.key((lock.key, lock.sort_key)),
-        "UpdateExpression": _grant_update(exprs, layout, stamp, data=data, overwrite_token=lock.bad_fencing_token),
+        "UpdateExpression": _grant_update(
+            exprs, layout, (lock.key, lock.sort_key), stamp, data=data, overwrite_token=lock.bad_fencing_token
+        ),
         "ConditionExpression": _same_holding(exprs, lock),
         "ReturnValues": "ALL_NEW",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
@@ -132,13 +134,18 @@ def take_over(layout: TableLayout, lock: LockInfo, stamp: Stamp, *, data: bytes 
 
 
 def renew(layout: TableLayout, lock_id: LockId, stamp: Stamp, *, holding: Holding) -> dict[str, Any]:
-    """A heartbeat: a new version and lease, only if the lock is still ``holding`` and not released."""
+    """A heartbeat: a new version and lease, only if the lock is still ``holding`` and not released.
+
+    It sets the live-locks index's key again: a lock acquired before the
+    index existed (by an older version of this package) appears there at its next renewal.
+    """
     exprs = Expressions()
     condition = _still_held(exprs, holding, renewal=True)
+    sets = [*_stamp_sets(exprs, layout, stamp, acquired=False), _live(exprs, lock_id)]
     return {
         "TableName": layout.table_name,
         "Key": layout.key(lock_id),
-        "UpdateExpression": update_expression(_stamp_sets(exprs, layout, stamp, acquired=False), []),
+        "UpdateExpression": update_expression(sets, []),
         "ConditionExpression": condition,
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         **exprs.params(),
@@ -146,13 +153,13 @@ def renew(layout: TableLayout, lock_id: LockId, stamp: Stamp, *, holding: Holdin
 
 
 def release(layout: TableLayout, lock_id: LockId, stamp: Stamp, *, holding: Holding) -> dict[str, Any]:
-    """Mark our lock released, keeping the item (and so its fencing token)."""
+    """Mark our lock released, keeping the item (and so its fencing token), and take it out of the live-locks index."""
     exprs = Expressions()
     sets = [*_stamp_sets(exprs, layout, stamp, acquired=False), _released(exprs)]
     return {
         "TableName": layout.table_name,
         "Key": layout.key(lock_id),
-        "UpdateExpression": update_expression(sets, []),
+        "UpdateExpression": update_expression(sets, [exprs.name(item.LIVE_LOCK_KEY)]),
         "ConditionExpression": _still_held(exprs, holding),
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         **exprs.params(),
@@ -186,7 +193,7 @@ def force_release(
     return {
         "TableName": layout.table_name,
         "Key": layout.key((lock.key, lock.sort_key)),
-        "UpdateExpression": update_expression(sets, []),
+        "UpdateExpression": update_expression(sets, [exprs.name(item.LIVE_LOCK_KEY)]),
         "ConditionExpression": _same_holding(exprs, lock),
         "ReturnValues": "ALL_NEW",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
@@ -195,9 +202,15 @@ def force_release(
 
 
 def _grant_update(
-    exprs: Expressions, layout: TableLayout, stamp: Stamp, *, data: bytes | None, overwrite_token: bool
+    exprs: Expressions,
+    layout: TableLayout,
+    lock_id: LockId,
+    stamp: Stamp,
+    *,
+    data: bytes | None,
+    overwrite_token: bool,
 ) -> str:
-    """Everything a grant writes: the stamp, the next fencing token, ``data``, and no release mark.
+    """Everything a grant writes: the stamp, the next fencing token, ``data``, the live mark and no release mark.
 
     ``overwrite_token``: the item's token is not a number, so it cannot be
     incremented; the grant replaces it (only ever conditioned on that very item).
@@ -209,7 +222,7 @@ def _grant_update(
         # Seeding with the wall clock keeps tokens above any issued before the
         # item was deleted (by TTL or delete_on_release) and recreated.
         token_update = f"{token} = if_not_exists({token}, {exprs.number(stamp.wall_ms)}) + {exprs.number(1)}"
-    sets = [*_stamp_sets(exprs, layout, stamp, acquired=True), token_update]
+    sets = [*_stamp_sets(exprs, layout, stamp, acquired=True), token_update, _live(exprs, lock_id)]
     removes = [exprs.name(item.IS_RELEASED), exprs.name(item.RELEASED_BY)]
     if data is not None:
         sets.append(f"{exprs.name(item.DATA)} = {exprs.value({'B': data})}")
@@ -238,6 +251,11 @@ def _stamp_sets(exprs: Expressions, layout: TableLayout, stamp: Stamp, *, acquir
 def sent_at(version: str, wall_ms: int) -> AttributeValueTypeDef:
     """The ``sentAt`` attribute of a write that stores ``version`` (see :data:`.item.SENT_AT`)."""
     return {"M": {item.SENT_AT_VERSION: {"S": version}, item.SENT_AT_MS: {"N": str(wall_ms)}}}
+
+
+def _live(exprs: Expressions, lock_id: LockId) -> str:
+    """``liveLockKey = key``: the item is in the sparse live-locks index until a release removes it."""
+    return f"{exprs.name(item.LIVE_LOCK_KEY)} = {exprs.string(lock_id[0])}"
 
 
 def _released(exprs: Expressions) -> str:

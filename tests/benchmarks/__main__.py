@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHMARKS = ["protocol", "django_layer", "live_locks", "edit_lock", "recovery"]
+BENCHMARKS = ["protocol", "django_layer", "live_locks", "live_index", "edit_lock", "recovery"]
 
 
 def main() -> None:

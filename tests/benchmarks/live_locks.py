@@ -79,6 +79,7 @@ def fill(client: Any, size: int, customer_pks: list[int]) -> None:
         items.append(
             {
                 "key": {"S": key},
+                "liveLockKey": {"S": key},  # held, as our clients mark a held lock: in the live-locks index
                 "ownerName": {"S": f"host:{i}"},
                 "leaseDuration": {"S": "20000"},
                 "recordVersionNumber": {"S": str(uuid.uuid4())},

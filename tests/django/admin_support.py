@@ -35,9 +35,14 @@ def with_token(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "csrfmiddlewaretoken": CSRF_TOKEN}
 
 
-def put_item(item: dict[str, Any]) -> None:
-    """Write a raw item into the lock table, as someone else (or an attacker) could."""
-    get_client().dynamodb.put_item(TableName=dynalock_settings.TABLE_NAME, Item=item)
+def put_item(item: dict[str, Any], *, live: bool = True) -> None:
+    """Write a raw item into the lock table, as someone else (or an attacker) could.
+
+    ``live``: with the live-locks index's key (``liveLockKey``), as our clients mark a held lock and as
+    an attacker could, so the default dashboard lists it; without, as the AWS Java client writes.
+    """
+    marked = {"liveLockKey": item["key"], **item} if live and "S" in item.get("key", {}) else item
+    get_client().dynamodb.put_item(TableName=dynalock_settings.TABLE_NAME, Item=marked)
 
 
 def held_by(owner: str, key: str, token: str = "7") -> Any:

@@ -16,7 +16,7 @@ from dynalock_django import client as client_module
 from dynalock_django.checks import check_settings, check_table
 from dynalock_django.dynamodb import LockClient
 
-from ..dynamodb_support import SHORT_LEASE_SETTINGS, make_dynamodb, unique
+from ..dynamodb_support import SHORT_LEASE_SETTINGS, create_bare_table, make_dynamodb, unique
 
 
 @pytest.fixture
@@ -148,6 +148,19 @@ def test_w020_a_table_without_ttl_is_the_only_finding(dynalock):
     with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": name}):
         ids = [message.id for message in check_table()]
     assert ids == ["dynalock.W020"]
+
+
+@pytest.mark.dynalock_table
+def test_w021_a_table_without_the_live_locks_index(dynalock):
+    name = unique("no-index")
+    dynamodb = make_dynamodb(dynalock["ENDPOINT_URL"])
+    create_bare_table(dynamodb, name)
+    dynamodb.update_time_to_live(TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": "ttl"})
+    with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": name}):
+        [message] = check_table()
+    assert message.id == "dynalock.W021"
+    assert "is missing" in message.msg
+    assert "dynalock createindex" in message.hint
 
 
 def test_deploy_check_is_skipped_while_the_settings_are_wrong(configured):

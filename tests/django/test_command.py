@@ -29,7 +29,7 @@ def test_createtable_is_idempotent_and_shows_progress(dynalock):
     with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": name}):
         first = dynalock_output("createtable")
         assert f"Creating table '{name}'" in first
-        assert "is ready (TTL ENABLED)" in first
+        assert "is ready (TTL ENABLED, live-locks index ACTIVE)" in first
         assert "already exists" in dynalock_output("createtable")
 
 
@@ -40,7 +40,7 @@ def test_createtable_without_the_ttl_api_creates_the_table_and_warns_every_time(
         for _ in range(2):
             out, err = StringIO(), StringIO()
             call_command("dynalock", "createtable", stdout=out, stderr=err)
-            assert "is ready (TTL UNAVAILABLE)" in out.getvalue()
+            assert "is ready (TTL UNAVAILABLE, live-locks index ACTIVE)" in out.getvalue()
             assert "expired lock items will not be cleaned up" in err.getvalue()
         assert "already exists" in out.getvalue()
         with lock_key("works-all-the-same"):

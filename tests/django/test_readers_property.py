@@ -177,6 +177,7 @@ def test_every_reader_survives_any_item_and_escapes_it(customer, make_staff, dja
                 staff_client.get(DASHBOARD, {"status": "all"}),
                 staff_client.get(DASHBOARD, {"fragment": "1", "status": "all"}),
                 staff_client.get(DASHBOARD, {"q": key[:20]}),
+                staff_client.get(DASHBOARD, {"q": key[:20], "other_clients": "1"}),
                 staff_client.get(RELEASE, {"key": key}),
                 staff_client.get(change_page),
             ]
@@ -195,7 +196,7 @@ def test_every_reader_survives_any_item_and_escapes_it(customer, make_staff, dja
                         json.loads(locked.content)
                     else:
                         assert_escaped(locked.content.decode())
-            text = [command("list", "--all"), command("show", "--", key), command("describe")]
+            text = [command("list"), command("list", "--all"), command("show", "--", key), command("describe")]
             with mock.patch("builtins.input", side_effect=lambda prompt: text.append(prompt) or "n"):
                 text.append(command("release", "--force", "--", key))
             for output in text:

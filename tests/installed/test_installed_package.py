@@ -121,6 +121,7 @@ def test_installed_in_a_new_project_as_the_readme_says(venv, store, tmp_path):
     assert "already exists" in again.stdout
     described = outputs["python manage.py dynalock describe"].stdout
     assert re.search(r"^status +ACTIVE$", described, re.MULTILINE), described
+    assert re.search(r"^live-locks index +ACTIVE$", described, re.MULTILINE), described
     deploy = outputs["python manage.py check --deploy --tag dynalock"]
     dynalock_checks = re.findall(r"\(dynalock\.\w+\)", deploy.stdout + deploy.stderr)
     if store.supports("ttl"):

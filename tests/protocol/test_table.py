@@ -6,7 +6,7 @@ import pytest
 
 from dynalock_django.dynamodb import InvalidLockRequest, TableNotFound, TableSchemaError
 
-from ..dynamodb_support import FaultInjector, unique
+from ..dynamodb_support import FaultInjector, create_bare_table, unique
 
 
 def test_create_table_is_on_demand_with_ttl_and_idempotent(store, make_client, dynamodb):
@@ -18,6 +18,7 @@ def test_create_table_is_on_demand_with_ttl_and_idempotent(store, make_client, d
     assert description.partition_key == ("key", "S")
     assert description.sort_key is None
     assert description.billing_mode == "PAY_PER_REQUEST"
+    assert description.live_index_status == "ACTIVE"
     assert (description.ttl_status, description.ttl_attribute) == ttl
     assert description.is_usable
     assert any("Creating" in line for line in progress)
@@ -46,7 +47,12 @@ def test_create_table_with_provisioned_capacity_asks_for_it_and_gets_it(make_cli
         "ReadCapacityUnits": 5,
         "WriteCapacityUnits": 2,
     }
-    assert client.create_table(provisioned=(5, 2)).billing_mode == "PROVISIONED"
+    assert client.create_table_request(provisioned=(5, 2))["GlobalSecondaryIndexes"][0]["ProvisionedThroughput"] == {
+        "ReadCapacityUnits": 5,
+        "WriteCapacityUnits": 2,
+    }
+    description = client.create_table(provisioned=(5, 2))
+    assert (description.billing_mode, description.live_index_status) == ("PROVISIONED", "ACTIVE")
 
 
 def test_create_table_request_is_the_dry_run(make_client, dynamodb):
@@ -57,6 +63,14 @@ def test_create_table_request_is_the_dry_run(make_client, dynamodb):
         "AttributeDefinitions": [
             {"AttributeName": "key", "AttributeType": "S"},
             {"AttributeName": "sk", "AttributeType": "S"},
+            {"AttributeName": "liveLockKey", "AttributeType": "S"},
+        ],
+        "GlobalSecondaryIndexes": [
+            {
+                "IndexName": "liveLocks",
+                "KeySchema": [{"AttributeName": "liveLockKey", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "ALL"},
+            }
         ],
         "BillingMode": "PAY_PER_REQUEST",
     }
@@ -73,14 +87,7 @@ def test_a_missing_table_is_a_clear_error_with_the_original_attached(make_client
 
 def test_a_table_with_another_key_schema_is_refused(make_client, dynamodb):
     name = unique("wrong-schema")
-    dynamodb.create_table(
-        TableName=name,
-        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    # A table is not found by item requests until it is ACTIVE (DynamoDB, dynalite; moto makes it ACTIVE at once).
-    dynamodb.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 0.05, "MaxAttempts": 100})
+    create_bare_table(dynamodb, name, partition_key="id")
     client = make_client(dynamodb, table=name)
     with pytest.raises(TableSchemaError, match="partition key is id \\(S\\), the client expects key"):
         client.check_table()

@@ -31,19 +31,24 @@ def test_our_item_has_the_java_clients_attribute_names_types_and_units(make_clie
     assert UUID.fullmatch(item["recordVersionNumber"]["S"])
     assert item["data"] == {"B": b"\x01\x02"}
     assert "isReleased" not in item
-    # Our additions are attributes the Java client carries along untouched.
+    # Our additions the Java client carries along untouched: numbers, the clock-bound rule's stamp
+    # and the live-locks index's key.
     assert set(item) - {"key", "ownerName", "leaseDuration", "recordVersionNumber", "data"} == {
         "fencingToken",
         "acquiredAt",
         "renewedAt",
         "sentAt",
         "ttl",
+        "liveLockKey",
     }
     assert all(set(item[name]) == {"N"} for name in ("fencingToken", "acquiredAt", "renewedAt", "ttl"))
     # The clock-bound rule's stamp names the version it dates.
     assert item["sentAt"] == {"M": {"version": item["recordVersionNumber"], "ms": item["renewedAt"]}}
+    assert item["liveLockKey"] == {"S": key}
     lease.release()
-    assert raw(dynamodb, client.table_name, key)["isReleased"] == {"S": "1"}
+    released = raw(dynamodb, client.table_name, key)
+    assert released["isReleased"] == {"S": "1"}
+    assert "liveLockKey" not in released
 
 
 def test_a_lock_held_by_the_java_client_is_respected(make_client, dynamodb, table_name, key):

@@ -1,4 +1,4 @@
-"""``manage.py dynalock``: create and inspect the lock table, list, show and release locks, run one-host jobs.
+"""``manage.py dynalock``: create, index and inspect the lock table, list, show and release locks, run one-host jobs.
 
 Table data is printed terminal-safe (:func:`~dynalock_django.dynamodb.printable`):
 an item cannot hide text or drive the terminal with escape sequences. ``--json`` prints it exactly, as JSON.
@@ -21,7 +21,7 @@ from ...conf import dynalock_settings
 from ...dynamodb import TTL_UNAVAILABLE, DynalockError, LockNotAcquired, TableNotFound, printable
 from ...keys import key_for_model, model_label
 from ...leader import EXIT_LEASE_LOST, run_while_leader
-from ...lock_rows import LockRow, describe_rows
+from ...lock_rows import LockRow, describe_rows, read_page
 
 
 class Command(BaseCommand):
@@ -39,12 +39,28 @@ class Command(BaseCommand):
         create.add_argument("--dry-run", action="store_true", help="Print the CreateTable request; create nothing.")
         create.set_defaults(method=self.createtable)
 
+        index = commands.add_parser(
+            "createindex",
+            help="Add the live-locks index to a table created without it (idempotent); wait until it is ACTIVE.",
+        )
+        index.set_defaults(method=self.createindex)
+
         describe = commands.add_parser("describe", help="Table status, key schema, TTL, item count, settings.")
         describe.set_defaults(method=self.describe)
 
-        listing = commands.add_parser("list", help="Current locks, page by page.")
+        listing = commands.add_parser(
+            "list", help="Current locks, page by page, from the live-locks index (only held locks are read)."
+        )
         listing.add_argument("--model", metavar="APP.MODEL", help="Only locks on rows of this model.")
-        listing.add_argument("--all", action="store_true", dest="include_released", help="Include released locks.")
+        listing.add_argument(
+            "--all", action="store_true", dest="include_released", help="Include released locks (scans the table)."
+        )
+        listing.add_argument(
+            "--other-clients",
+            action="store_true",
+            help="Include locks taken by clients that keep no live mark, such as the AWS Java lock client "
+            "(scans the whole table).",
+        )
         listing.add_argument("--json", action="store_true", dest="as_json", help="One JSON object per line.")
         listing.add_argument("--page-size", type=int, default=100, help="Items read per DynamoDB request.")
         listing.set_defaults(method=self.list_locks)
@@ -98,7 +114,12 @@ class Command(BaseCommand):
                     "(locks work all the same; on AWS, TTL is always available)."
                 )
             )
-        self.stdout.write(self.style.SUCCESS(f"Table {description.name!r} is ready (TTL {description.ttl_status})."))
+        index = description.live_index_status or "none: this endpoint made the table without it"
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Table {description.name!r} is ready (TTL {description.ttl_status}, live-locks index {index})."
+            )
+        )
 
     def describe(self, **_: Any) -> None:
         client = get_client()
@@ -110,6 +131,7 @@ class Command(BaseCommand):
             ("sort key", _key(table.sort_key)),
             ("billing", table.billing_mode),
             ("TTL", f"{table.ttl_status} on {table.ttl_attribute}" if table.ttl_attribute else table.ttl_status),
+            ("live-locks index", table.live_index_status or "none (listings scan the table; run createindex)"),
             ("items (approximate)", str(table.item_count)),
             ("endpoint", dynalock_settings.ENDPOINT_URL or "AWS"),
             ("region", client.dynamodb.meta.region_name),
@@ -121,7 +143,20 @@ class Command(BaseCommand):
         for label, value in rows:
             self.stdout.write(f"{label.ljust(width)}  {printable(value)}")
 
-    def list_locks(self, *, model: str | None, include_released: bool, as_json: bool, page_size: int, **_: Any) -> None:
+    def createindex(self, **_: Any) -> None:
+        description = get_client().create_index(on_progress=self.stdout.write)
+        self.stdout.write(self.style.SUCCESS(f"Table {description.name!r}: the live-locks index is ready."))
+
+    def list_locks(
+        self,
+        *,
+        model: str | None,
+        include_released: bool,
+        other_clients: bool,
+        as_json: bool,
+        page_size: int,
+        **_: Any,
+    ) -> None:
         prefix = None
         if model:
             prefix = f"{dynalock_settings.KEY_PREFIX}{model_label(_model(model))}:"
@@ -130,8 +165,13 @@ class Command(BaseCommand):
             self.stdout.write("  ".join(("KEY", "OBJECT", "HOLDER", "AGE", "LEASE", "TOKEN", "STATE")))
         count, cursor = 0, None
         while True:  # printed page by page as DynamoDB returns them: never the whole table in memory
-            page = client.scan_page(
-                limit=page_size, cursor=cursor, include_released=include_released, key_prefix=prefix
+            page = read_page(
+                client,
+                cursor=cursor,
+                page_size=page_size,
+                key_prefix=prefix,
+                include_released=include_released,
+                other_clients=other_clients,
             )
             for row in describe_rows(page.locks):  # one query per model on the page for the objects
                 described = _as_dict(row)
