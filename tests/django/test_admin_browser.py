@@ -318,3 +318,32 @@ def test_an_idle_page_never_saves_over_what_someone_saved_meanwhile(staff_page, 
     wait_until(lambda: lock_of(customer).is_released, timeout=3)
     customer.refresh_from_db()
     assert customer.name == "Bob's Acme"
+
+
+def test_the_dashboard_fits_1280_pixels_with_times_on_one_line(staff_page, live_server, customer):
+    alice = staff_page("alice")
+    alice.goto(change_url(live_server, customer))
+    long_keys = [f"nightly-billing-for-a-rather-long-account-name-{number:03d}-{'x' * 40}" for number in range(3)]
+    for key in long_keys[:2]:
+        get_client().acquire(key)
+    get_client().acquire(long_keys[2]).release()
+    carol = staff_page("carol", "view_lock", "force_release", "view_user")
+    carol.set_viewport_size({"width": 1280, "height": 800})
+    carol.goto(f"{live_server.url}/admin/dynalock_django/lock/")
+    assert carol.evaluate("document.documentElement.scrollWidth") <= 1280  # no horizontal scrolling
+    table_right, room_right = carol.evaluate(
+        "[document.querySelector('#result_list').getBoundingClientRect().right,"
+        " document.querySelector('.changelist-form-container').getBoundingClientRect().right]"
+    )
+    assert table_right <= room_right + 0.5  # nor a table running under the filter sidebar
+    times = carol.locator("#result_list time")
+    assert times.count() == 6  # held since and renewed, of three held locks
+    for index in range(times.count()):
+        lines, height = times.nth(index).evaluate(
+            "el => [el.getClientRects().length, el.getBoundingClientRect().height]"
+        )
+        assert lines == 1
+        assert height < 30  # one line each
+    assert carol.locator("#changelist-filter").is_visible()
+    assert carol.locator("#result_list a", has_text="alice").get_attribute("href").startswith("/admin/auth/user/")
+    screenshot(carol, "dashboard-1280")

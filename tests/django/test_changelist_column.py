@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 
 from dynalock_django.client import get_client
 from dynalock_django.keys import key_for_instance
-from dynalock_django.payload import LockData
 from testproject.desk.admin import CustomerAdmin
 from testproject.desk.models import Customer
 
 from ..dynamodb_support import FaultInjector
-from .admin_support import logged_in, put_item
+from .admin_support import held_by_user, logged_in
 from .testapp.models import Tag
 
 pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
@@ -37,30 +35,12 @@ def column_cells(html: str) -> list[str]:
     return re.findall(r'<td class="field-edit_lock_status">(.*?)</td>', html, re.S)
 
 
-def editing_since(key, username, minutes_ago, *, user_id="99"):
-    """An edit lock held for an hour by ``username`` since ``minutes_ago``, as another server wrote it."""
-    now_ms = int(time.time() * 1000)
-    data = LockData(purpose="edit", user_id=user_id, username=username, tab="t" * 22).to_bytes()
-    put_item(
-        {
-            "key": {"S": key},
-            "ownerName": {"S": f"django-user:{user_id}/tab:{'t' * 22}"},
-            "leaseDuration": {"S": "3600000"},
-            "recordVersionNumber": {"S": "rvn"},
-            "fencingToken": {"N": "3"},
-            "data": {"B": data},
-            "acquiredAt": {"N": str(now_ms - minutes_ago * 60_000)},
-            "renewedAt": {"N": str(now_ms)},
-        }
-    )
-
-
 def test_rows_say_who_edits_them_in_one_batch_read(alice, make_staff, requests_made):
     bob = make_staff("bob", *EDITOR)
     acme, globex, initech = (Customer.objects.create(name=name) for name in ("Acme", "Globex", "Initech"))
     logged_in(alice).get(f"{CUSTOMERS}{acme.pk}/change/")
     logged_in(bob).get(f"{CUSTOMERS}{globex.pk}/change/")
-    editing_since(key_for_instance(initech), "carol", 3)
+    held_by_user(key_for_instance(initech), "carol", 3)
     requests_made.reset()
 
     bobs_list = logged_in(bob).get(CUSTOMERS)
@@ -79,7 +59,7 @@ def test_free_and_released_rows_say_nothing(alice, requests_made):
 
 
 def test_long_edits_count_hours(alice, customer):
-    editing_since(key_for_instance(customer), "carol", 65)
+    held_by_user(key_for_instance(customer), "carol", 65)
     assert column(logged_in(alice).get(CUSTOMERS)) == ["carol, 1 h 5 min"]
 
 
@@ -99,7 +79,7 @@ def test_a_full_page_of_100_rows_takes_one_request_and_an_empty_page_none(alice,
 
 
 def test_what_the_table_says_is_escaped(alice, customer):
-    editing_since(key_for_instance(customer), "<script>alert(1)</script>", 1)
+    held_by_user(key_for_instance(customer), "<script>alert(1)</script>", 1)
     html = logged_in(alice).get(CUSTOMERS).content.decode()
     assert "<script>alert(1)" not in html
     assert column_cells(html) == ["&lt;script&gt;alert(1)&lt;/script&gt;, 1 min"]
