@@ -85,6 +85,15 @@ def _durations(values: dict[str, Any]) -> list[CheckMessage]:
                     id=f"dynalock.{check_id}",
                 )
             )
+    idle = values["EDIT_IDLE_TIMEOUT"]
+    if idle is not None and (not _is_number(idle) or not idle > 0):
+        messages.append(
+            Error(
+                f"DYNALOCK['EDIT_IDLE_TIMEOUT'] must be a positive number of seconds or None, not {idle!r}.",
+                hint=f"The default is {DEFAULTS['EDIT_IDLE_TIMEOUT']!r} (15 minutes); None keeps idle tabs' locks.",
+                id="dynalock.E018",
+            )
+        )
     if messages:
         return messages
     lease, period = float(values["LEASE_DURATION"]), float(values["HEARTBEAT_PERIOD"])

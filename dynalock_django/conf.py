@@ -34,6 +34,8 @@ DEFAULTS: dict[str, Any] = {
     # Edit locks of admin change pages, renewed by the browser tab every third of it. Long enough
     # for a hidden tab, whose timers the browser may slow to one a minute, to keep its lock.
     "EDIT_LEASE_DURATION": 60.0,
+    # A change page with no input (keys, pointer, scroll, focus) for this long lets its lock go; None: never.
+    "EDIT_IDLE_TIMEOUT": 900.0,
     # The admin shows and force-releases only keys under KEY_PREFIX; True shows every key in the table.
     "ADMIN_SHOWS_ALL_KEYS": False,
     # @requires_lock's contention response names the holder to anonymous requests too.
@@ -105,6 +107,11 @@ class DynalockSettings:
     @property
     def EDIT_LEASE_DURATION(self) -> float:
         return float(self._get("EDIT_LEASE_DURATION"))
+
+    @property
+    def EDIT_IDLE_TIMEOUT(self) -> float | None:
+        value = self._get("EDIT_IDLE_TIMEOUT")
+        return None if value is None else float(value)
 
     @property
     def ADMIN_SHOWS_ALL_KEYS(self) -> bool:

@@ -32,6 +32,7 @@ from ..conf import dynalock_settings
 from ..dynamodb import DynalockError, DynamoDBError, InvalidLockRequest, LockInfo, LockNotAcquired
 from ..lock_rows import LockRow, ModelFilter, describe, load_page
 from ..models import FORCE_RELEASE_PERMISSION, Lock
+from .dashboard import dashboard_rows, ordering_link, sidebar
 from .staff_messages import staff_message, unavailable_response
 
 if TYPE_CHECKING:  # django-stubs makes ModelAdmin generic; Django's class is not subscriptable
@@ -93,14 +94,17 @@ class LiveLocksAdmin(_ModelAdmin):
             error = None
         except DynalockError as failure:  # a missing table, DynamoDB down: say so on the page
             page, error = None, staff_message(failure)
+        rows = page.rows if page is not None else []
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
             "title": _("Live locks"),
             "page": page,
+            "rows": dashboard_rows(rows, request, self.admin_site, params.get("o", "")),
+            "filters": sidebar(params, rows, _lockable_models(may_view)),
+            "held_for_link": ordering_link(params),
             "error": error,
             "params": params,
-            "models": _lockable_models(may_view),
             "can_force_release": request.user.has_perm(FORCE_RELEASE_PERMISSION),
             "refresh_seconds": self.refresh_seconds,
             **(extra_context or {}),

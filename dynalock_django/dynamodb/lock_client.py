@@ -4,7 +4,8 @@ A façade: each public method checks its arguments (:mod:`.options`) and
 hands the work to the module that owns it: acquiring (:mod:`.acquirer`,
 deciding in :mod:`.acquisition`), the writes to a granted lease
 (:mod:`.lease_writes`), an operator's actions (:mod:`.operator_actions`),
-reads (:mod:`.store`, listings in :mod:`.listing`) and the table (:mod:`.table_methods`). What each call costs in
+reads (:mod:`.store`, listings in :mod:`.listing`, many keys at once :mod:`.batch_reads`) and the table
+(:mod:`.table_methods`). What each call costs in
 requests is in docs/protocol.md; the wire format of each write is in
 :mod:`.writes`.
 """
@@ -17,6 +18,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from . import botocore_config, fork_safety, validation
+from .batch_reads import BatchReads
 from .clock import SYSTEM_CLOCK, Clock, Instant
 from .connection import ClientFactory, Connection
 from .item import LockInfo
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
-class LockClient(TableMethods, ListingMethods):
+class LockClient(TableMethods, ListingMethods, BatchReads):
     """Advisory locks in a DynamoDB table, compatible with the AWS Java lock client.
 
     ``dynamodb`` is a boto3 DynamoDB client, or a zero-argument callable that makes one. Prefer the

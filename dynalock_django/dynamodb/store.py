@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from . import botocore_errors, item, live_index, validation
 from .cursor import decode_cursor, encode_cursor
-from .exceptions import InvalidLockRequest
+from .exceptions import DynamoDBUnavailable, InvalidLockRequest
 from .expressions import Expressions
 from .item import Item, LockInfo
 from .layout import LockId, TableLayout
@@ -29,6 +30,11 @@ if TYPE_CHECKING:
 _BotoError = (ClientError, BotoCoreError)
 
 logger = logging.getLogger("dynalock_django.listing")
+# DynamoDB's limit on the keys of one BatchGetItem.
+BATCH_GET_KEYS = 100
+# BatchGetItem may leave keys unread (throttling, the 16 MB answer limit): they are asked for
+# again after these pauses (seconds), then given up on as DynamoDBUnavailable.
+UNPROCESSED_RETRY_PAUSES = (0.05, 0.1, 0.2, 0.4, 0.8)
 
 
 class Refused(Exception):
@@ -110,6 +116,37 @@ class LockStore:
                     raise InvalidLockRequest("The live-locks index is gone: start again without a cursor.") from None
                 self._say_no_index()
         return self._scan(limit, start, include_released=False, key_prefix=key_prefix, index=False)
+
+    def read_many(self, lock_ids: Sequence[LockId]) -> list[LockInfo]:
+        """The items of ``lock_ids`` that exist, consistent reads: one BatchGetItem per 100 keys.
+
+        Keys DynamoDB leaves unprocessed are asked for again, after a pause.
+        """
+        found: list[LockInfo] = []
+        unique_keys = list({lock_id: self._layout.key(lock_id) for lock_id in lock_ids}.values())
+        for start in range(0, len(unique_keys), BATCH_GET_KEYS):
+            batch = unique_keys[start : start + BATCH_GET_KEYS]
+            found += [self._layout.parse(stored) for stored in self._batch_get(batch)]
+        return found
+
+    def _batch_get(self, keys: list[dict[str, Any]]) -> list[Item]:
+        table = self._layout.table_name
+        items: list[Item] = []
+        pauses = iter(UNPROCESSED_RETRY_PAUSES)
+        while True:
+            request: Any = {table: {"Keys": keys, "ConsistentRead": True}}
+            try:
+                response: dict[str, Any] = dict(self._connection.client.batch_get_item(RequestItems=request))
+            except _BotoError as error:
+                raise botocore_errors.translate(error, table_name=table) from error
+            items += response.get("Responses", {}).get(table, [])
+            keys = list(response.get("UnprocessedKeys", {}).get(table, {}).get("Keys", []))
+            if not keys:
+                return items
+            pause = next(pauses, None)
+            if pause is None:
+                raise DynamoDBUnavailable(f"DynamoDB left {len(keys)} keys of a BatchGetItem unread after retries.")
+            time.sleep(pause)
 
     def scan_page(
         self, *, limit: int | None, cursor: str | None, include_released: bool, key_prefix: str | None

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from django.test import Client
 
 from dynalock_django.client import get_client
 from dynalock_django.conf import dynalock_settings
+from dynalock_django.payload import LockData
 
 DASHBOARD = "/admin/dynalock_django/lock/"
 RELEASE = "/admin/dynalock_django/lock/release/"
@@ -57,6 +59,25 @@ def held_by(owner: str, key: str, token: str = "7") -> Any:
         }
     )
     return get_client().get(key)
+
+
+def held_by_user(key: str, username: str, minutes_ago: int, *, user_id: str = "99", purpose: str = "edit") -> None:
+    """A lock held for an hour by ``username`` since ``minutes_ago``, renewed just now, as another server wrote it."""
+    now_ms = int(time.time() * 1000)
+    tab = "t" * 22
+    data = LockData(purpose=purpose, user_id=user_id, username=username, tab=tab).to_bytes()
+    put_item(
+        {
+            "key": {"S": key},
+            "ownerName": {"S": f"django-user:{user_id}/tab:{tab}"},
+            "leaseDuration": {"S": "3600000"},
+            "recordVersionNumber": {"S": "rvn"},
+            "fencingToken": {"N": "3"},
+            "data": {"B": data},
+            "acquiredAt": {"N": str(now_ms - minutes_ago * 60_000)},
+            "renewedAt": {"N": str(now_ms - 1_000)},
+        }
+    )
 
 
 def table_items() -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.contrib.admin.models import LogEntry
 from django.test import override_settings
 
@@ -252,3 +253,97 @@ def test_a_page_cut_off_warns_and_keeps_its_lock_when_it_comes_back_in_time(staf
     alice.wait_for_url("**/admin/desk/customer/")
     customer.refresh_from_db()
     assert customer.name == "Still mine"
+
+
+# ---------------------------------------------------------------- the support desk: list column, idle tabs
+
+IDLE = 2.0
+
+
+def test_the_changelist_says_who_edits_which_customer(staff_page, live_server, customer):
+    Customer.objects.create(name="Globex", plan="pro")
+    alice, bob = staff_page("alice"), staff_page("bob")
+    alice.goto(change_url(live_server, customer))
+    bob.goto(f"{live_server.url}/admin/desk/customer/")
+    cells = bob.locator("td.field-edit_lock_status").all_inner_texts()
+    names = bob.locator("th.field-name").all_inner_texts()
+    assert dict(zip(names, cells, strict=True)) == {"Acme Corporation": "alice, 0 min", "Globex": ""}
+    assert bob.locator("th.column-edit_lock_status").inner_text().strip() == "BEING EDITED"
+    screenshot(bob, "changelist-being-edited")
+
+
+@pytest.fixture
+def short_idle(customer: Customer) -> Any:
+    with override_settings(DYNALOCK={**settings.DYNALOCK, "EDIT_IDLE_TIMEOUT": IDLE}):
+        yield
+
+
+def test_an_idle_page_lets_go_keeps_the_input_and_continues(staff_page, live_server, customer, short_idle):
+    alice = staff_page("alice")
+    alice.goto(change_url(live_server, customer))
+    alice.fill("input[name=name]", "Acme typed while away")
+    idle_after = wait_until(lambda: lock_of(customer).is_released, timeout=IDLE + 3)
+    assert idle_after >= IDLE - 0.5  # typing counted as input: not released before the time-out
+    banner(alice).get_by_text("You were away").wait_for(timeout=3000)
+    assert alice.input_value("input[name=name]") == "Acme typed while away"
+    assert alice.locator("input[name=_save]").is_disabled()
+    screenshot(alice, "idle-released")
+
+    alice.click("#dynalock-continue")
+    banner(alice).get_by_text("You are editing this.").wait_for(timeout=5000)
+    assert not lock_of(customer).is_released
+    alice.click("input[name=_save]")
+    alice.wait_for_url("**/admin/desk/customer/")
+    customer.refresh_from_db()
+    assert customer.name == "Acme typed while away"
+
+
+def test_an_idle_page_never_saves_over_what_someone_saved_meanwhile(staff_page, live_server, customer, short_idle):
+    alice, bob = staff_page("alice"), staff_page("bob")
+    url = change_url(live_server, customer)
+    alice.goto(url)
+    alice.fill("input[name=email]", "alice@acme.example")
+    banner(alice).get_by_text("You were away").wait_for(timeout=(IDLE + 3) * 1000)
+    bob.goto(url)
+    bob.fill("input[name=name]", "Bob's Acme")
+    bob.click("input[name=_save]")
+    bob.wait_for_url("**/admin/desk/customer/")
+
+    alice.click("#dynalock-continue")
+    banner(alice).get_by_text("bob changed this at").wait_for(timeout=5000)
+    assert alice.input_value("input[name=email]") == "alice@acme.example"  # kept until she chooses to reload
+    assert alice.locator("input[name=_save]").is_disabled()
+    assert alice.locator("#dynalock-reload").is_visible()
+    screenshot(alice, "idle-changed")
+    wait_until(lambda: lock_of(customer).is_released, timeout=3)
+    customer.refresh_from_db()
+    assert customer.name == "Bob's Acme"
+
+
+def test_the_dashboard_fits_1280_pixels_with_times_on_one_line(staff_page, live_server, customer):
+    alice = staff_page("alice")
+    alice.goto(change_url(live_server, customer))
+    long_keys = [f"nightly-billing-for-a-rather-long-account-name-{number:03d}-{'x' * 40}" for number in range(3)]
+    for key in long_keys[:2]:
+        get_client().acquire(key)
+    get_client().acquire(long_keys[2]).release()
+    carol = staff_page("carol", "view_lock", "force_release", "view_user")
+    carol.set_viewport_size({"width": 1280, "height": 800})
+    carol.goto(f"{live_server.url}/admin/dynalock_django/lock/")
+    assert carol.evaluate("document.documentElement.scrollWidth") <= 1280  # no horizontal scrolling
+    table_right, room_right = carol.evaluate(
+        "[document.querySelector('#result_list').getBoundingClientRect().right,"
+        " document.querySelector('.changelist-form-container').getBoundingClientRect().right]"
+    )
+    assert table_right <= room_right + 0.5  # nor a table running under the filter sidebar
+    times = carol.locator("#result_list time")
+    assert times.count() == 6  # held since and renewed, of three held locks
+    for index in range(times.count()):
+        lines, height = times.nth(index).evaluate(
+            "el => [el.getClientRects().length, el.getBoundingClientRect().height]"
+        )
+        assert lines == 1
+        assert height < 30  # one line each
+    assert carol.locator("#changelist-filter").is_visible()
+    assert carol.locator("#result_list a", has_text="alice").get_attribute("href").startswith("/admin/auth/user/")
+    screenshot(carol, "dashboard-1280")

@@ -34,6 +34,11 @@ def test_settings_with_the_suites_short_leases_pass_every_check(configured):
     assert ids_for(configured) == []
 
 
+def test_idle_tabs_may_keep_their_locks(configured):
+    assert ids_for(configured, EDIT_IDLE_TIMEOUT=None) == []
+    assert ids_for(configured, EDIT_IDLE_TIMEOUT=5) == []
+
+
 def test_e001_dynalock_that_is_not_a_dict():
     with override_settings(DYNALOCK=["TABLE_NAME"]):
         [message] = check_settings()
@@ -66,6 +71,8 @@ def test_e002_unknown_key_suggests_the_close_one(configured):
         ({"OWNER_NAME": ""}, "dynalock.E012"),
         ({"DELETE_ON_RELEASE": "yes"}, "dynalock.E013"),
         ({"EDIT_LEASE_DURATION": 0}, "dynalock.E014"),
+        ({"EDIT_IDLE_TIMEOUT": 0}, "dynalock.E018"),
+        ({"EDIT_IDLE_TIMEOUT": "15 min"}, "dynalock.E018"),
         ({"ADMIN_SHOWS_ALL_KEYS": "yes"}, "dynalock.E015"),
         ({"SHOW_HOLDER_TO_ANONYMOUS": 1}, "dynalock.E016"),
         ({"BOTO_CONFIG": {}}, "dynalock.W001"),  # botocore's defaults: 60 s time-outs x 4 attempts

@@ -36,7 +36,7 @@ print(
             "index links the live locks": b'href="/admin/dynalock_django/lock/"' in index.content,
             "change page holds the edit lock": b'name="_dynalock_ticket"' in change.content,
             "live locks list it": str(customer) in live_locks.content.decode(),
-            "live locks name the holder": "<td>ada</td>" in live_locks.content.decode(),
+            "live locks name the holder": ">ada</a>" in live_locks.content.decode(),  # linked to her user
         }
     )
 )

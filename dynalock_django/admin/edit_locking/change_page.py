@@ -24,6 +24,7 @@ from ...dynamodb import DynamoDBError, LockLost
 from ...models import FORCE_RELEASE_PERMISSION
 from ..staff_messages import staff_message
 from .explanations import held_message, lost_message, unavailable_message
+from .idle_resume import opened_stamp
 from .object_locks import EditLock, EditState
 from .object_urls import endpoint_url
 from .request_state import EditPage, RequestEditLocks
@@ -149,6 +150,9 @@ def _page_context(
             "pollSeconds": poll_seconds,
             "renewUrl": url("renew"),
             "releaseUrl": url("release"),
+            "resumeUrl": url("resume"),
+            "idleSeconds": dynalock_settings.EDIT_IDLE_TIMEOUT,
+            "opened": opened_stamp(),
             "statusUrl": url("status"),
             "handoffCookie": HANDOFF_COOKIE,
             "handoffSeconds": HANDOFF_SECONDS,
@@ -158,6 +162,13 @@ def _page_context(
                 "reload": _("Reload to edit"),
                 "unreachable": _("The server cannot be reached: your edit lock may run out."),
                 "editing": _("You are editing this. Others see it read-only until you save or leave this page."),
+                "idle": _(
+                    "You were away, so this page let its edit lock go: others may edit now. "
+                    "Your unsaved changes are still here."
+                ),
+                "continue": _("Continue editing"),
+                "deleted": _("This object was deleted meanwhile."),
+                "reloadLosing": _("Reload (your unsaved changes will be lost)"),
             },
         },
     }

@@ -25,6 +25,7 @@ from ...dynamodb import DynamoDBError, LockLost, LockNotAcquired
 from ...models import FORCE_RELEASE_PERMISSION
 from ..staff_messages import staff_message, unavailable_response
 from .explanations import held_message, lost_message
+from .idle_resume import opened_at, resume
 from .object_locks import EditLock
 from .object_urls import change_url, endpoint_name
 from .tickets import EditTicket, hand_over
@@ -45,6 +46,7 @@ class EditLockEndpoints:
         views: list[tuple[str, Callable[..., HttpResponse]]] = [
             ("renew", require_POST(self.renew)),
             ("release", require_POST(self.release)),
+            ("resume", require_POST(self.resume)),
             ("status", require_GET(self.status)),
             ("take_over", require_http_methods(["GET", "HEAD", "POST"])(self.take_over)),
         ]
@@ -64,6 +66,21 @@ class EditLockEndpoints:
     def release(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """POST ``ticket``: the tab lets its lock go (sent by the page as it unloads)."""
         return self._with_ticket(request, object_id, lambda edit_lock, ticket: edit_lock.release(ticket), "released")
+
+    def resume(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """POST ``ticket`` and ``opened``: a page that let its lock go while idle takes it again."""
+        obj, edit_lock = self._edit_lock_for(request, object_id)
+        if not self.model_admin.has_change_permission(request, obj):
+            raise PermissionDenied
+        ticket, opened = EditTicket.parse(request.POST.get("ticket")), opened_at(request.POST.get("opened"))
+        if ticket is None or opened is None:
+            return JsonResponse({"state": "invalid", "message": _("No valid ticket was sent.")}, status=400)
+        try:
+            resumed = resume(edit_lock, obj, ticket, opened)
+        except DynamoDBError as error:
+            return JsonResponse({"state": "unavailable", "message": staff_message(error)}, status=503)
+        answer = {"state": resumed.state, "message": resumed.message}
+        return JsonResponse(answer | ({"ticket": str(resumed.ticket)} if resumed.ticket else {}))
 
     def status(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """GET: who holds the lock, for a read-only page waiting for it to free."""

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.options import TO_FIELD_VAR
+from django.contrib.admin.views.main import ChangeList
 from django.core.checks import CheckMessage, Warning
 from django.db import models, router, transaction
 from django.forms import ModelForm
@@ -22,6 +23,7 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern
 from django.utils.encoding import escape_uri_path
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from ...exceptions import StaleFencingToken
 from ...fencing import fenced_save, has_fencing_token
@@ -29,6 +31,7 @@ from ...keys import key_for_instance
 from ...transactions import release_when_transaction_ends
 from .bulk_edits import actions_under_edit_locks, changelist_form_under_edit_locks, claim_for_write
 from .change_page import checked_before_save, open_page, show_edit_lock
+from .changelist_column import editors_on_page, with_edit_lock_column
 from .deletion import delete_under_edit_lock
 from .endpoints import EditLockEndpoints
 from .object_urls import object_for
@@ -46,6 +49,9 @@ class EditLockMixin(_ModelAdmin):
 
     # How often a read-only page asks whether the lock has freed.
     edit_lock_poll_seconds = 3.0
+    # The changelist's "Being edited" column: at the end of list_display unless placed there
+    # (as "edit_lock_status"); False leaves it out (and spares the changelist its read).
+    edit_lock_column = True
 
     # None on the registered admin; set on the copy that one change page or changelist request runs on.
     _edit_locks: RequestEditLocks | None = None
@@ -148,6 +154,19 @@ class EditLockMixin(_ModelAdmin):
             # A newer lock's write reached a row first; every row of this save rolled back with it.
             messages.error(request, _("Nothing was saved: %(error)s") % {"error": stale})
             return HttpResponseRedirect(request.get_full_path())
+
+    def get_list_display(self, request: HttpRequest) -> Any:
+        return with_edit_lock_column(super().get_list_display(request), self.edit_lock_column)
+
+    def get_changelist_instance(self, request: HttpRequest) -> ChangeList:
+        changelist = super().get_changelist_instance(request)
+        self._locks().editors = editors_on_page(request, changelist)
+        return changelist
+
+    @admin.display(description=gettext_lazy("Being edited"), empty_value="")
+    def edit_lock_status(self, obj: models.Model) -> str:
+        """The changelist column: "alice, 3 min" for a row someone else edits, "you" for one's own tabs."""
+        return self._locks().editors.get(key_for_instance(obj), "")
 
     def get_changelist_form(self, request: HttpRequest, **kwargs: Any) -> type[ModelForm[Any]]:
         form = super().get_changelist_form(request, **kwargs)

@@ -32,6 +32,7 @@ class RequestEditLocks:
 
     page: EditPage | None = None  # decided before a page is shown, or when a save's form is cleaned
     claimed: dict[str, Lease] = field(default_factory=dict)  # by key: objects written without their change page
+    editors: dict[str, str] = field(default_factory=dict)  # by key: the changelist column's text for each row
 
     def lease_for(self, obj: models.Model) -> Lease | None:
         """The lease a write of ``obj`` in this request is made under, if any."""

@@ -1,6 +1,7 @@
 // The edit lock of an admin change page (dynalock_django.admin.EditLockMixin).
 // Editing: renew the tab's lock every third of its lease, hand it to the tab's next page on a
 // reload or a save-and-continue, release it when the page goes away, and say so when it is lost.
+// Idle (no input for EDIT_IDLE_TIMEOUT): let the lock go, keep the form as typed, offer to continue.
 // Read-only: tell the user when whoever is editing lets go.
 "use strict";
 (function () {
@@ -26,6 +27,21 @@
 
   function stopSaving() {
     for (const button of form.querySelectorAll("[type=submit]")) button.disabled = true;
+  }
+
+  function allowSaving() {
+    for (const button of form.querySelectorAll("[type=submit]")) button.disabled = false;
+  }
+
+  function bannerButton(id, text, onClick) {
+    for (const old of banner.querySelectorAll("button, a.button")) old.remove();
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "button";
+    button.id = id;
+    button.textContent = text;
+    button.addEventListener("click", onClick);
+    banner.appendChild(button);
   }
 
   function offerReload(text) {
@@ -64,7 +80,7 @@
   }
 
   async function renew() {
-    if (!holding) return;
+    if (!holding || wentIdle()) return;
     // The lease counts from when the renewal was sent, as the server's does.
     const started = performance.now();
     let response = null;
@@ -89,6 +105,83 @@
     // Unreachable, or DynamoDB unavailable: try again soon; the lock holds until safeUntil.
     if (performance.now() > safeUntil - config.renewSeconds * 1000) say("unreachable", config.strings.unreachable);
     schedule(renew, Math.min(2, config.renewSeconds));
+  }
+
+  // ---- idle: no input for idleSeconds lets the lock go; the form keeps what was typed
+  const idleMs = config.idleSeconds ? config.idleSeconds * 1000 : null;
+  let lastInput = performance.now();
+  let idleTimer = null;
+
+  function wentIdle() {
+    // Judged on the input before this moment: a tab coming back after lunch is idle, though focused now.
+    if (!holding || idleMs === null || performance.now() - lastInput < idleMs) return false;
+    goIdle();
+    return true;
+  }
+
+  function noteInput() {
+    if (!wentIdle()) lastInput = performance.now();
+  }
+
+  function watchIdle() {
+    if (idleMs === null || !holding) return;
+    window.clearTimeout(idleTimer);
+    const left = lastInput + idleMs - performance.now();
+    idleTimer = window.setTimeout(() => { if (!wentIdle()) watchIdle(); }, Math.max(left, 0) + 50);
+  }
+
+  function goIdle() {
+    holding = false;
+    window.clearTimeout(timer);
+    window.clearTimeout(idleTimer);
+    post(config.releaseUrl).catch(() => {});  // if it is lost, the lock runs out one lease later
+    say("idle", config.strings.idle);
+    stopSaving();
+    bannerButton("dynalock-continue", config.strings.continue, resume);
+  }
+
+  async function resume() {
+    const body = new URLSearchParams({ csrfmiddlewaretoken: csrfToken, ticket: config.ticket, opened: config.opened });
+    let response = null;
+    try {
+      response = await fetch(config.resumeUrl, {
+        method: "POST", body, credentials: "same-origin", headers: { "X-CSRFToken": csrfToken },
+      });
+    } catch (error) {
+      say("unreachable", config.strings.unreachable);
+      return;
+    }
+    const answer = await response.json().catch(() => null);
+    if (response.status === 404) {
+      say("lost", config.strings.deleted);
+      bannerButton("dynalock-reload", config.strings.reloadLosing, () => window.location.reload());
+    } else if (answer && answer.state === "held") {
+      config.ticket = answer.ticket;
+      const field = form.querySelector("[name=_dynalock_ticket]");
+      if (field) field.value = answer.ticket;
+      for (const old of banner.querySelectorAll("button")) old.remove();
+      holding = true;
+      lastInput = performance.now();
+      safeUntil = lastInput + config.leaseSeconds * 1000;
+      say("edit", config.strings.editing);
+      allowSaving();
+      schedule(renew, config.renewSeconds);
+      watchIdle();
+    } else if (answer && answer.state === "changed") {
+      // Their save stands: this page may not save over it. Reloading is the user's choice.
+      say("lost", answer.message);
+      bannerButton("dynalock-reload", config.strings.reloadLosing, () => window.location.reload());
+    } else if (answer) {
+      say("idle", answer.message);  // busy or unavailable: the Continue button stays to try again
+    }
+  }
+
+  if (holding && idleMs !== null) {
+    for (const type of ["keydown", "pointerdown", "pointermove", "wheel", "scroll", "focusin", "input", "touchstart"]) {
+      document.addEventListener(type, () => { noteInput(); watchIdle(); }, { capture: true, passive: true });
+    }
+    window.addEventListener("focus", () => { noteInput(); watchIdle(); });
+    watchIdle();
   }
 
   if (holding) {

@@ -1,0 +1,118 @@
+"""The live-locks dashboard for support staff: relative times, holders linked to users, the filter sidebar, sorting."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from dynalock_django import lock_object
+from dynalock_django.admin.dashboard import ago
+
+from .admin_support import DASHBOARD, held_by_user, logged_in
+
+pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
+
+
+@pytest.fixture
+def viewer(make_staff):
+    return make_staff("vera", "view_lock")
+
+
+def held_since(key, minutes_ago, *, username="dora", user_id="42"):
+    held_by_user(key, username, minutes_ago, user_id=user_id)
+
+
+def held_cells(html):
+    return re.findall(r'<time class="dynalock-held-since" datetime="[^"]*" title="([^"]*)">([^<]*)</time>', html)
+
+
+NOW = datetime(2026, 1, 2, 10, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("before", "expected"),
+    [
+        (timedelta(seconds=12), "12 s ago"),
+        (timedelta(minutes=3, seconds=59), "3 min ago"),
+        (timedelta(hours=2, minutes=5), "2 h ago"),
+        (timedelta(days=1, hours=1), "1 day ago"),
+        (timedelta(days=3), "3 days ago"),
+        (-timedelta(minutes=5), "0 s ago"),  # a holder's clock ahead of ours
+    ],
+)
+def test_times_are_told_relative_to_now(before, expected):
+    assert ago(NOW - before, NOW) == expected
+
+
+def test_a_time_the_holder_did_not_give_is_a_question_mark():
+    assert ago(None, NOW) == "?"
+
+
+def test_held_since_is_relative_with_the_exact_time_on_hover(viewer):
+    held_since("job-a", 3)
+    [(exact, relative)] = held_cells(logged_in(viewer).get(DASHBOARD).content.decode())
+    assert relative == "3 min ago"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \w+", exact)
+
+
+def test_locks_sort_by_how_long_they_have_been_held(viewer):
+    for key, minutes in (("job-short", 1), ("job-long", 30), ("job-middle", 10)):
+        held_since(key, minutes)
+    client = logged_in(viewer)
+    longest_first = client.get(DASHBOARD, {"o": "held"})
+    assert [relative for _, relative in held_cells(longest_first.content.decode())] == [
+        "30 min ago",
+        "10 min ago",
+        "1 min ago",
+    ]
+    assert 'href="?o=-held"' in longest_first.content.decode()  # the header's link turns the order round
+    shortest_first = client.get(DASHBOARD, {"o": "-held"})
+    assert [relative for _, relative in held_cells(shortest_first.content.decode())] == [
+        "1 min ago",
+        "10 min ago",
+        "30 min ago",
+    ]
+
+
+def test_holders_link_to_their_users_for_viewers_who_may_see_users(viewer, make_staff, django_user_model):
+    dora = django_user_model.objects.create_user("dora")
+    held_since("job-a", 1, user_id=str(dora.pk))
+    link = f'href="/admin/auth/user/{dora.pk}/change/"'
+    assert link not in logged_in(viewer).get(DASHBOARD).content.decode()
+    support = make_staff("sam", "view_lock", "view_user")
+    assert link in logged_in(support).get(DASHBOARD).content.decode()
+
+
+def test_a_user_id_from_the_table_is_quoted_into_the_link(make_staff):
+    held_since("job-a", 1, user_id='"><script>x</script>')
+    html = logged_in(make_staff("sam", "view_lock", "view_user")).get(DASHBOARD).content.decode()
+    assert "<script>x" not in html
+    assert 'href="/admin/auth/user/_22_3E_3Cscript_3Ex_3C_2Fscript_3E/change/"' in html
+
+
+def test_the_sidebar_filters_by_model_state_and_holder(make_staff, customer):
+    viewer = make_staff("cora", "view_lock", "view_customer", "view_tag")  # no tag is locked: not offered
+    held_since("job-a", 1, username="dora")
+    with lock_object(customer, user=viewer):
+        page = logged_in(viewer).get(DASHBOARD)
+        by_model, by_state, by_holder = page.context["filters"]
+        assert [(c.display, c.query_string, c.selected) for c in by_model.choices] == [
+            ("All", "?", True),
+            ("Customers (1)", "?model=desk.customer", False),
+        ]
+        assert [c.query_string for c in by_state.choices] == ["?", "?status=all"]
+        assert [c.display for c in by_holder.choices] == ["All", "cora", "dora"]
+        html = page.content.decode()
+        assert '<nav id="changelist-filter"' in html
+        assert '<li class="selected"><a href="?">All</a></li>' in html
+
+        only_dora = logged_in(viewer).get(DASHBOARD, {"holder": "dora", "o": "held"})
+        by_holder = only_dora.context["filters"][2]
+        assert [(c.display, c.query_string, c.selected) for c in by_holder.choices] == [
+            ("All", "?o=held", False),
+            ("dora", "?o=held&holder=dora", True),
+        ]
+        assert "job-a" in only_dora.content.decode()
+        assert "Acme" not in only_dora.content.decode()
