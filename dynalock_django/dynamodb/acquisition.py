@@ -104,6 +104,11 @@ class Acquisition:
         self._unheld_in_a_row = 0  # attempts since the lock was last found held
 
     @property
+    def found_held(self) -> bool:
+        """The last attempt found the lock held (by someone else, or by an item we may not take)."""
+        return self._last == "held"
+
+    @property
     def found_free(self) -> bool:
         """The last attempt found no item, or a released one."""
         return self._last == "free"

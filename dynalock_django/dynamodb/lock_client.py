@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from . import botocore_config, fork_safety, validation
 from .clock import SYSTEM_CLOCK, Clock
 from .connection import ClientFactory, Connection
+from .group_methods import GroupMethods
 from .item import LockInfo
 from .layout import TableLayout
 from .lease import Lease, LostCallback
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
-class LockClient(TableMethods):
+class LockClient(GroupMethods, TableMethods):
     """Advisory locks in a DynamoDB table, compatible with the AWS Java lock client.
 
     ``dynamodb`` is a boto3 DynamoDB client, or a zero-argument callable that
