@@ -7,7 +7,6 @@ import threading
 
 import pytest
 
-import dynalock_django
 from dynalock_django import lock_key, lock_model, lock_object, signals
 from dynalock_django.client import get_client
 from dynalock_django.exceptions import LockLost, LockNotAcquired, LockTimeout
