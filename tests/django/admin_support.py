@@ -11,6 +11,10 @@ from dynalock_django.conf import dynalock_settings
 
 DASHBOARD = "/admin/dynalock_django/lock/"
 RELEASE = "/admin/dynalock_django/lock/release/"
+# What the support desk's editors may do: everything with customers, their addresses and notes.
+DESK_EDITOR = tuple(
+    f"{action}_{model}" for model in ("customer", "address", "note") for action in ("view", "change", "add", "delete")
+)
 # An unmasked CSRF secret: the form field may carry the cookie's value as it is.
 CSRF_TOKEN = "a" * 32
 
