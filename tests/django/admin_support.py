@@ -15,6 +15,13 @@ RELEASE = "/admin/dynalock_django/lock/release/"
 DESK_EDITOR = tuple(
     f"{action}_{model}" for model in ("customer", "address", "note") for action in ("view", "change", "add", "delete")
 )
+# Long leases, no heartbeat within a test, patient reads: for request counts, and for moto, which takes
+# seconds over a transaction of 100 writes (far longer than the suite's half-second read timeout).
+PATIENT = {
+    "LEASE_DURATION": 60.0,
+    "HEARTBEAT_PERIOD": 20.0,
+    "BOTO_CONFIG": {"connect_timeout": 1, "read_timeout": 10, "retries": {"total_max_attempts": 1}},
+}
 # An unmasked CSRF secret: the form field may carry the cookie's value as it is.
 CSRF_TOKEN = "a" * 32
 

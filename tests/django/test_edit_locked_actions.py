@@ -14,16 +14,11 @@ from testproject.desk.admin import CustomerAdmin
 from testproject.desk.models import Customer
 
 from ..dynamodb_support import RequestCounter
-from .admin_support import DESK_EDITOR, browser, logged_in, with_token
+from .admin_support import DESK_EDITOR, PATIENT, browser, logged_in, with_token
 
 pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
 
 CHANGELIST = "/admin/desk/customer/"
-PATIENT = {
-    "LEASE_DURATION": 60.0,
-    "HEARTBEAT_PERIOD": 20.0,
-    "BOTO_CONFIG": {"connect_timeout": 1, "read_timeout": 10, "retries": {"total_max_attempts": 1}},
-}
 
 
 @pytest.fixture
@@ -73,7 +68,6 @@ def test_nothing_is_deleted_while_someone_else_edits_one_and_the_message_names_i
 def test_deleting_300_rows_takes_their_locks_in_3_transactions(alice, dynalock, django_capture_on_commit_callbacks):
     rows = Customer.objects.bulk_create(Customer(name=f"Customer {n:03}", plan="free") for n in range(300))
     client = browser(alice)
-    # moto takes seconds over a transaction of 100 writes: far longer than the suite's read timeout and heartbeat.
     with override_settings(DYNALOCK={**dynalock, **PATIENT}):
         requests_made = RequestCounter(get_client().dynamodb)
         with django_capture_on_commit_callbacks(execute=False) as release:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 from django.db import transaction
@@ -80,16 +81,18 @@ def test_a_timeout_waits_then_raises_lock_timeout(accounts, other_holder):
     bobs.release()
 
 
-def test_as_a_decorator_each_call_takes_the_locks_afresh(accounts):
+def test_as_a_decorator_each_call_takes_the_locks_afresh_of_the_rows_selected_then(accounts):
     tokens = []
 
     @lock_objects(Account.objects.all())
     def settle():
         tokens.append([get_client().get(key_for_instance(a)).fencing_token for a in accounts])
+        return held(accounts[-1])
 
-    settle()
-    settle()
-    assert all(first < second for first, second in zip(*tokens, strict=True))
+    assert settle()
+    accounts.append(Account.objects.create(name="Umbrella"))  # selected by the queryset from now on
+    assert settle()
+    assert all(first < second for first, second in zip(*tokens, strict=False))
     assert not any(held(account) for account in accounts)
 
 
@@ -143,7 +146,11 @@ def test_rows_of_two_databases_are_a_clear_error(accounts):
 
 def test_fenced_save_takes_each_rows_token_from_the_group(accounts):
     acme, globex, _ = accounts
+    with lock_object(acme):
+        pass  # acme's next token follows this one; globex's first is seeded from the clock later
+    time.sleep(0.01)
     with lock_objects(acme, globex) as group:
+        assert len(set(group.fencing_tokens.values())) == 2
         fenced_refresh(acme, group)
         acme.balance, globex.balance = acme.balance - 10, globex.balance + 10
         fenced_save(acme, group)

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import pytest
+from django.db.models import F
 from django.db.models.signals import post_delete
+from django.test import override_settings
 
 from dynalock_django.client import get_client
 from dynalock_django.keys import key_for_instance
 from dynalock_django.payload import LockData
+from testproject.desk import admin as desk_admin
 from testproject.desk.models import Address, Customer, Note
 
-from .admin_support import DESK_EDITOR, browser, logged_in, with_token
+from ..dynamodb_support import RequestCounter
+from .admin_support import DESK_EDITOR, PATIENT, browser, logged_in, with_token
 
 pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
 
@@ -66,6 +70,20 @@ def test_merging_moves_addresses_and_notes_under_both_locks_through_the_fence(
     assert get_client().get(key_for_instance(kept)).is_released  # let go once the merge committed
 
 
+@pytest.mark.requires("transactions")
+def test_both_locks_are_taken_in_one_transaction(alice, pair, dynalock, django_capture_on_commit_callbacks):
+    with override_settings(DYNALOCK={**dynalock, **PATIENT}):
+        requests_made = RequestCounter(get_client().dynamodb)
+        with django_capture_on_commit_callbacks(execute=False) as release:
+            merge(browser(alice), *pair)
+        assert dict(requests_made.calls) == {"TransactWriteItems": 1, "BatchGetItem": 1}  # not also row by row
+        requests_made.reset()
+        for callback in release:
+            callback()
+        assert dict(requests_made.calls) == {"TransactWriteItems": 1}
+    assert Customer.objects.count() == 1
+
+
 def test_nothing_is_merged_while_someone_else_edits_one(alice, make_staff, pair):
     kept, duplicate = pair
     bob = make_staff("bob", *DESK_EDITOR)
@@ -100,6 +118,23 @@ def test_a_get_or_a_post_without_csrf_changes_nothing(alice, pair):
     assert client.post(CHANGELIST, selected).status_code == 403
     assert Customer.objects.count() == 2
     assert get_client().get(key_for_instance(pair[0])) is None
+
+
+def test_the_kept_row_is_saved_through_the_fence(alice, pair, monkeypatch):
+    kept, duplicate = pair
+    fenced_refresh = desk_admin.fenced_refresh
+
+    def newer_holder_writes_after_our_claim(customer, locks):
+        fenced_refresh(customer, locks)
+        if customer.pk == duplicate.pk:  # both rows claimed: now a newer lock's write lands on the kept one
+            Customer.objects.filter(pk=kept.pk).update(name="Acme (newer)", fencing_token=F("fencing_token") + 1)
+
+    monkeypatch.setattr(desk_admin, "fenced_refresh", newer_holder_writes_after_our_claim)
+    html = merge(browser(alice), kept, duplicate).content.decode()
+    assert "Nothing was changed." in html
+    assert "newer than this lease" in html  # the save was refused, and everything the merge did rolled back
+    assert Customer.objects.count() == 2
+    assert duplicate.addresses.count() == 1
 
 
 def test_a_row_a_newer_lock_wrote_refuses_the_whole_merge(alice, pair):
