@@ -252,3 +252,27 @@ def test_a_page_cut_off_warns_and_keeps_its_lock_when_it_comes_back_in_time(staf
     alice.wait_for_url("**/admin/desk/customer/")
     customer.refresh_from_db()
     assert customer.name == "Still mine"
+
+
+def test_a_merge_changes_nothing_while_bob_edits_one_then_merges_once_he_leaves(staff_page, live_server, customer):
+    duplicate = Customer.objects.create(name="ACME Corp.", plan="enterprise")
+    alice, bob = staff_page("alice"), staff_page("bob")
+    bob.goto(change_url(live_server, duplicate))
+
+    def merge_both() -> str:
+        alice.goto(f"{live_server.url}/admin/desk/customer/")
+        for obj in (customer, duplicate):
+            alice.check(f"input[name=_selected_action][value='{obj.pk}']")
+        alice.select_option("select[name=action]", "merge_customers")
+        alice.click("button[name=index]")
+        alice.wait_for_load_state()
+        return alice.locator(".messagelist").inner_text()
+
+    told = merge_both()
+    assert "ACME Corp.: Being edited by bob since" in told
+    assert "Nothing was changed." in told
+    assert Customer.objects.count() == 2
+    bob.close(run_before_unload=True)  # his page lets go of its lock
+    wait_until(lambda: lock_of(duplicate).is_released, timeout=3.0)
+    assert "Merged ACME Corp. into Acme Corporation: 0 address(es) and 0 note(s) moved." in merge_both()
+    assert list(Customer.objects.values_list("name", flat=True)) == ["Acme Corporation"]
