@@ -151,18 +151,23 @@ class GroupAcquirer:
         try:
             self._store.transact(requests)
         except Cancelled as cancelled:
-            seen_at = self._clock.monotonic()
-            for position, refused in cancelled.refused.items():
-                plan.found(chunk[position], refused.current, seen_at)
-            return None
+            found = {chunk[position]: refused.current for position, refused in cancelled.refused.items()}
+            if len(found) < len(chunk) or not all(map(Stamp.landed_in, stamps, found.values())):
+                seen_at = self._clock.monotonic()
+                for lock_id, current in found.items():
+                    plan.found(lock_id, current, seen_at)
+                return None
+            # A retry (inside botocore) of a transaction that had landed, on a store that ignored its
+            # ClientRequestToken: every item refusing it carries our stamp, and its token.
         except DynamoDBError as error:
             self._unanswered(plan, chunk, stamps, started, error, landed=botocore_errors.may_have_landed(error))
             raise
-        try:
-            found = self._store.read_many(chunk)
-        except DynamoDBError as error:  # the transaction landed: the next round's condition finds it ours
-            self._unanswered(plan, chunk, stamps, started, error, landed=True)
-            raise
+        else:
+            try:
+                found = self._store.read_many(chunk)
+            except DynamoDBError as error:  # the transaction landed: the next round's condition finds it ours
+                self._unanswered(plan, chunk, stamps, started, error, landed=True)
+                raise
         leases: list[Lease] = []
         for lock_id, stamp, step in zip(chunk, stamps, steps, strict=True):
             current = found[lock_id]

@@ -150,9 +150,11 @@ class LeaseWriter:
                 self._store.transact(
                     [writes.in_transaction(self._release_request(*pair)) for pair in zip(leases, stamps, strict=True)]
                 )
-            except (Cancelled, TransactionsUnsupported):
+            except (Cancelled, TransactionsUnsupported) as refused:
+                release_logger.debug("Releasing %d leases together failed (%r): one by one", len(leases), refused)
                 return False
             except DynamoDBError as error:
+                release_logger.debug("Releasing %d leases together failed (%s): one by one", len(leases), error)
                 if botocore_errors.may_have_landed(error):
                     for lease, stamp in zip(leases, stamps, strict=True):
                         lease.add_unanswered_version(stamp.version)

@@ -99,8 +99,9 @@ class LockStore:
     def transact(self, requests: Sequence[dict[str, Any]]) -> None:
         """Send writes (each ``{"Update": ...}`` or ``{"Delete": ...}``) as one TransactWriteItems: all or none.
 
-        Its ClientRequestToken makes botocore's retries of it idempotent: a
-        retry of a transaction that was applied succeeds without applying it twice.
+        Its ClientRequestToken (botocore would fill one in; ours says it is
+        meant) makes botocore's retries of it idempotent: a retry of a
+        transaction that was applied succeeds without applying it twice.
         Raises Cancelled when a condition failed, TransactionsUnsupported on a
         store without transactions (after its first answer, without asking again).
         """
