@@ -51,13 +51,9 @@ def _release(held: Lease | LeaseGroup) -> None:
     try:
         released = held.release(best_effort=True)
     except DynalockError as error:  # the transaction has ended: nobody is left to raise to
-        logger.warning("Releasing %s after its transaction failed: %s", ", ".join(map(repr, _keys(leases))), error)
+        keys = ", ".join(repr(lease.key) for lease in leases)
+        logger.warning("Releasing %s after its transaction failed: %s", keys, error)
         return
     if not released:
-        for lease in leases:
-            if lease.lost_reason is not None or isinstance(held, Lease):
-                logger.warning("Lock %r was lost before its transaction ended (%s)", lease.key, lease.lost_reason)
-
-
-def _keys(leases: list[Lease]) -> list[str]:
-    return [lease.key for lease in leases]
+        for lease in [lease for lease in leases if lease.lost_reason is not None] or leases:
+            logger.warning("Lock %r was lost before its transaction ended (%s)", lease.key, lease.lost_reason)
