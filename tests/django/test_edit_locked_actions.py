@@ -129,7 +129,8 @@ def test_the_confirmation_page_warns_and_a_post_without_csrf_deletes_nothing(ali
 
 def test_without_dynamodb_nothing_is_deleted(alice, customer, dynalock):
     with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": "no-such-table"}):
-        html = delete_selected(browser(alice), [customer]).content.decode()
-    assert "Edit locks are unavailable" in html
-    assert "Nothing was deleted." in html
+        for confirmed in (False, True):  # the confirmation page, then the deletion
+            html = delete_selected(browser(alice), [customer], confirmed=confirmed).content.decode()
+            assert "Edit locks are unavailable" in html
+            assert "Nothing was deleted." in html
     assert Customer.objects.filter(pk=customer.pk).exists()
