@@ -66,6 +66,14 @@ def test_up_to_100_free_keys_are_one_transaction_and_one_read_released_in_one_tr
     assert all(client.get(name).is_released for name in names[::17])
 
 
+def test_one_key_is_the_single_acquire_write(make_client, dynamodb):
+    client = make_client(dynamodb)
+    counter = RequestCounter(dynamodb)
+    group = client.acquire_many([unique()])
+    assert dict(counter.calls) == {"UpdateItem": 1}
+    group.release()
+
+
 def test_without_transactions_the_keys_are_taken_one_by_one_in_sorted_order(make_client, dynamodb, store, caplog):
     names = keys(5)
     client = make_client(dynamodb, lease_duration=30, heartbeat_period=5)  # no renewal among the writes counted
