@@ -77,7 +77,10 @@ def lock_many(endpoint_url: str, rounds: int) -> list[tuple[str, ...]]:
 
 def new_table(endpoint_url: str) -> str:
     table_name = unique("bench")
-    LockClient(make_dynamodb(endpoint_url), table_name).create_table()
+    with LockClient(
+        make_dynamodb(endpoint_url, read_timeout=60), table_name, lease_duration=600, heartbeat_period=200
+    ) as client:
+        client.create_table()
     return table_name
 
 
