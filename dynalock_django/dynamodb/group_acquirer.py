@@ -124,6 +124,8 @@ class GroupAcquirer:
         return None
 
     def _take(self, plan: GroupAcquisition, chunk: Sequence[LockId], options: AcquireOptions) -> list[Lease] | None:
+        if len(chunk) == 1:  # the single acquire's write returns its token: one request, not two
+            return self._one_by_one(plan, chunk, options)
         try:
             return self._transact(plan, chunk, options)
         except TransactionsUnsupported:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHMARKS = ["protocol", "django_layer", "many_objects", "live_locks", "edit_lock"]
+BENCHMARKS = ["protocol", "many_locks", "django_layer", "many_objects", "live_locks", "edit_lock"]
 
 
 def main() -> None:

@@ -45,6 +45,7 @@ class Workload:
     pause_probability: float = 0.0
     wall_offsets: tuple[float, ...] = (0.0,)
     bad_data: bool = False
+    many: bool = False  # sets of 2-4 keys with acquire_many
 
 
 WORKLOADS = [
@@ -60,6 +61,19 @@ WORKLOADS = [
     Workload("endpoint-down", processes=4, endpoint_down=2.5 * LEASE),
     Workload("clock-skew", processes=4, wall_offsets=(-600.0, 0.0, 300.0, 7200.0)),
     Workload("bad-data", processes=4, bad_data=True),
+    Workload(
+        "many",
+        processes=6,
+        hot_keys=4,
+        cold_keys=6,
+        hold=0.02,
+        many=True,
+        kill_probability=0.05,
+        pause_probability=0.05,
+        faults=FaultRates(
+            latency=0.05, drop=0.02, lost_response=0.03, error_500=0.03, throttle=0.03, lost_transaction=0.1
+        ),
+    ),
 ]
 
 
@@ -113,6 +127,7 @@ def run(workload: Workload, endpoint_url: str, seed: int, workdir: Path, duratio
                     wall_offset=workload.wall_offsets[i % len(workload.wall_offsets)],
                     kill_probability=workload.kill_probability,
                     pause_probability=workload.pause_probability,
+                    many=workload.many,
                 )
                 for i in range(workload.processes)
             ]

@@ -66,6 +66,14 @@ def test_up_to_100_free_keys_are_one_transaction_and_one_read_released_in_one_tr
     assert all(client.get(name).is_released for name in names[::17])
 
 
+def test_one_key_is_the_single_acquire_write(make_client, dynamodb):
+    client = make_client(dynamodb)
+    counter = RequestCounter(dynamodb)
+    group = client.acquire_many([unique()])
+    assert dict(counter.calls) == {"UpdateItem": 1}
+    group.release()
+
+
 def test_without_transactions_the_keys_are_taken_one_by_one_in_sorted_order(make_client, dynamodb, store, caplog):
     names = keys(5)
     client = make_client(dynamodb, lease_duration=30, heartbeat_period=5)  # no renewal among the writes counted
@@ -270,3 +278,16 @@ def test_threads_of_one_client_wait_for_each_other_without_requests(make_client,
     assert counter.calls["GetItem"] == 0
     assert group.is_held()
     group.release()
+
+
+def test_on_a_table_with_a_sort_key_members_are_named_by_key_and_sort_key(make_client, dynamodb):
+    name = unique("sorted")
+    make_client(table=name, sort_key_name="sk").create_table()
+    client = make_client(dynamodb, table=name, sort_key_name="sk")
+    with pytest.raises(InvalidLockRequest, match="pass sort_key"):
+        client.acquire_many(["a", "b"])
+    with client.acquire_many([("a", "2"), ("a", "1"), ("b", "1")]) as group:
+        assert group.keys == [("a", "1"), ("a", "2"), ("b", "1")]
+        assert group[("a", "2")].sort_key == "2"
+        assert set(group.fencing_tokens) == set(group.keys)
+        assert client.get("a", sort_key="1").owner_name == client.owner_name
