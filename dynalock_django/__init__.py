@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on 
     from .locks import lock_key as lock_key
     from .locks import lock_model as lock_model
     from .locks import lock_object as lock_object
+    from .locks import lock_objects as lock_objects
 
 __version__ = "0.1.0.dev0"
 
@@ -35,6 +36,7 @@ __version__ = "0.1.0.dev0"
 _LAZY: dict[str, str] = {
     "KeyLock": ".locks",
     "lock_object": ".locks",
+    "lock_objects": ".locks",
     "lock_model": ".locks",
     "lock_key": ".locks",
     "requires_lock": ".decorators",

@@ -13,6 +13,12 @@ holder's write cannot land between your read and your write::
         fenced_refresh(account, lease)   # stamps our token, then re-reads the row
         account.balance += 10
         fenced_save(account, lease, update_fields=["balance"])
+
+Under ``lock_objects``, pass the group: each row is written under its own key's token::
+
+    with lock_objects(source, target) as group:
+        fenced_save(source, group)
+        fenced_save(target, group)
 """
 
 from __future__ import annotations
@@ -23,8 +29,9 @@ from typing import TYPE_CHECKING, Any
 from django.db import models, router, transaction
 from django.db.models import Q
 
-from .dynamodb import Lease
-from .exceptions import ConfigurationError, StaleFencingToken
+from .dynamodb import Lease, LeaseGroup
+from .exceptions import ConfigurationError, InvalidLockRequest, StaleFencingToken
+from .keys import key_for_instance
 
 if TYPE_CHECKING:  # django-stubs makes fields generic; Django's classes are not subscriptable
     _BigIntegerField = models.BigIntegerField[int | None, int | None]
@@ -56,11 +63,14 @@ def fencing_field(model: type[models.Model]) -> FencingTokenField:
     return found[0]
 
 
-def fenced_save(instance: models.Model, lease: Lease | int, *, update_fields: Iterable[str] | None = None) -> None:
+def fenced_save(
+    instance: models.Model, lease: Lease | LeaseGroup | int, *, update_fields: Iterable[str] | None = None
+) -> None:
     """Save ``instance`` only if the row was last written under ``lease``'s token or an older one.
 
-    ``lease`` may be the fencing token itself: a command run by ``manage.py dynalock run`` gets
-    its runner's from :func:`~dynalock_django.supervised.fencing_token_from_environment`.
+    ``lease`` may be a LeaseGroup (``lock_objects``): the token is that of ``instance``'s key in
+    it. It may be the fencing token itself: a command run by ``manage.py dynalock run`` gets its
+    runner's from :func:`~dynalock_django.supervised.fencing_token_from_environment`.
 
     One conditional UPDATE claims the row (it row-locks it until the
     transaction ends), then ``save()`` writes it, signals included. A row
@@ -68,7 +78,7 @@ def fenced_save(instance: models.Model, lease: Lease | int, *, update_fields: It
     """
     model = type(instance)
     field = fencing_field(model)
-    token = _token_of(lease)
+    token = fencing_token_for(instance, lease)
     using = instance._state.db or router.db_for_write(model, instance=instance)
     with transaction.atomic(using=using):
         # Whatever _state.adding says (Model(pk=...) is "adding" even for a stored row), ask the database.
@@ -84,22 +94,33 @@ def fenced_save(instance: models.Model, lease: Lease | int, *, update_fields: It
         instance.save(using=using, update_fields=fields)
 
 
-def fenced_refresh(instance: models.Model, lease: Lease | int) -> None:
-    """Stamp the row with ``lease``'s token (or the token given), then reload it: no older holder can write it now."""
+def fenced_refresh(instance: models.Model, lease: Lease | LeaseGroup | int) -> None:
+    """Stamp the row with ``lease``'s token (a group's: its key's; or the token given), then reload it:
+    no older holder can write it now."""
     model = type(instance)
     using = instance._state.db or router.db_for_write(model, instance=instance)
-    if not _claim(model, instance.pk, fencing_field(model), _token_of(lease), using):
+    if not _claim(model, instance.pk, fencing_field(model), fencing_token_for(instance, lease), using):
         raise _does_not_exist(model, instance.pk)
     instance.refresh_from_db(using=using)
     instance._state.adding = False  # it is a stored row now, as if loaded by a query
 
 
-def _token_of(lease: Lease | int) -> int:
+def fencing_token_for(instance: models.Model, lease: Lease | LeaseGroup | int) -> int:
+    """The token ``instance`` is written under: the lease's, that of the instance's key in a group, or the one given."""
     if isinstance(lease, Lease):
         return lease.fencing_token
+    if isinstance(lease, LeaseGroup):
+        key = key_for_instance(instance)
+        tokens = lease.fencing_tokens
+        if key not in tokens:
+            raise InvalidLockRequest(
+                f"{instance._meta.label} {instance.pk!r} is not in this lock group (its key {key!r} is not one of the "
+                f"group's {len(tokens)}): add it to lock_objects(...) to write it under the group."
+            )
+        return tokens[key]
     if isinstance(lease, int) and not isinstance(lease, bool):
         return lease
-    raise TypeError(f"Fence writes with a Lease or its fencing token (an int), not {type(lease).__name__}.")
+    raise TypeError(f"Fence writes with a Lease, a LeaseGroup or a fencing token (an int), not {type(lease).__name__}.")
 
 
 def _does_not_exist(model: type[models.Model], pk: Any) -> Exception:

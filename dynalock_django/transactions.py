@@ -16,7 +16,7 @@ import weakref
 
 from django.db import connections, transaction
 
-from .dynamodb import Lease
+from .dynamodb import Lease, LeaseGroup
 from .exceptions import DynalockError
 
 logger = logging.getLogger("dynalock_django.release")
@@ -31,25 +31,29 @@ def in_user_transaction(using: str | None) -> bool:
     return not all(getattr(block, "_from_testcase", False) for block in connection.atomic_blocks)
 
 
-def release_when_transaction_ends(lease: Lease, using: str | None) -> None:
-    transaction.on_commit(_DeferredRelease(lease), using=using, robust=True)
+def release_when_transaction_ends(held: Lease | LeaseGroup, using: str | None) -> None:
+    """Release a lease, or a group of them, once the current transaction commits or rolls back."""
+    transaction.on_commit(_DeferredRelease(held), using=using, robust=True)
 
 
 class _DeferredRelease:
     """Called on commit; garbage-collected (so finalized) when Django drops it on rollback."""
 
-    def __init__(self, lease: Lease) -> None:
-        self._finalizer = weakref.finalize(self, _release, lease)
+    def __init__(self, held: Lease | LeaseGroup) -> None:
+        self._finalizer = weakref.finalize(self, _release, held)
 
     def __call__(self) -> None:
         self._finalizer()  # runs _release once, whichever comes first
 
 
-def _release(lease: Lease) -> None:
+def _release(held: Lease | LeaseGroup) -> None:
+    leases = [held] if isinstance(held, Lease) else list(held)
     try:
-        released = lease.release(best_effort=True)
+        released = held.release(best_effort=True)
     except DynalockError as error:  # the transaction has ended: nobody is left to raise to
-        logger.warning("Releasing %r after its transaction failed: %s", lease.key, error)
+        keys = ", ".join(repr(lease.key) for lease in leases)
+        logger.warning("Releasing %s after its transaction failed: %s", keys, error)
         return
     if not released:
-        logger.warning("Lock %r was lost before its transaction ended (%s)", lease.key, lease.lost_reason)
+        for lease in [lease for lease in leases if lease.lost_reason is not None] or leases:
+            logger.warning("Lock %r was lost before its transaction ended (%s)", lease.key, lease.lost_reason)

@@ -28,6 +28,7 @@ from .exceptions import (
 )
 from .item import MALFORMED_ITEM_LEASE_SECONDS, MAX_PARTITION_KEY_BYTES, LockInfo
 from .lease import Lease
+from .lease_group import LeaseGroup
 from .local_server import LocalDynamoDB
 from .lock_client import LockClient
 from .schema import TTL_UNAVAILABLE, TableDescription, validate_table_name
@@ -46,6 +47,7 @@ __all__ = [
     "DynamoDBUnavailable",
     "InvalidLockRequest",
     "Lease",
+    "LeaseGroup",
     "LocalDynamoDB",
     "LockClient",
     "LockInfo",

@@ -75,7 +75,7 @@ class Acquirer:
                     plan.held_locally(self._holdings.holder(lock_id))
                     break
                 try:
-                    lease = self._attempt(plan, options)
+                    lease = self.attempt(plan, options)
                 except DynamoDBUnavailable as unavailable:
                     plan.failed(unavailable)
                     lease = None
@@ -86,7 +86,7 @@ class Acquirer:
                     break
                 self._closed.wait(delay)
         finally:
-            self._abandon(lock_id, plan.unanswered, options)
+            self.abandon(lock_id, plan.unanswered, options)
         if plan.error is not None:
             raise plan.error
         raise LockTimeout(
@@ -99,9 +99,9 @@ class Acquirer:
             return None  # held by this very client: no need to ask DynamoDB
         plan = self._plan(lock_id, deadline=None)
         try:
-            lease = self._attempt(plan, options)
+            lease = self.attempt(plan, options)
             if lease is None and plan.retry_at_once:  # released or deleted as we asked, or takeable: one more try
-                lease = self._attempt(plan, options)
+                lease = self.attempt(plan, options)
         except DynamoDBUnavailable:
             resolved = self._resolve_unanswered(lock_id, plan.unanswered, options)
             if isinstance(resolved, Lease):
@@ -168,7 +168,7 @@ class Acquirer:
     def _plan(self, lock_id: LockId, deadline: float | None) -> Acquisition:
         return Acquisition(lock_id, self._observations, refresh_period=self._refresh_period, deadline=deadline)
 
-    def _attempt(self, plan: Acquisition, options: AcquireOptions) -> Lease | None:
+    def attempt(self, plan: Acquisition, options: AcquireOptions) -> Lease | None:
         """The plan's next step: the lease if it won the lock, None when the plan was told what it found."""
         step = plan.next_step(self._clock.monotonic())
         if isinstance(step, Write):
@@ -219,7 +219,7 @@ class Acquirer:
         try:
             current = self._store.read(lock_id)
         except DynamoDBError:
-            self._abandon(lock_id, unanswered, options)
+            self.abandon(lock_id, unanswered, options)
             return None
         if current is None:
             return None
@@ -231,7 +231,7 @@ class Acquirer:
         # Count the lease from the start of the write that landed.
         return self.grant(lock_id, current.record_version_number, current.fencing_token, started, options)
 
-    def _abandon(self, lock_id: LockId, unanswered: UnansweredWrites, options: AcquireOptions) -> None:
+    def abandon(self, lock_id: LockId, unanswered: UnansweredWrites, options: AcquireOptions) -> None:
         """Best effort: release versions we may have written but never heard back about."""
         if not unanswered:
             return

@@ -116,6 +116,11 @@ class Acquisition:
             return self._unheld_in_a_row == 1
         return self._last == "held" and self._takeable_in_a_row == 1
 
+    @property
+    def found_held(self) -> bool:
+        """The last attempt found the lock held (by someone else, or by an item we may not take)."""
+        return self._last == "held"
+
     def next_step(self, now: float) -> Step:
         observation = self._observations.get(self.lock_id)
         # The takeover rule; with nothing observed there is no holder to take over.

@@ -25,4 +25,4 @@ class BatchReads:
         :meth:`get`, it remembers no versions for takeover.
         """
         lock_ids = [self._checks.lock_id(key, sort_key) for key in keys]
-        return {info.key: info for info in self._store.read_many(lock_ids)}
+        return {info.key: info for info in self._store.read_many(lock_ids).values() if info is not None}

@@ -21,6 +21,7 @@ from botocore.exceptions import (
 from .exceptions import DynamoDBError, DynamoDBUnavailable, TableNotFound, TableSchemaError
 
 CONDITION_FAILED = "ConditionalCheckFailedException"
+TRANSACTION_CANCELLED = "TransactionCanceledException"
 
 _THROTTLING_CODES = frozenset(
     {
@@ -29,6 +30,8 @@ _THROTTLING_CODES = frozenset(
         "RequestLimitExceeded",
         "Throttling",
         "LimitExceededException",
+        # A transaction with the same ClientRequestToken is still running: ours, resent.
+        "TransactionInProgressException",
     }
 )
 _NETWORK_ERRORS = (ConnectionError, HTTPClientError, ReadTimeoutError, ConnectionClosedError, EndpointConnectionError)
@@ -84,7 +87,7 @@ def translate(error: BaseException, *, table_name: str) -> DynamoDBError:
     if code == "AccessDeniedException":
         return DynamoDBError(
             f"Access to DynamoDB table {table_name!r} was denied: grant dynamodb:GetItem, UpdateItem, "
-            "DeleteItem, Scan and DescribeTable on it to this role.",
+            "DeleteItem, BatchGetItem, Scan and DescribeTable on it to this role.",
             error,
         )
     if is_transient(error):

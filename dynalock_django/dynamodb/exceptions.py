@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from .item import LockInfo
 
 
@@ -27,12 +29,16 @@ class InvalidLockRequest(DynalockError, ValueError):
 class LockNotAcquired(DynalockError):
     """The lock is held by someone else.
 
-    ``holder`` is the item that stood in the way, as last read, when known.
+    ``holder`` is the item that stood in the way, as last read, when known;
+    ``holders`` every one that did (``acquire_many``: one per key still held).
     """
 
-    def __init__(self, message: str, holder: LockInfo | None = None) -> None:
+    def __init__(
+        self, message: str, holder: LockInfo | None = None, *, holders: Sequence[LockInfo | None] = ()
+    ) -> None:
         super().__init__(message)
         self.holder = holder
+        self.holders = list(holders) or ([holder] if holder is not None else [])
 
 
 class LockTimeout(LockNotAcquired):

@@ -168,14 +168,7 @@ class Lease:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        try:
-            self.release()
-        except DynalockError as error:
-            if exc is None:
-                raise
-            # The block's own exception wins; keep the release failure visible on it.
-            exc.add_note(f"dynalock: releasing {self.key!r} also failed: {error}")
-            logger.warning("Releasing %r after an error in its block failed: %s", self.key, error)
+        release_at_block_end(self.release, exc, repr(self.key))
 
     # The protocol's side: what its writes read and change, each under ``write_lock``.
 
@@ -252,6 +245,18 @@ class Lease:
         except Exception:
             # A broken callback must not stop the heartbeat of other leases, nor a release.
             logger.exception("Lease callback %r for %r raised", callback, self.key)
+
+
+def release_at_block_end(release: Callable[[], object], exc: BaseException | None, what: str) -> None:
+    """Release what a ``with`` block held; a failure is raised, unless the block raised: its exception wins."""
+    try:
+        release()
+    except DynalockError as error:
+        if exc is None:
+            raise
+        # Keep the release failure visible on the block's own exception.
+        exc.add_note(f"dynalock: releasing {what} also failed: {error}")
+        logger.warning("Releasing %s after an error in its block failed: %s", what, error)
 
 
 def lost_message(lease: Lease, current: LockInfo | None) -> str:

@@ -7,14 +7,16 @@ through the lease's own methods.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from . import botocore_errors, writes
 from .exceptions import DynamoDBError, LockLost
 from .lease import lost_message
-from .store import Refused
+from .store import Cancelled, Refused, TransactionsUnsupported
 from .writes import Stamp
 
 if TYPE_CHECKING:
@@ -110,15 +112,73 @@ class LeaseWriter:
         release_logger.debug("Released %r (token %d)", lease.key, lease.fencing_token)
         return True
 
+    def release_all(self, leases: Sequence[Lease], *, best_effort: bool = False) -> bool:
+        """Release every lease; True when this call released them all.
+
+        One TransactWriteItems per 100 leases where the store has
+        transactions and all of them are still safely held; otherwise (or if
+        the transaction is refused) each lease is released by itself, as
+        :meth:`release` does, and the first failure is raised at the end.
+        """
+        released = True
+        failure: DynamoDBError | LockLost | None = None
+        for start in range(0, len(leases), 100):
+            chunk = leases[start : start + 100]
+            if self._release_together(chunk):
+                continue
+            for lease in chunk:
+                try:
+                    released = self.release(lease, best_effort=best_effort) and released
+                except (DynamoDBError, LockLost) as error:
+                    released, failure = False, failure or error
+        if failure is not None:
+            raise failure
+        return released
+
+    def _release_together(self, leases: Sequence[Lease]) -> bool:
+        """One transaction releasing all ``leases``; False (nothing changed, or may have) to release them one by one."""
+        if len(leases) < 2 or not all(lease.belongs_to_this_process for lease in leases):
+            return False
+        with contextlib.ExitStack() as locked:
+            for lease in leases:
+                locked.enter_context(lease.write_lock)
+            if not all(lease.is_held() for lease in leases):
+                return False
+            stamps = [Stamp.new(lease.owner_name, lease.lease_duration, self._clock) for lease in leases]
+            try:
+                self._store.transact(
+                    [writes.in_transaction(self._release_request(*pair)) for pair in zip(leases, stamps, strict=True)]
+                )
+            except (Cancelled, TransactionsUnsupported) as refused:
+                release_logger.debug("Releasing %d leases together failed (%r): one by one", len(leases), refused)
+                return False
+            except DynamoDBError as error:
+                release_logger.debug("Releasing %d leases together failed (%s): one by one", len(leases), error)
+                if botocore_errors.may_have_landed(error):
+                    for lease, stamp in zip(leases, stamps, strict=True):
+                        lease.add_unanswered_version(stamp.version)
+                return False
+            for lease in leases:
+                self._holdings.forget(lease, released=True)
+        for lease in leases:
+            release_logger.debug("Released %r (token %d)", lease.key, lease.fencing_token)
+        return True
+
+    def _release_request(self, lease: Lease, stamp: Stamp) -> dict[str, Any]:
+        holding = lease.holding()
+        if self._delete_on_release:
+            return writes.delete(self._layout, lease.lock_id, holding=holding)
+        return writes.release(self._layout, lease.lock_id, stamp, holding=holding)
+
     def _write_release(self, lease: Lease) -> _Released | LockLost:
         """One conditional write that marks our lock released (or deletes it)."""
         stamp = Stamp.new(lease.owner_name, lease.lease_duration, self._clock)
-        holding = lease.holding()
+        request = self._release_request(lease, stamp)
         try:
             if self._delete_on_release:
-                self._store.delete(writes.delete(self._layout, lease.lock_id, holding=holding))
+                self._store.delete(request)
             else:
-                self._store.update(writes.release(self._layout, lease.lock_id, stamp, holding=holding))
+                self._store.update(request)
             return _Released.NOW
         except Refused as refused:
             current = refused.current

@@ -21,6 +21,7 @@ from . import botocore_config, fork_safety, validation
 from .batch_reads import BatchReads
 from .clock import SYSTEM_CLOCK, Clock, Instant
 from .connection import ClientFactory, Connection
+from .group_methods import GroupMethods
 from .item import LockInfo
 from .layout import TableLayout
 from .lease import Lease, LostCallback
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
-class LockClient(TableMethods, ListingMethods, BatchReads):
+class LockClient(GroupMethods, TableMethods, ListingMethods, BatchReads):
     """Advisory locks in a DynamoDB table, compatible with the AWS Java lock client.
 
     ``dynamodb`` is a boto3 DynamoDB client, or a zero-argument callable that makes one. Prefer the

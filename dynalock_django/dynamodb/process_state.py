@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from .acquirer import Acquirer
 from .exceptions import ClientClosed
+from .group_acquirer import GroupAcquirer
 from .heartbeat import Heartbeat
 from .holdings import Holdings
 from .lease import LeaseClient
@@ -67,6 +68,7 @@ class ProcessState:
             closed=self.closed,
             ensure_open=self.ensure_open,
         )
+        self.group_acquirer = GroupAcquirer(self, client, store)
         self.operator = OperatorActions(store, layout, clock, self.holdings, self.acquirer.grant)
 
     def ensure_open(self) -> None:

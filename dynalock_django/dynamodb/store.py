@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -27,7 +28,11 @@ from .layout import LockId, TableLayout
 if TYPE_CHECKING:
     from .connection import Connection
 
+logger = logging.getLogger("dynalock_django.acquire")
+
 _BotoError = (ClientError, BotoCoreError)
+# Cancellation reasons that no retry can change; the others (conflicts, throttling) pass with time.
+_INVALID_TRANSACTION = frozenset({"ValidationError", "ItemCollectionSizeLimitExceeded"})
 
 logger = logging.getLogger("dynalock_django.listing")
 # DynamoDB's limit on the keys of one BatchGetItem.
@@ -57,6 +62,18 @@ class Refused(Exception):
         return self._layout.parse(stored) if stored is not None else None
 
 
+class Cancelled(Exception):
+    """A transaction was cancelled: nothing was written. ``refused`` holds the positions whose condition failed."""
+
+    def __init__(self, refused: dict[int, Refused]) -> None:
+        super().__init__("the transaction was cancelled")
+        self.refused = refused
+
+
+class TransactionsUnsupported(Exception):
+    """The store does not know TransactWriteItems (dynalite answers UnknownOperationException)."""
+
+
 @dataclass(frozen=True)
 class ScanPage:
     """One page of a scan; pass ``cursor`` back to get the next (None: last page)."""
@@ -78,6 +95,7 @@ class LockStore:
         self._connection = connection
         self._layout = layout
         self._said_no_index = False
+        self._has_transactions = True  # until the store says otherwise, once
 
     def update(self, request: dict[str, Any]) -> Item:
         """Send an UpdateItem; the attributes it returned. Raises Refused when its condition failed."""
@@ -93,6 +111,25 @@ class LockStore:
             self._connection.client.delete_item(**request)
         except _BotoError as error:
             raise self._refused_or_translated(error, request) from error
+
+    def transact(self, requests: Sequence[dict[str, Any]]) -> None:
+        """Send writes (each ``{"Update": ...}`` or ``{"Delete": ...}``) as one TransactWriteItems: all or none.
+
+        Its ClientRequestToken (botocore would fill one in; ours says it is
+        meant) makes botocore's retries of it idempotent: a retry of a
+        transaction that was applied succeeds without applying it twice.
+        Raises Cancelled when a condition failed, TransactionsUnsupported on a
+        store without transactions (after its first answer, without asking again).
+        """
+        if not self._has_transactions:
+            raise TransactionsUnsupported(self._layout.table_name)
+        try:
+            self._connection.client.transact_write_items(
+                TransactItems=list(requests),  # type: ignore[arg-type]
+                ClientRequestToken=str(uuid.uuid4()),
+            )
+        except _BotoError as error:
+            raise self._cancelled_or_translated(error, requests) from error
 
     def read(self, lock_id: LockId) -> LockInfo | None:
         """The item as stored now (one consistent GetItem), or None."""
@@ -117,16 +154,18 @@ class LockStore:
                 self._say_no_index()
         return self._scan(limit, start, include_released=False, key_prefix=key_prefix, index=False)
 
-    def read_many(self, lock_ids: Sequence[LockId]) -> list[LockInfo]:
-        """The items of ``lock_ids`` that exist, consistent reads: one BatchGetItem per 100 keys.
+    def read_many(self, lock_ids: Sequence[LockId]) -> dict[LockId, LockInfo | None]:
+        """The items as stored now (None: no item), consistent reads: one BatchGetItem per 100 distinct keys.
 
         Keys DynamoDB leaves unprocessed are asked for again, after a pause.
         """
-        found: list[LockInfo] = []
-        unique_keys = list({lock_id: self._layout.key(lock_id) for lock_id in lock_ids}.values())
-        for start in range(0, len(unique_keys), BATCH_GET_KEYS):
-            batch = unique_keys[start : start + BATCH_GET_KEYS]
-            found += [self._layout.parse(stored) for stored in self._batch_get(batch)]
+        found: dict[LockId, LockInfo | None] = dict.fromkeys(lock_ids)
+        asked = {self._key_of(lock_id): lock_id for lock_id in found}
+        distinct = [self._layout.key(lock_id) for lock_id in found]
+        for start in range(0, len(distinct), BATCH_GET_KEYS):
+            for stored in self._batch_get(distinct[start : start + BATCH_GET_KEYS]):
+                info = self._layout.parse(stored)
+                found[asked[self._key_of((info.key, info.sort_key))]] = info
         return found
 
     def _batch_get(self, keys: list[dict[str, Any]]) -> list[Item]:
@@ -210,6 +249,32 @@ class LockStore:
         except _BotoError as error:
             raise botocore_errors.translate(error, table_name=self._layout.table_name) from error
         return response.get("Item")
+
+    def _key_of(self, lock_id: LockId) -> tuple[str, str | None]:
+        return (lock_id[0], lock_id[1] if self._layout.sort_key_name else None)
+
+    def _cancelled_or_translated(self, error: BaseException, requests: Sequence[dict[str, Any]]) -> Exception:
+        code = botocore_errors.error_code(error)
+        if code == "UnknownOperationException":
+            self._has_transactions = False
+            logger.warning(
+                "This DynamoDB endpoint has no transactions (TransactWriteItems: %s): acquire_many takes "
+                "the keys one by one in sorted order, and is no longer atomic.",
+                code,
+            )
+            return TransactionsUnsupported(str(error))
+        if code != botocore_errors.TRANSACTION_CANCELLED:
+            return botocore_errors.translate(error, table_name=self._layout.table_name)
+        assert isinstance(error, ClientError)
+        reasons: list[dict[str, Any]] = error.response.get("CancellationReasons", [])  # type: ignore[assignment]
+        if any(reason.get("Code") in _INVALID_TRANSACTION for reason in reasons):
+            return botocore_errors.translate(error, table_name=self._layout.table_name)
+        refused = {}
+        for position, reason in enumerate(reasons):
+            if reason.get("Code") == "ConditionalCheckFailed":
+                key = next(iter(requests[position].values()))["Key"]
+                refused[position] = Refused(reason.get("Item"), functools.partial(self._read_key, key), self._layout)
+        return Cancelled(refused)
 
     def _refused_or_translated(self, error: BaseException, request: dict[str, Any]) -> Exception:
         if not botocore_errors.is_condition_failed(error):

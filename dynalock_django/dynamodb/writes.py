@@ -201,6 +201,16 @@ def force_release(
     }
 
 
+def in_transaction(request: dict[str, Any]) -> dict[str, Any]:
+    """An UpdateItem's (or, without an UpdateExpression, DeleteItem's) parameters as one TransactWriteItems entry.
+
+    The same key, update and condition; a transaction returns no attributes,
+    but still the item that refused it.
+    """
+    kind = "Update" if "UpdateExpression" in request else "Delete"
+    return {kind: {name: value for name, value in request.items() if name != "ReturnValues"}}
+
+
 def _grant_update(
     exprs: Expressions,
     layout: TableLayout,

@@ -5,7 +5,16 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHMARKS = ["protocol", "django_layer", "live_locks", "live_index", "edit_lock", "recovery"]
+BENCHMARKS = [
+    "protocol",
+    "many_locks",
+    "django_layer",
+    "many_objects",
+    "live_locks",
+    "live_index",
+    "edit_lock",
+    "recovery",
+]
 
 
 def main() -> None:

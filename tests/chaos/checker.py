@@ -230,13 +230,13 @@ def _timings(events: list[Event], verdict: Verdict) -> None:
     Only waiters already waiting when the lock was killed or released count: a key nobody wanted
     for a while measures idleness, not the lock."""
     last_holder: dict[str, Event] = {}
-    holding_key: dict[str, str] = {}  # worker -> the key it holds now
+    holding_keys: dict[str, set[str]] = collections.defaultdict(set)  # worker -> the keys it holds now
     waiting_since: dict[tuple[str, str], float] = {}
     for event in events:
         if event.kind == "acquire_start":
             waiting_since[(event.worker, event.key)] = event.t
         elif event.kind == "acquired":
-            holding_key[event.worker] = event.key
+            holding_keys[event.worker].add(event.key)
             previous = last_holder.get(event.key)
             since = waiting_since.pop((event.worker, event.key), event.t)
             if previous is not None and previous.kind == "killed" and since > previous.t:
@@ -249,9 +249,10 @@ def _timings(events: list[Event], verdict: Verdict) -> None:
             last_holder[event.key] = event
         elif event.kind == "released":
             last_holder[event.key] = event
-            holding_key.pop(event.worker, None)
-        elif event.kind == "killed" and event.data["worker"] in holding_key:
-            last_holder[holding_key.pop(event.data["worker"])] = event
+            holding_keys[event.worker].discard(event.key)
+        elif event.kind == "killed":
+            for key in holding_keys.pop(event.data["worker"], set()):
+                last_holder[key] = event
 
 
 def _late_takeovers(verdict: Verdict, bound: ClockBound, excerpt: list[Event]) -> None:

@@ -29,9 +29,12 @@ class FaultRates:
     lost_response: float = 0.0
     error_500: float = 0.0
     throttle: float = 0.0
+    lost_transaction: float = 0.0  # more lost responses, of TransactWriteItems only (applied, never answered)
     latency_seconds: float = 0.2
 
-    def draw(self, rng: random.Random) -> str:
+    def draw(self, rng: random.Random, operation: str) -> str:
+        if operation == "TransactWriteItems" and rng.random() < self.lost_transaction:
+            return "lost_transaction"
         roll = rng.random()
         for fate in ("drop", "lost_response", "error_500", "throttle", "latency"):
             roll -= getattr(self, fate)
@@ -66,9 +69,9 @@ class FaultProxy:
         with self._lock:
             self._down_until = time.monotonic() + seconds
 
-    def _fate(self) -> str:
+    def _fate(self, operation: str) -> str:
         with self._lock:
-            fate = "down" if time.monotonic() < self._down_until else self.rates.draw(self._rng)
+            fate = "down" if time.monotonic() < self._down_until else self.rates.draw(self._rng, operation)
             if fate != "pass":
                 self.injected[fate] += 1
             return fate
@@ -84,7 +87,7 @@ class FaultProxy:
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                fate = proxy._fate()
+                fate = proxy._fate(self.headers.get("X-Amz-Target", "").rsplit(".", 1)[-1])
                 if fate in ("drop", "down"):
                     self.close_connection = True
                     self.connection.close()
@@ -95,7 +98,7 @@ class FaultProxy:
                 if fate == "latency":
                     time.sleep(proxy.rates.latency_seconds)
                 status, headers, payload = proxy._forward(self.command, self.path, dict(self.headers), body)
-                if fate == "lost_response":  # applied upstream; the client never hears
+                if fate in ("lost_response", "lost_transaction"):  # applied upstream; the client never hears
                     self.close_connection = True
                     self.connection.close()
                     return

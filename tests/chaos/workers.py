@@ -8,6 +8,7 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dynalock_django.dynamodb import LockClient
 
@@ -38,6 +39,7 @@ class WorkerConfig:
     max_clock_skew: float | None = None  # the client's option: the clock-bound takeover rule
     kill_probability: float = 0.0  # per holding: SIGKILL itself before, during or after the write
     pause_probability: float = 0.0  # per holding: SIGSTOP itself between read and write (the runner resumes it)
+    many: bool = False  # lock sets of 2-4 keys (listed in a random order) with acquire_many
 
 
 def die_here(record: Recorder, now: bool, phase: str) -> None:
@@ -51,80 +53,111 @@ def counter_pk(config: WorkerConfig, key: str) -> int | None:
     return index + 1 if index < config.hot_keys else None
 
 
+def pick_keys(config: WorkerConfig, rng: random.Random) -> list[str]:
+    """Mostly hot keys: one, or (``many``) 2-4 different ones in a random order."""
+
+    def pick() -> str:
+        hot = rng.random() < 0.8
+        return rng.choice(config.keys[: config.hot_keys] if hot else config.keys[config.hot_keys :] or config.keys)
+
+    if not config.many:
+        return [pick()]
+    keys: list[str] = []
+    wanted = rng.randint(2, 4)
+    while len(keys) < wanted:
+        if (key := pick()) not in keys:
+            keys.append(key)
+    return keys
+
+
+def write_counter(config: WorkerConfig, record: Recorder, rng: random.Random, lease: Any, kill_at: str) -> None:
+    """Read-modify-write the key's counter row through the fence (cold keys have none: just hold)."""
+    from django.db import OperationalError
+
+    from dynalock_django.exceptions import StaleFencingToken
+    from dynalock_django.fencing import fenced_refresh, fenced_save
+    from tests.django.testapp.models import Account
+
+    key, token = lease.key, lease.fencing_token
+    pk = counter_pk(config, key)
+    if pk is None:
+        time.sleep(config.hold)
+        return
+    account = Account(pk=pk)
+    die_here(record, kill_at == "before the write", kill_at)
+    record("write_attempt", key, token, safe_until=lease.safe_until)
+    try:
+        if config.fenced:
+            fenced_refresh(account, lease)  # claim the row before reading it
+        else:
+            account.refresh_from_db()
+        record("claimed", key, token)
+        time.sleep(config.hold)
+        die_here(record, kill_at == "during the write", kill_at)
+        if rng.random() < config.pause_probability:
+            record("paused", key, token, worker=config.name)
+            os.kill(os.getpid(), signal.SIGSTOP)  # a long GC pause; the runner sends SIGCONT
+        account.balance += 1
+        if config.fenced:
+            fenced_save(account, lease, update_fields=["balance"])
+        else:
+            account.save(update_fields=["balance"])
+        record("write_ok", key, token, value=account.balance, safe_until=lease.safe_until)
+    except StaleFencingToken as stale:
+        record("write_rejected", key, token, stored=stale.stored_token)
+    except OperationalError as error:
+        record("write_failed", key, token, reason=str(error))
+
+
 def run(config: WorkerConfig) -> None:
     os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
     os.environ["DYNALOCK_TEST_DATABASE"] = config.database
     import django
 
     django.setup()
-    from django.db import OperationalError
-
-    from dynalock_django.dynamodb import DynalockError, LockLost, LockTimeout
-    from dynalock_django.exceptions import StaleFencingToken
-    from dynalock_django.fencing import fenced_refresh, fenced_save
-    from tests.django.testapp.models import Account
+    from dynalock_django.dynamodb import DynalockError, LockLost
 
     record = Recorder(Path(config.history), config.name)
     rng = random.Random(config.seed)
     client = lock_client(config)
     config.window.arrive()
     while time.monotonic() < config.window.until():
-        hot = rng.random() < 0.8
-        key = rng.choice(config.keys[: config.hot_keys] if hot else config.keys[config.hot_keys :] or config.keys)
-        record("acquire_start", key, timeout=config.timeout)
+        keys = pick_keys(config, rng)
+        for key in keys:
+            record("acquire_start", key, timeout=config.timeout)
         try:
-            lease = client.acquire(key, timeout=config.timeout)
-        except LockTimeout:
-            record("error", key, error="LockTimeout")
-            record("acquire_failed", key)
-            continue
+            if config.many:
+                group = client.acquire_many(keys, timeout=config.timeout)
+                leases = list(group)
+            else:
+                group, leases = None, [client.acquire(keys[0], timeout=config.timeout)]
         except DynalockError as error:
-            record("error", key, error=type(error).__name__)
-            record("acquire_failed", key)
+            for key in keys:
+                record("error", key, error=type(error).__name__)
+                record("acquire_failed", key)
             continue
-        token = lease.fencing_token
-        record("acquired", key, token, safe_until=lease.safe_until)
-        lease.add_lost_callback(lambda lost: record("lost_reported", lost.key, lost.fencing_token))
-        pk = counter_pk(config, key)
+        for lease in leases:
+            record("acquired", lease.key, lease.fencing_token, safe_until=lease.safe_until)
+            lease.add_lost_callback(lambda lost: record("lost_reported", lost.key, lost.fencing_token))
         kill_at = rng.choice(["before the write", "during the write", "after the write"])
         if rng.random() >= config.kill_probability:
             kill_at = ""
-        if pk is not None:
-            account = Account(pk=pk)
-            die_here(record, kill_at == "before the write", kill_at)
-            record("write_attempt", key, token, safe_until=lease.safe_until)
-            try:
-                if config.fenced:
-                    fenced_refresh(account, lease)  # claim the row before reading it
-                else:
-                    account.refresh_from_db()
-                record("claimed", key, token)
-                time.sleep(config.hold)
-                die_here(record, kill_at == "during the write", kill_at)
-                if rng.random() < config.pause_probability:
-                    record("paused", key, token, worker=config.name)
-                    os.kill(os.getpid(), signal.SIGSTOP)  # a long GC pause; the runner sends SIGCONT
-                account.balance += 1
-                if config.fenced:
-                    fenced_save(account, lease, update_fields=["balance"])
-                else:
-                    account.save(update_fields=["balance"])
-                record("write_ok", key, token, value=account.balance, safe_until=lease.safe_until)
-            except StaleFencingToken as stale:
-                record("write_rejected", key, token, stored=stale.stored_token)
-            except OperationalError as error:
-                record("write_failed", key, token, reason=str(error))
-        else:
-            time.sleep(config.hold)
+        for lease in leases:
+            write_counter(config, record, rng, lease, kill_at)
         die_here(record, bool(kill_at), kill_at)
-        record("release_start", key, token, safe_until=lease.safe_until)
+        for lease in leases:
+            record("release_start", lease.key, lease.fencing_token, safe_until=lease.safe_until)
         try:
-            lease.release()
-            record("released", key, token)
+            if group is not None:
+                group.release()
+            else:
+                leases[0].release()
+            for lease in leases:
+                record("released", lease.key, lease.fencing_token)
         except LockLost:
-            record("error", key, token, error="LockLost")
+            record("error", keys[0], error="LockLost")
         except DynalockError as error:
-            record("error", key, token, error=type(error).__name__)
+            record("error", keys[0], error=type(error).__name__)
     client.close(release=True)
     record.close()
 

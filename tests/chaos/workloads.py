@@ -53,6 +53,7 @@ class Workload:
     crash_probes: int = 0
     # Clocks skewed beyond max_clock_skew: a control in which holders may overlap, but the fence must hold.
     overlaps_allowed: bool = False
+    many: bool = False  # sets of 2-4 keys with acquire_many
 
 
 # The bound of the two clock-bound workloads. Within it, no two clocks differ by more than SKEW.
@@ -90,6 +91,19 @@ WORKLOADS = [
         wall_offsets=(-3.0, 0.0, 3.0, 0.0),
         max_clock_skew=SKEW,
         overlaps_allowed=True,
+    ),
+    Workload(
+        "many",
+        processes=6,
+        hot_keys=4,
+        cold_keys=6,
+        hold=0.02,
+        many=True,
+        kill_probability=0.05,
+        pause_probability=0.05,
+        faults=FaultRates(
+            latency=0.05, drop=0.02, lost_response=0.03, error_500=0.03, throttle=0.03, lost_transaction=0.1
+        ),
     ),
 ]
 
@@ -147,6 +161,7 @@ def run(workload: Workload, endpoint_url: str, seed: int, workdir: Path, duratio
                     kill_probability=workload.kill_probability,
                     pause_probability=workload.pause_probability,
                     max_clock_skew=workload.max_clock_skew,
+                    many=workload.many,
                 )
                 for i in range(workload.processes)
             ]

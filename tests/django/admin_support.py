@@ -13,6 +13,17 @@ from dynalock_django.payload import LockData
 
 DASHBOARD = "/admin/dynalock_django/lock/"
 RELEASE = "/admin/dynalock_django/lock/release/"
+# What the support desk's editors may do: everything with customers, their addresses and notes.
+DESK_EDITOR = tuple(
+    f"{action}_{model}" for model in ("customer", "address", "note") for action in ("view", "change", "add", "delete")
+)
+# Long leases, no heartbeat within a test, patient reads: for request counts, and for moto, which takes
+# seconds over a transaction of 100 writes (far longer than the suite's half-second read timeout).
+PATIENT = {
+    "LEASE_DURATION": 60.0,
+    "HEARTBEAT_PERIOD": 20.0,
+    "BOTO_CONFIG": {"connect_timeout": 1, "read_timeout": 10, "retries": {"total_max_attempts": 1}},
+}
 # An unmasked CSRF secret: the form field may carry the cookie's value as it is.
 CSRF_TOKEN = "a" * 32
 

@@ -347,3 +347,27 @@ def test_the_dashboard_fits_1280_pixels_with_times_on_one_line(staff_page, live_
     assert carol.locator("#changelist-filter").is_visible()
     assert carol.locator("#result_list a", has_text="alice").get_attribute("href").startswith("/admin/auth/user/")
     screenshot(carol, "dashboard-1280")
+
+
+def test_a_merge_changes_nothing_while_bob_edits_one_then_merges_once_he_leaves(staff_page, live_server, customer):
+    duplicate = Customer.objects.create(name="ACME Corp.", plan="enterprise")
+    alice, bob = staff_page("alice"), staff_page("bob")
+    bob.goto(change_url(live_server, duplicate))
+
+    def merge_both() -> str:
+        alice.goto(f"{live_server.url}/admin/desk/customer/")
+        for obj in (customer, duplicate):
+            alice.check(f"input[name=_selected_action][value='{obj.pk}']")
+        alice.select_option("select[name=action]", "merge_customers")
+        alice.click("button[name=index]")
+        alice.wait_for_load_state()
+        return alice.locator(".messagelist").inner_text()
+
+    told = merge_both()
+    assert "ACME Corp.: Being edited by bob since" in told
+    assert "Nothing was changed." in told
+    assert Customer.objects.count() == 2
+    bob.close(run_before_unload=True)  # his page lets go of its lock
+    wait_until(lambda: lock_of(duplicate).is_released, timeout=3.0)
+    assert "Merged ACME Corp. into Acme Corporation: 0 address(es) and 0 note(s) moved." in merge_both()
+    assert list(Customer.objects.values_list("name", flat=True)) == ["Acme Corporation"]

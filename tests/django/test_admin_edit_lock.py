@@ -532,7 +532,7 @@ def test_delete_selected_deletes_nothing_while_someone_else_edits_one(
     assert Customer.objects.filter(pk__in=[customer.pk, other.pk]).count() == 2
     assert stored(customer).fencing_token == ticket.fencing_token
     assert not stored(customer).is_released
-    assert stored(other).is_released  # taken for the deletion that was refused, then let go
+    assert stored(other) is None or stored(other).is_released  # not kept for the deletion that was refused
 
 
 def test_delete_selected_deletes_under_the_locks(alice, customer, requests_made, django_capture_on_commit_callbacks):
@@ -546,7 +546,10 @@ def test_delete_selected_deletes_under_the_locks(alice, customer, requests_made,
     with django_capture_on_commit_callbacks(execute=True):
         deleted = delete_selected(client, customer, other, confirmed=True)
     assert "Successfully deleted 2 customers." in deleted.content.decode()
-    assert dict(requests_made.calls) == {"UpdateItem": 4}  # take each lock, let each go
+    # Both locks taken in one transaction (their tokens read back in one request), let go in another;
+    # the client's heartbeat may renew them meanwhile (UpdateItem), the suite's leases being short.
+    transactions = {op: count for op, count in requests_made.calls.items() if op != "UpdateItem"}
+    assert transactions == {"TransactWriteItems": 2, "BatchGetItem": 1}
     assert not Customer.objects.filter(pk__in=[customer.pk, other.pk]).exists()
     assert stored(customer).is_released
     assert stored(other).is_released

@@ -63,7 +63,7 @@ def test_notes_are_added_under_the_lock(client, staff, customer):
 
 def test_demo_setup_seeds_customers_and_staff(dynalock, django_user_model):
     call_command("demo", "--no-serve", stdout=StringIO())
-    assert Customer.objects.count() == 4
+    assert Customer.objects.count() == 5
     assert set(django_user_model.objects.filter(is_staff=True).values_list("username", flat=True)) == {
         "alice",
         "bob",

@@ -8,7 +8,7 @@ from django.http import HttpResponse
 from django.test import RequestFactory
 from django.urls import path
 
-from dynalock_django import lock_object, requires_lock
+from dynalock_django import lock_object, lock_objects, requires_lock
 from dynalock_django.client import get_client
 from dynalock_django.keys import key_for_instance
 
@@ -65,6 +65,21 @@ def test_a_lock_lost_before_its_transaction_commits_is_logged_and_the_commit_goe
     assert Account.objects.get(pk=account.pk).balance == 10  # nobody is left to raise to at commit
     assert f"Lock {lease.key!r} was lost before its transaction ended" in caplog.text
     assert get_client().get(lease.key).released_by == "ops"  # our late release changed nothing
+
+
+def test_a_group_member_lost_before_its_transaction_commits_is_logged_and_the_others_released(other_holder, caplog):
+    acme, globex = Account.objects.create(name="Acme"), Account.objects.create(name="Globex")
+    with transaction.atomic():
+        with lock_objects(acme, globex) as group:
+            Account.objects.filter(pk__in=[acme.pk, globex.pk]).update(balance=10)
+        lost = group[key_for_instance(acme)]
+        other_holder.force_release(other_holder.get(lost.key), released_by="ops")
+        assert lost.wait_until_lost(HEARTBEAT + 0.5)
+    assert Account.objects.get(pk=globex.pk).balance == 10  # nobody is left to raise to at commit
+    assert f"Lock {lost.key!r} was lost before its transaction ended" in caplog.text
+    assert key_for_instance(globex) not in caplog.text  # only the lost member is named
+    assert is_released(globex)
+    assert get_client().get(lost.key).released_by == "ops"  # our late release changed nothing
 
 
 def test_outside_a_transaction_released_at_the_end_of_the_block():

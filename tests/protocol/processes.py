@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import random
 import time
 from pathlib import Path
 from typing import Any
+
+from dynalock_django.dynamodb import LockTimeout
 
 from ..dynamodb_support import make_dynamodb, short_lease_client
 
@@ -46,3 +49,56 @@ def hold_and_report(
     released = lease.release()
     safe_until.value = safe_until.value if released else -2.0
     client.close()
+
+
+def lock_random_sets(
+    endpoint_url: str, table_name: str, hot_keys: list[str], counters: str, rounds: int, together: bool, results: Any
+) -> None:
+    """Lock random sets of 2-5 hot keys, each listed in a random order, and read-modify-write each key's counter.
+
+    ``together``: with acquire_many; otherwise one acquire after another in that order, giving up
+    (releasing what it holds and starting again) when one times out, as callers without it must.
+    A counter file holds its value and the last fencing token written: a write with a token not
+    above it would be refused by a fenced store, and is counted instead.
+    """
+    rng = random.Random(os.getpid())
+    client = short_lease_client(make_dynamodb(endpoint_url), table_name)
+    intervals, timeouts, waited, fenced_out = [], 0, 0.0, 0
+    for _ in range(rounds):
+        keys = rng.sample(hot_keys, rng.randint(2, min(5, len(hot_keys))))
+        started = time.monotonic()
+        group = client.acquire_many(keys, timeout=120) if together else None
+        leases = list(group) if group is not None else None
+        while leases is None:
+            leases, timeouts = _acquire_in_order(client, keys, rng, timeouts)
+        held_from = time.monotonic()
+        waited += held_from - started
+        for lease in leases:
+            path = Path(counters) / lease.key
+            value, last_token = map(int, path.read_text().split())
+            time.sleep(0.005)  # widen the window a broken lock would need to lose an update
+            if lease.fencing_token > last_token:
+                path.write_text(f"{value + 1} {lease.fencing_token}")
+            else:
+                fenced_out += 1
+        held_until = time.monotonic()  # every key of the set was held from held_from to here
+        intervals.extend((lease.key, held_from, held_until, lease.fencing_token, os.getpid()) for lease in leases)
+        if group is not None:
+            group.release(best_effort=True)  # one transaction
+        for lease in leases if group is None else []:
+            lease.release(best_effort=True)
+    client.close()
+    results.put({"intervals": intervals, "timeouts": timeouts, "waited": waited, "fenced_out": fenced_out})
+
+
+def _acquire_in_order(client: Any, keys: list[str], rng: random.Random, timeouts: int) -> tuple[list[Any] | None, int]:
+    held = []
+    for key in keys:
+        try:
+            held.append(client.acquire(key, timeout=0.5))
+        except LockTimeout:
+            for lease in held:
+                lease.release(best_effort=True)
+            time.sleep(rng.uniform(0, 0.1))
+            return None, timeouts + 1
+    return held, timeouts

@@ -9,9 +9,11 @@ when the page goes away; a save is refused (a form error, nothing written)
 unless the submitting tab still holds the lock, and the row is written through
 the fencing check when its model has a ``FencingTokenField``. Deletions,
 changelist edits and actions take the same locks. Add pages take no lock.
-
+An action made with ``edit_locked_action`` runs only under the locks of all
+the objects it was given, as "Delete selected" does.
 """
 
+from .locked_actions import edit_locked_action
 from .mixin import EditLockMixin
 
-__all__ = ["EditLockMixin"]
+__all__ = ["EditLockMixin", "edit_locked_action"]

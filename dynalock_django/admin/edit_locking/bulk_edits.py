@@ -27,6 +27,7 @@ from ...fencing import fenced_refresh, has_fencing_token
 from ...keys import key_for_instance
 from .claims import claim
 from .deletion import deleting_under_edit_locks
+from .locked_actions import takes_edit_locks
 from .request_state import RequestEditLocks
 
 # Django marks the actions that only read by declaring no permission other than "view".
@@ -59,8 +60,7 @@ def modifies(action: Any) -> bool:
     Unless it declares permissions and they are all "view"
     (``@admin.action(permissions=["view"])``), an action counts as a write.
     """
-    func = action[0] if isinstance(action, tuple) else action.func
-    permissions = getattr(func, "allowed_permissions", None)
+    permissions = getattr(_func(action), "allowed_permissions", None)
     return not permissions or not set(permissions) <= _READ_ONLY_PERMISSIONS
 
 
@@ -92,7 +92,7 @@ def actions_under_edit_locks(actions: dict[str, Any], locks: RequestEditLocks) -
     for name, action in actions.items():
         if name == "delete_selected" and action is not None:
             actions[name] = _replace_func(action, deleting_under_edit_locks)
-        elif action is not None and modifies(action):
+        elif action is not None and modifies(action) and not takes_edit_locks(_func(action)):
             actions[name] = _replace_func(action, functools.partial(_under_edit_locks, locks=locks))
     return actions
 
@@ -109,6 +109,11 @@ def _under_edit_locks(action: Callable[..., Any], locks: RequestEditLocks) -> Ca
             return action(modeladmin, request, queryset.filter(pk__in=claimed))
 
     return run_under_edit_locks
+
+
+def _func(action: Any) -> Any:
+    """The function of an entry of ``get_actions()``: a tuple before Django 6.1, an Action since."""
+    return action[0] if isinstance(action, tuple) else action.func
 
 
 def _replace_func(action: Any, wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> Any:

@@ -1,19 +1,27 @@
-"""An object's edit lock taken for a write made without its change page: a deletion, a changelist row, an action.
+"""Edit locks taken for a write made without a change page: a deletion, a changelist row, an action.
 
-It is held until the transaction the write runs in ends, commit or rollback,
-so nobody opens the object to edit it before the write is visible.
+They are held until the transaction the write runs in ends, commit or
+rollback, so nobody opens an object to edit it before the write is visible.
+:func:`claim` takes one object's; :func:`claim_all` takes many objects' at
+once, all or none, in two requests per 100 objects (``acquire_many``).
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import models, router
 
-from ...dynamodb import DynamoDBError, Lease
+from ...client import get_client
+from ...dynamodb import DynamoDBError, Lease, LeaseGroup, LockInfo, LockNotAcquired, LockTimeout
+from ...keys import key_for_instance
+from ...payload import LockData
 from ...transactions import release_when_transaction_ends
 from .explanations import held_message, unavailable_message
-from .object_locks import EditLock
+from .object_locks import PURPOSE, EditLock
 
 
 def claim(obj: models.Model, user: Any) -> tuple[Lease | None, str | None]:
@@ -28,3 +36,50 @@ def claim(obj: models.Model, user: Any) -> tuple[Lease | None, str | None]:
     lease = edit_lock.lease(state.ticket)
     release_when_transaction_ends(lease, router.db_for_write(type(obj)))
     return lease, None
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why the edit locks of a set of objects could not be had: who edits which, or that locks are unavailable."""
+
+    held: list[tuple[models.Model, str]]  # each object someone edits, and who
+    unavailable: str | None = None
+
+
+def claim_all(objects: Sequence[models.Model], user: Any) -> LeaseGroup | Refusal:
+    """The edit locks of all ``objects`` for ``user``, held until the current transaction ends; or why not.
+
+    Two requests per 100 objects when they are free. An object the user
+    edits in another tab (whose page may not have said goodbye yet) is
+    released from that tab and the whole set asked for once more, as
+    :meth:`EditLock.claim` does for one.
+    """
+    by_key = {key_for_instance(obj): obj for obj in objects}
+    try:
+        found = _try(by_key, user)
+        if isinstance(found, dict) and all(EditLock(by_key[k], user).is_mine(held) for k, held in found.items()):
+            for holder in found.values():
+                _release_own(holder, user)
+            found = _try(by_key, user)
+    except DynamoDBError as error:
+        return Refusal([], unavailable_message(error))
+    if isinstance(found, LeaseGroup):
+        release_when_transaction_ends(found, router.db_for_write(type(objects[0])))
+        return found
+    return Refusal(
+        [(by_key[key], held_message(EditLock(by_key[key], user).held_by(holder))) for key, holder in found.items()]
+    )
+
+
+def _try(by_key: dict[str, models.Model], user: Any) -> LeaseGroup | dict[str, LockInfo]:
+    """One attempt at the whole set: the group, or who holds which of its keys."""
+    data = LockData(purpose=PURPOSE, user_id=str(user.pk), username=user.get_username())
+    try:
+        return get_client().acquire_many(list(by_key), timeout=0, data=data.to_bytes())
+    except LockTimeout as busy:
+        return {holder.key: holder for holder in busy.holders if holder is not None}
+
+
+def _release_own(holder: LockInfo, user: Any) -> None:
+    with contextlib.suppress(LockNotAcquired):  # it changed hands since: the next attempt says who has it now
+        get_client().force_release(holder, released_by=user.get_username())

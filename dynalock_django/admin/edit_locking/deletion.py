@@ -1,9 +1,9 @@
 """Deleting under edit locks: nothing is deleted while someone else edits it.
 
 A confirmation page only looks (one read per object); the deletion itself
-claims each object's lock (:mod:`.claims`) until its transaction commits or
-rolls back. The user's own change page may still hold the lock: its owner
-deletes from there.
+claims the objects' locks (:mod:`.claims`) until its transaction commits or
+rolls back: "Delete selected" all of them at once, or deletes nothing. The
+user's own change page may still hold a lock: its owner deletes from there.
 """
 
 from __future__ import annotations
@@ -17,10 +17,12 @@ from django.contrib.admin.options import TO_FIELD_VAR
 from django.db import models, router, transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from ...dynamodb import DynamoDBError
-from .claims import claim
+from .claims import Refusal, claim
 from .explanations import held_message, unavailable_message
+from .locked_actions import all_or_nothing, tell_refusal
 from .object_locks import EditLock
 from .object_urls import change_url, object_for
 
@@ -28,10 +30,8 @@ if TYPE_CHECKING:
     from django.contrib import admin
 
 
-def deletion_refusal(obj: models.Model, user: Any, *, deleting: bool) -> str | None:
-    """Why ``obj`` cannot be deleted now, or None; ``deleting`` takes its lock until the transaction ends."""
-    if deleting:
-        return claim(obj, user)[1]
+def deletion_refusal(obj: models.Model, user: Any) -> str | None:
+    """Why ``obj`` cannot be deleted now, or None (one read: its lock is taken only to delete it)."""
     edit_lock = EditLock(obj, user)
     try:
         current = edit_lock.read()
@@ -51,7 +51,7 @@ def delete_under_edit_lock(
     if obj is None or not model_admin.has_delete_permission(request, obj):
         return delete_view()  # the admin's own answer
     with transaction.atomic(using=router.db_for_write(model_admin.model)):
-        refusal = deletion_refusal(obj, request.user, deleting=request.method == "POST")
+        refusal = claim(obj, request.user)[1] if request.method == "POST" else deletion_refusal(obj, request.user)
         if refusal is not None:
             messages.error(request, _("%(reason)s Nothing was deleted.") % {"reason": refusal})
             return HttpResponseRedirect(change_url(model_admin, obj))
@@ -59,24 +59,26 @@ def delete_under_edit_lock(
 
 
 def deleting_under_edit_locks(delete_selected: Callable[..., Any]) -> Callable[..., Any]:
-    """The "Delete selected" action, refused while any selected object is edited by someone else."""
+    """The "Delete selected" action: it deletes all the selected objects under their edit locks, or none.
+
+    The confirmation page reads each lock to warn early; the deletion takes
+    them all at once (:func:`.locked_actions.all_or_nothing`).
+    """
+    delete_all = all_or_nothing(
+        lambda modeladmin, request, queryset, locks: delete_selected(modeladmin, request, queryset),
+        nothing_done=gettext_lazy("Nothing was deleted."),
+    )
 
     @functools.wraps(delete_selected)
     def delete_selected_under_edit_locks(
         modeladmin: admin.ModelAdmin[Any], request: HttpRequest, queryset: models.QuerySet[Any]
     ) -> Any:
-        with transaction.atomic(using=router.db_for_write(modeladmin.model)):
-            deleting = bool(request.POST.get("post"))
-            refusals = [
-                (obj, refusal)
-                for obj in queryset
-                if (refusal := deletion_refusal(obj, request.user, deleting=deleting)) is not None
-            ]
-            if not refusals:
-                return delete_selected(modeladmin, request, queryset)
-        for obj, refusal in refusals:
-            messages.error(request, _("%(object)s: %(reason)s") % {"object": obj, "reason": refusal})
-        messages.error(request, _("Nothing was deleted."))
+        if request.POST.get("post"):
+            return delete_all(modeladmin, request, queryset)
+        held = [(obj, refusal) for obj in queryset if (refusal := deletion_refusal(obj, request.user)) is not None]
+        if not held:
+            return delete_selected(modeladmin, request, queryset)
+        tell_refusal(modeladmin, request, Refusal(held), gettext_lazy("Nothing was deleted."))
         return None
 
     return delete_selected_under_edit_locks

@@ -27,6 +27,8 @@ CUSTOMERS = [
     ("Globex", "it@globex.example", "pro", "42 Cypress Creek", "Springfield"),
     ("Initech", "help@initech.example", "pro", "4120 Freidrich Lane", "Austin"),
     ("Umbrella Ltd", "contact@umbrella.example", "free", "7 Raccoon Street", "Raccoon City"),
+    # A duplicate of the first, entered later, for the admin's "Merge the two selected customers".
+    ("ACME Corp.", "", "enterprise", "1 Road Runner Way, Suite 2", "Phoenix"),
 ]
 # (username, password, may force-release other people's locks)
 STAFF = [("alice", "alice-demo", False), ("bob", "bob-demo", False), ("carol", "carol-demo", True)]

@@ -1,0 +1,233 @@
+"""Acquiring many locks, all or none: sends what a :class:`.GroupAcquisition` decides, and grants the leases.
+
+Request budget: up to 100 free keys are one TransactWriteItems (each key's
+update is the single acquire's, :func:`.writes.acquire`) and one consistent
+BatchGetItem for the fencing tokens it issued (a transaction returns no
+attributes). A cancelled transaction carries the items that refused it;
+waiting reads only those keys. More keys go in chunks of 100 in sorted order;
+when a later chunk is refused, the earlier ones are released before waiting.
+
+On a store without transactions, each chunk's keys are acquired one by one
+in sorted order with the single acquire's write; a refusal releases every
+key taken so far before waiting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from . import botocore_errors, writes
+from .clock import Instant
+from .exceptions import DynamoDBError, DynamoDBUnavailable, LockTimeout
+from .group_acquisition import GroupAcquisition
+from .item import describe_holder
+from .store import Cancelled, TransactionsUnsupported
+from .writes import Stamp
+
+if TYPE_CHECKING:
+    from .layout import LockId
+    from .lease import Lease
+    from .options import AcquireOptions
+    from .process_state import ClientSettings, ProcessState
+    from .store import LockStore
+
+
+class GroupAcquirer:
+    def __init__(self, process: ProcessState, settings: ClientSettings, store: LockStore) -> None:
+        self._acquirer = process.acquirer
+        self._lease_writer = process.lease_writer
+        self._observations = process.observations
+        self._holdings = process.holdings
+        self._closed = process.closed
+        self._ensure_open = process.ensure_open
+        self._store = store
+        self._layout = settings.layout
+        self._clock = settings.clock
+        self._refresh_period = settings.refresh_period
+
+    def acquire(self, lock_ids: Sequence[LockId], options: AcquireOptions, timeout: float | None) -> list[Lease]:
+        deadline = None if timeout is None else self._clock.monotonic() + timeout
+        plan = self._plan(lock_ids, deadline)
+        try:
+            while True:
+                self._ensure_open()
+                if not self._wait_until_free_here(plan, deadline):
+                    break
+                leases = self._round(plan, options)
+                if leases is not None:
+                    return leases
+                delay = plan.delay(self._clock.monotonic())
+                if delay is None:
+                    break
+                self._closed.wait(delay)
+        finally:
+            self._abandon(plan, options)
+        if plan.error is not None:
+            raise plan.error
+        holders = plan.holders()
+        named = "; ".join(f"{lock_id[0]!r} {describe_holder(holder)}" for lock_id, holder in holders.items())
+        raise LockTimeout(
+            f"Timed out after {timeout:g}s waiting for {len(holders)} of {len(plan.lock_ids)} locks: {named}.",
+            next(iter(holders.values()), None),
+            holders=list(holders.values()),
+        )
+
+    def try_acquire(self, lock_ids: Sequence[LockId], options: AcquireOptions) -> list[Lease] | None:
+        if any(self._holdings.get(lock_id) is not None for lock_id in lock_ids):
+            return None  # held by this very client: no need to ask DynamoDB
+        plan = self._plan(lock_ids, deadline=None)
+        try:
+            leases = self._round(plan, options)
+            if leases is None and not plan.holders() and plan.error is None:
+                leases = self._round(plan, options)  # released or deleted as we asked: one more try
+        finally:
+            self._abandon(plan, options)
+        if plan.error is not None:
+            raise plan.error
+        return leases
+
+    def _plan(self, lock_ids: Sequence[LockId], deadline: float | None) -> GroupAcquisition:
+        return GroupAcquisition(lock_ids, self._observations, refresh_period=self._refresh_period, deadline=deadline)
+
+    def _wait_until_free_here(self, plan: GroupAcquisition, deadline: float | None) -> bool:
+        """Wait, without requests, while other threads of this client hold any of the keys; False at the deadline."""
+        for lock_id in plan.lock_ids:
+            if not self._holdings.wait_until_free(lock_id, deadline):
+                plan.held_locally(lock_id, self._holdings.holder(lock_id))
+                return False
+        return True
+
+    def _round(self, plan: GroupAcquisition, options: AcquireOptions) -> list[Lease] | None:
+        """Read the keys in the way, then, if none still is, write every chunk; the leases, or None (all released)."""
+        plan.new_round()
+        taken: list[Lease] = []
+        try:
+            for lock_id in plan.to_read(self._clock.monotonic()):
+                current = self._store.read(lock_id)
+                plan.found(lock_id, current, Instant.read(self._clock))
+            if plan.to_read(self._clock.monotonic()):
+                return None
+            for chunk in plan.chunks:
+                leases = self._take(plan, chunk, options)
+                if leases is None:
+                    break
+                taken.extend(leases)
+            else:
+                return taken
+        except DynamoDBUnavailable:
+            pass  # recorded by the plan: back off
+        except BaseException:
+            self._release(taken)
+            raise
+        self._release(taken)  # never hold some keys while waiting for others
+        return None
+
+    def _take(self, plan: GroupAcquisition, chunk: Sequence[LockId], options: AcquireOptions) -> list[Lease] | None:
+        if len(chunk) == 1:  # the single acquire's write returns its token: one request, not two
+            return self._one_by_one(plan, chunk, options)
+        try:
+            return self._transact(plan, chunk, options)
+        except TransactionsUnsupported:
+            return self._one_by_one(plan, chunk, options)
+
+    def _transact(self, plan: GroupAcquisition, chunk: Sequence[LockId], options: AcquireOptions) -> list[Lease] | None:
+        """One TransactWriteItems of the single acquire's writes, then one read for the tokens it issued."""
+        steps = plan.writes(chunk, self._clock.monotonic())
+        stamps = [Stamp.new(options.owner_name, options.lease_duration, self._clock) for _ in chunk]
+        requests = [
+            writes.in_transaction(
+                writes.acquire(
+                    self._layout,
+                    lock_id,
+                    stamp,
+                    data=options.data,
+                    observed=step.observed,
+                    may_take_over=step.may_take_over,
+                    pending=list(step.unanswered),
+                )
+            )
+            for lock_id, stamp, step in zip(chunk, stamps, steps, strict=True)
+        ]
+        started = self._clock.monotonic()
+        try:
+            self._store.transact(requests)
+        except Cancelled as cancelled:
+            found = {chunk[position]: refused.current for position, refused in cancelled.refused.items()}
+            if len(found) < len(chunk) or not all(map(Stamp.landed_in, stamps, found.values())):
+                seen = Instant.read(self._clock)
+                for lock_id, current in found.items():
+                    plan.found(lock_id, current, seen)
+                return None
+            # A retry (inside botocore) of a transaction that had landed, on a store that ignored its
+            # ClientRequestToken: every item refusing it carries our stamp, and its token.
+        except DynamoDBError as error:
+            self._unanswered(plan, chunk, stamps, started, error, landed=botocore_errors.may_have_landed(error))
+            raise
+        else:
+            try:
+                found = self._store.read_many(chunk)
+            except DynamoDBError as error:  # the transaction landed: the next round's condition finds it ours
+                self._unanswered(plan, chunk, stamps, started, error, landed=True)
+                raise
+        leases: list[Lease] = []
+        for lock_id, stamp, step in zip(chunk, stamps, steps, strict=True):
+            current = found[lock_id]
+            if stamp.landed_in(current) and current.fencing_token is not None:
+                plan.plans[lock_id].unanswered.clear()
+                leases.append(
+                    self._acquirer.grant(
+                        lock_id, stamp.version, current.fencing_token, started, options, taken_over=step.may_take_over
+                    )
+                )
+            else:  # changed hands between the commit and the read (a forced release, a takeover): start again
+                plan.found(lock_id, current, Instant.read(self._clock))
+        if len(leases) < len(chunk):
+            self._release(leases)
+            return None
+        return leases
+
+    @staticmethod
+    def _unanswered(
+        plan: GroupAcquisition,
+        chunk: Sequence[LockId],
+        stamps: Sequence[Stamp],
+        started: float,
+        error: DynamoDBError,
+        *,
+        landed: bool,
+    ) -> None:
+        if landed:
+            for lock_id, stamp in zip(chunk, stamps, strict=True):
+                plan.plans[lock_id].unanswered.add(stamp.version, started)
+        plan.failed(chunk, error)
+
+    def _one_by_one(
+        self, plan: GroupAcquisition, chunk: Sequence[LockId], options: AcquireOptions
+    ) -> list[Lease] | None:
+        """The fallback without transactions: each key's single acquire write, in sorted order."""
+        leases: list[Lease] = []
+        try:
+            for lock_id in chunk:
+                lease = self._acquirer.attempt(plan.plans[lock_id], options)
+                if lease is None:
+                    plan.attempted(lock_id)
+                    self._release(leases)
+                    return None
+                leases.append(lease)
+        except DynamoDBUnavailable as error:
+            plan.failed([lock_id], error)
+            self._release(leases)
+            raise
+        return leases
+
+    def _release(self, leases: list[Lease]) -> None:
+        if leases:
+            self._lease_writer.release_all(leases, best_effort=True)
+            leases.clear()
+
+    def _abandon(self, plan: GroupAcquisition, options: AcquireOptions) -> None:
+        for lock_id, key_plan in plan.plans.items():
+            with contextlib.suppress(DynamoDBError):
+                self._acquirer.abandon(lock_id, key_plan.unanswered, options)

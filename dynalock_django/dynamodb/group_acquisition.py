@@ -1,0 +1,123 @@
+"""The decisions of one ``acquire_many`` apart from its I/O: which keys to read, when to write all, how long to wait.
+
+A :class:`GroupAcquisition` keeps one :class:`.Acquisition` per key, so each
+key follows the single acquire's rules: the same polling, the same
+clock-free takeover rule (:mod:`.observations`), the same handling of writes
+whose answer was lost. What it adds is the group's rule: every key is
+written at once, and only when no key is known to be held by someone who may
+not be taken over yet; until then only those keys are read.
+
+Keys are in a fixed (sorted) order and written in chunks of
+:data:`MAX_TRANSACTION_ITEMS`, DynamoDB's limit per transaction.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING
+
+from .acquisition import FIRST_POLL_SECONDS, Acquisition, Jitter, Write
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .clock import Instant
+    from .exceptions import DynamoDBError
+    from .item import LockInfo
+    from .layout import LockId
+    from .observations import Observations
+
+MAX_TRANSACTION_ITEMS = 100
+
+
+def sorted_lock_ids(lock_ids: Sequence[LockId]) -> list[LockId]:
+    """The one order every client takes keys in (what keeps chunked and one-by-one acquires from deadlocking)."""
+    return sorted(lock_ids, key=lambda lock_id: (lock_id[0], lock_id[1] or ""))
+
+
+class GroupAcquisition:
+    """One acquire_many's state: a plan per key, and the keys that stood in the way last."""
+
+    def __init__(
+        self,
+        lock_ids: Sequence[LockId],
+        observations: Observations,
+        *,
+        refresh_period: float,
+        deadline: float | None,
+        jitter: Jitter = random.uniform,
+    ) -> None:
+        self.lock_ids = sorted_lock_ids(lock_ids)
+        self.deadline = deadline
+        self.plans = {
+            lock_id: Acquisition(lock_id, observations, refresh_period=refresh_period, deadline=deadline, jitter=jitter)
+            for lock_id in self.lock_ids
+        }
+        self.chunks = [
+            self.lock_ids[start : start + MAX_TRANSACTION_ITEMS]
+            for start in range(0, len(self.lock_ids), MAX_TRANSACTION_ITEMS)
+        ]
+        self.error: DynamoDBError | None = None  # why the last round failed, if it did
+        self._jitter = jitter
+        self._in_the_way: list[LockId] = []  # the keys the last round found held, or failed on
+        self._local: dict[LockId, LockInfo | None] = {}  # held by another thread of this client at the deadline
+
+    def to_read(self, now: float) -> list[LockId]:
+        """The keys to read before writing: held at the last look, and not ours to take yet."""
+        return [lock_id for lock_id, plan in self.plans.items() if not isinstance(plan.next_step(now), Write)]
+
+    def writes(self, chunk: Sequence[LockId], now: float) -> list[Write]:
+        """Each key's acquire write (call once :meth:`to_read` is empty): free, ours, or to be taken over."""
+        steps = [self.plans[lock_id].next_step(now) for lock_id in chunk]
+        assert all(isinstance(step, Write) for step in steps), "a key must be read before it is written"
+        return steps  # type: ignore[return-value]
+
+    def new_round(self) -> None:
+        self._in_the_way = []
+
+    def found(self, lock_id: LockId, current: LockInfo | None, seen: Instant) -> None:
+        """A refusal or a read found ``current`` in ``lock_id`` at ``seen``."""
+        plan = self.plans[lock_id]
+        plan.found(current, seen)
+        self.error = None
+        if plan.found_held:
+            self._in_the_way.append(lock_id)
+
+    def attempted(self, lock_id: LockId) -> None:
+        """A single acquire's attempt (the fallback without transactions) told ``lock_id``'s plan what it found."""
+        self.error = None
+        if self.plans[lock_id].found_held:
+            self._in_the_way.append(lock_id)
+
+    def failed(self, chunk: Sequence[LockId], error: DynamoDBError) -> None:
+        """Writing ``chunk`` failed (DynamoDB unavailable); its keys back off as a single acquire does."""
+        self.error = error
+        for lock_id in chunk:
+            self.plans[lock_id].failed(error)
+            self._in_the_way.append(lock_id)
+
+    def held_locally(self, lock_id: LockId, holder: LockInfo | None) -> None:
+        """The deadline passed while another thread of this client held ``lock_id``."""
+        self._local[lock_id] = holder
+
+    def holders(self) -> dict[LockId, LockInfo | None]:
+        """Every key still held at the last look, and by whom (as last read)."""
+        held = {lock_id: self.plans[lock_id].holder for lock_id in self._in_the_way if self.plans[lock_id].found_held}
+        return {**held, **self._local}
+
+    def delay(self, now: float) -> float | None:
+        """Seconds to wait before the next round; None when the deadline has passed.
+
+        The keys in the way set the pace, each by its own plan (the soonest
+        wins); with none (a conflict with another transaction) a short pause.
+        """
+        delays = [self.plans[lock_id].delay(now) for lock_id in self._in_the_way]
+        if not delays:
+            delay = FIRST_POLL_SECONDS * self._jitter(0.5, 1.0)
+            if self.deadline is None:
+                return delay
+            left = self.deadline - now
+            return min(delay, left) if left > 0 else None
+        if any(delay is None for delay in delays):
+            return None
+        return min(delay for delay in delays if delay is not None)

@@ -1,0 +1,93 @@
+"""LockClient's methods for many locks at once: acquire_many, try_acquire_many (a base class of LockClient)."""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from . import validation
+from .exceptions import InvalidLockRequest
+from .lease_group import LeaseGroup
+
+if TYPE_CHECKING:
+    from .layout import LockId, TableLayout
+    from .lease import Lease, LostCallback
+    from .lease_group import LockKey
+    from .options import AcquireOptions, CallChecks
+    from .process_state import ProcessState
+
+
+class GroupMethods:
+    """Locks taken together, all or none; the client provides its checks and process state."""
+
+    layout: TableLayout
+    _checks: CallChecks
+    _process: ProcessState
+
+    def acquire_many(
+        self,
+        keys: Iterable[LockKey],
+        *,
+        timeout: float | None = None,
+        data: bytes | None = None,
+        on_lost: LostCallback | None = None,
+    ) -> LeaseGroup:
+        """Wait until every lock in ``keys`` is ours, and return them as one LeaseGroup; all or none.
+
+        Up to 100 free keys are taken in one TransactWriteItems, each with
+        the write, fencing token and takeover rule of :meth:`acquire`. When
+        some are held, only those are watched until they are free (or their
+        holder stopped renewing), then the whole set is tried again. More than
+        100 keys are taken in chunks of 100 in sorted order, and the earlier
+        chunks are released before waiting for a later one: a caller never
+        holds some of the keys while it waits for others, so callers asking
+        for overlapping sets in any order cannot deadlock. ``timeout`` runs
+        out with LockTimeout naming every key still held and its holder.
+        ``keys`` are strings, or ``(key, sort_key)`` pairs on a table with a
+        sort key; ``data`` and ``on_lost`` apply to every member.
+        """
+        lock_ids, options = self._many(keys, data, on_lost)
+        validation.check_timeout(timeout)
+        return self._group(self._process.group_acquirer.acquire(lock_ids, options, timeout))
+
+    def try_acquire_many(
+        self,
+        keys: Iterable[LockKey],
+        *,
+        data: bytes | None = None,
+        on_lost: LostCallback | None = None,
+    ) -> LeaseGroup | None:
+        """One attempt at :meth:`acquire_many`, never waiting: the group, or None when any lock is held."""
+        lock_ids, options = self._many(keys, data, on_lost)
+        self._process.ensure_open()
+        leases = self._process.group_acquirer.try_acquire(lock_ids, options)
+        return None if leases is None else self._group(leases)
+
+    def _many(
+        self, keys: Iterable[LockKey], data: bytes | None, on_lost: LostCallback | None
+    ) -> tuple[list[LockId], AcquireOptions]:
+        if isinstance(keys, str | bytes):
+            raise InvalidLockRequest("keys must be a list of keys, not one string: acquire_many([key, ...]).")
+        lock_ids = [self._lock_id(key) for key in keys]
+        if not lock_ids:
+            raise InvalidLockRequest("acquire_many needs at least one key.")
+        duplicates = sorted({lock_id[0] for lock_id, count in collections.Counter(lock_ids).items() if count > 1})
+        if duplicates:
+            raise InvalidLockRequest(
+                f"Each key may appear only once in acquire_many; repeated: {', '.join(map(repr, duplicates))}."
+            )
+        # The data budget depends on the key: check the longest.
+        longest = max(lock_ids, key=lambda lock_id: len(lock_id[0].encode()) + len((lock_id[1] or "").encode()))
+        options = self._checks.acquire_options(longest, None, None, True, data, on_lost)
+        return lock_ids, options
+
+    def _lock_id(self, key: LockKey) -> LockId:
+        if isinstance(key, tuple):
+            if len(key) != 2:
+                raise InvalidLockRequest(f"A key with a sort key is a (key, sort_key) pair, not {key!r}.")
+            return self._checks.lock_id(key[0], key[1])
+        return self._checks.lock_id(key, None)
+
+    def _group(self, leases: Sequence[Lease]) -> LeaseGroup:
+        return LeaseGroup(self._process.lease_writer, leases, sort_keys=self.layout.sort_key_name is not None)

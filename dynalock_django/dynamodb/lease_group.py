@@ -1,0 +1,91 @@
+"""A group of locks acquired together (``acquire_many``): its leases by key, released together."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from types import TracebackType
+from typing import Protocol
+
+from .lease import Lease, release_at_block_end
+
+# How a caller names a lock: its key, or (key, sort_key) on a table with a sort key.
+LockKey = str | tuple[str, str]
+
+
+class GroupReleaser(Protocol):
+    """What a group asks of the client that granted it (a LockClient)."""
+
+    def release_all(self, leases: Sequence[Lease], *, best_effort: bool = False) -> bool: ...
+
+
+class LeaseGroup:
+    """The leases of locks acquired together, all or none (``LockClient.acquire_many``).
+
+    Iterating gives the leases in the order they were taken (sorted by key);
+    ``group[key]`` (``group[key, sort_key]`` on a table with a sort key) one of
+    them. Each member is an ordinary :class:`.Lease`, renewed by the client's
+    heartbeat; ``on_lost`` runs for each member that is lost. Use it as a
+    context manager to release them all at the end of a block.
+    """
+
+    def __init__(self, releaser: GroupReleaser, leases: Sequence[Lease], *, sort_keys: bool) -> None:
+        self._releaser = releaser
+        self._sort_keys = sort_keys
+        self._leases = {self._name(lease): lease for lease in leases}
+
+    def __repr__(self) -> str:
+        return f"<LeaseGroup of {len(self)} locks {'held' if self.is_held() else 'not all held'}>"
+
+    def __iter__(self) -> Iterator[Lease]:
+        return iter(self._leases.values())
+
+    def __len__(self) -> int:
+        return len(self._leases)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._leases
+
+    def __getitem__(self, key: LockKey) -> Lease:
+        try:
+            return self._leases[key]
+        except KeyError:
+            raise KeyError(f"{key!r} is not one of this group's locks") from None
+
+    @property
+    def keys(self) -> list[LockKey]:
+        return list(self._leases)
+
+    @property
+    def fencing_tokens(self) -> dict[LockKey, int]:
+        """Each lock's fencing token, by key: pass each to the writes that lock protects."""
+        return {key: lease.fencing_token for key, lease in self._leases.items()}
+
+    def is_held(self) -> bool:
+        """True while every member is safely held."""
+        return all(lease.is_held() for lease in self._leases.values())
+
+    def lost(self) -> list[Lease]:
+        """The members no longer held (lost, or released on their own)."""
+        return [lease for lease in self._leases.values() if not lease.is_held()]
+
+    def release(self, *, best_effort: bool = False) -> bool:
+        """Release every member: one transaction per 100 where the store has them; True if this call released all.
+
+        A member that was lost raises LockLost (after the others are
+        released), unless ``best_effort``: see :meth:`.LockClient.release`.
+        """
+        return self._releaser.release_all(list(self._leases.values()), best_effort=best_effort)
+
+    def __enter__(self) -> LeaseGroup:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        release_at_block_end(self.release, exc, f"the group's {len(self)} locks")
+
+    def _name(self, lease: Lease) -> LockKey:
+        return (lease.key, lease.sort_key) if self._sort_keys and lease.sort_key is not None else lease.key
