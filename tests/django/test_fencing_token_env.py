@@ -43,7 +43,7 @@ def test_writes_are_fenced_with_a_bare_token_as_with_a_lease():
     with pytest.raises(StaleFencingToken):
         fenced_save(Account.objects.get(pk=account.pk), 19)
     assert Account.objects.get(pk=account.pk).balance == 2
-    with pytest.raises(TypeError, match="a Lease or its fencing token"):
+    with pytest.raises(TypeError, match="a Lease, a LeaseGroup or a fencing token"):
         fenced_save(account, True)
 
 
