@@ -60,7 +60,7 @@ def test_only_the_held_key_is_read_until_its_holder_has_stood_still_for_a_whole_
     assert plan.to_read(clock.now) == [("b", None)]
     clock.advance(TICK)
     assert plan.to_read(clock.now) == []  # dead: taken over in the next transaction, with the others
-    steps = plan.writes(plan.chunks[0], clock.instant())
+    steps = plan.writes(plan.chunks[0], clock.now)
     assert [step.may_take_over for step in steps] == [False, True, False]
     assert steps[1].observed == held("b")
 
@@ -97,12 +97,12 @@ def test_a_key_found_free_on_reading_does_not_stand_in_the_way(clock):
 def test_a_failed_chunk_backs_off_and_keeps_its_unanswered_versions(clock):
     plan = group(["a", "b"])
     plan.new_round()
-    plan.plans[("a", None)].unanswered.add("mine", clock.instant())
+    plan.plans[("a", None)].unanswered.add("mine", clock.now)
     error = DynamoDBUnavailable("down")
     plan.failed(plan.chunks[0], error)
     assert plan.error is error
     assert plan.delay(clock.now) == pytest.approx(FIRST_POLL_SECONDS * 2)
-    steps = plan.writes([("a", None)], clock.instant())
+    steps = plan.writes([("a", None)], clock.now)
     assert steps[0].unanswered == ("mine",)  # the next write's condition accepts what may have landed
 
 
