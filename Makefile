@@ -25,7 +25,7 @@ $(NODE_STAMP): package.json package-lock.json
 ## in random order (pytest-randomly; -p no:randomly for the file order), measuring coverage of dynalock_django:
 ## it fails under the [tool.coverage.report] fail_under of pyproject.toml.
 test: lint $(NODE_STAMP)
-	$(BIN)/python -m pytest --cov --cov-report=term $(PYTEST_ARGS)
+	$(BIN)/python -m pytest --cov --cov-report=term --durations=15 $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

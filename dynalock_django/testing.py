@@ -10,12 +10,14 @@ unittest / Django TestCase::
 
 One local DynamoDB endpoint (moto, one request at a time) serves the whole
 run; ``$DYNALOCK_TEST_ENDPOINT_URL`` points it at another endpoint instead.
-Each test gets its own table, so no lock leaks from one test to the next.
+Each test gets its own table, so no lock leaks from one test to the next, and
+the table is deleted when the test ends.
 """
 
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import threading
 import uuid
@@ -32,6 +34,8 @@ from .dynamodb import LocalDynamoDB
 ENDPOINT_ENV = "DYNALOCK_TEST_ENDPOINT_URL"
 # moto accepts any credentials; boto3 only needs some to sign requests.
 _FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+
+logger = logging.getLogger("dynalock_django.testing")
 
 _shared_endpoint: LocalDynamoDB | None = None
 _shared_lock = threading.Lock()
@@ -67,7 +71,17 @@ def lock_table(**overrides: Any) -> Iterator[dict[str, Any]]:
         try:
             yield dynalock
         finally:
+            _delete_table(dynalock["TABLE_NAME"])
             close_client(release=False)
+
+
+def _delete_table(table_name: str) -> None:
+    """The test's table goes with it: an endpoint that outlives the run (DynamoDB Local, AWS) keeps
+    no litter, and the shared moto server's memory (and its garbage collector's pauses) stays small."""
+    try:
+        get_client().dynamodb.delete_table(TableName=table_name)
+    except Exception as error:  # the endpoint may be gone with its test: nothing then to delete
+        logger.warning("Could not delete the test table %r: %s", table_name, error)
 
 
 try:

@@ -11,6 +11,8 @@ from dynalock_django.client import get_client
 from dynalock_django.conf import dynalock_settings
 from dynalock_django.payload import LockData
 
+from ..dynamodb_support import make_dynamodb
+
 DASHBOARD = "/admin/dynalock_django/lock/"
 RELEASE = "/admin/dynalock_django/lock/release/"
 # What the support desk's editors may do: everything with customers, their addresses and notes.
@@ -92,8 +94,8 @@ def held_by_user(key: str, username: str, minutes_ago: int, *, user_id: str = "9
 
 
 def table_items() -> list[dict[str, Any]]:
-    """Every item of the lock table, as stored."""
-    dynamodb, items, start = get_client().dynamodb, [], None
+    """Every item of the lock table, as stored (read patiently: the test observes, it is not under test)."""
+    dynamodb, items, start = make_dynamodb(dynalock_settings.ENDPOINT_URL, read_timeout=10), [], None
     while True:
         page = dynamodb.scan(
             TableName=dynalock_settings.TABLE_NAME,
@@ -103,6 +105,7 @@ def table_items() -> list[dict[str, Any]]:
         items += page["Items"]
         start = page.get("LastEvaluatedKey")
         if not start:
+            dynamodb.close()
             return sorted(items, key=lambda item: str(item.get("key")))
 
 

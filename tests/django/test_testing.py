@@ -39,6 +39,9 @@ def test_lock_table_gives_each_block_a_new_table_and_restores_the_settings():
         assert second["TABLE_NAME"] != first["TABLE_NAME"]
         with lock_key("job", blocking=False) as lease:
             assert lease.fencing_token is not None
+        tables = get_client().dynamodb.list_tables()["TableNames"]
+        assert second["TABLE_NAME"] in tables
+        assert first["TABLE_NAME"] not in tables  # deleted as its block ended
     assert settings.DYNALOCK == NO_TABLE
 
 
