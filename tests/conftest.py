@@ -82,6 +82,18 @@ def table_name(endpoint_url: str) -> str:
 
 
 @pytest.fixture
+def own_table(endpoint_url: str) -> Iterator[str]:
+    """A table for this test alone, deleted after it: for a full scan, which on moto costs as much as
+    the table holds (the shared ``table_name`` grows with the whole run)."""
+    name = unique("dynalock-own")
+    client = LockClient(make_dynamodb(endpoint_url), name)
+    client.create_table()
+    yield name
+    client.dynamodb.delete_table(TableName=name)
+    client.close()
+
+
+@pytest.fixture
 def dynamodb(endpoint_url: str) -> Any:
     return make_dynamodb(endpoint_url)
 

@@ -122,10 +122,10 @@ def test_a_released_item_that_kept_its_mark_is_not_listed(make_client, dynamodb,
     assert live_keys(make_client(), key) == []
 
 
-def test_the_java_clients_locks_are_found_by_a_scan_only(make_client, dynamodb, table_name):
+def test_the_java_clients_locks_are_found_by_a_scan_only(make_client, dynamodb, own_table):
     key = unique("java")
-    JavaLockClient(dynamodb, table_name).acquire_new(key)
-    client = make_client()
+    JavaLockClient(dynamodb, own_table).acquire_new(key)
+    client = make_client(table=own_table)  # scanned below
     assert live_keys(client, key) == []
     assert [lock.owner_name for lock in client.scan(include_released=False, key_prefix=key)] == ["java-host-1"]
 

@@ -44,9 +44,9 @@ def put(dynamodb, table_name, key, attributes):
 
 
 @pytest.mark.parametrize("problem", MALFORMED)
-def test_a_malformed_item_is_read_never_crashes_and_is_held(make_client, dynamodb, table_name, key, problem):
-    put(dynamodb, table_name, key, MALFORMED[problem])
-    client = make_client()
+def test_a_malformed_item_is_read_never_crashes_and_is_held(make_client, dynamodb, own_table, key, problem):
+    put(dynamodb, own_table, key, MALFORMED[problem])
+    client = make_client(table=own_table)  # scanned whole below
     info = client.get(key)
     assert info.is_malformed
     assert info.lease_duration == MALFORMED_ITEM_LEASE_SECONDS
