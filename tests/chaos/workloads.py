@@ -178,7 +178,7 @@ def run(workload: Workload, endpoint_url: str, seed: int, workdir: Path, duratio
                     record("violation", property="every crash probe ends")
             if proxy:
                 faults.update(proxy.injected)
-        with sqlite3.connect(database) as db:
+        with contextlib.closing(sqlite3.connect(database)) as db, db:
             for pk, balance in db.execute("SELECT id, balance FROM testapp_account ORDER BY id"):
                 record("final_counter", keys[pk - 1], value=balance)
     events = load(history)
@@ -296,7 +296,7 @@ def _create_database(path: Path, counters: int) -> None:
         check=True,
         cwd=REPO,
     )
-    with sqlite3.connect(path) as db:
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
         db.executemany(
             "INSERT INTO testapp_account (id, name, balance) VALUES (?, ?, 0)",
             [(pk, f"counter-{pk - 1}") for pk in range(1, counters + 1)],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -92,7 +93,7 @@ def test_a_holder_paused_past_its_lease_cannot_overwrite_the_next_holders_write(
     }
     manage = [sys.executable, "manage.py"]
     subprocess.run([*manage, "migrate", "-v0", "--settings=tests.settings"], env=env, check=True)
-    with sqlite3.connect(database) as db:
+    with contextlib.closing(sqlite3.connect(database)) as db, db:
         db.execute("INSERT INTO testapp_account (id, name, balance) VALUES (1, 'Acme', 0)")
 
     worker = [sys.executable, "-m", "tests.django.fencing_worker", "1"]
@@ -116,7 +117,7 @@ def test_a_holder_paused_past_its_lease_cannot_overwrite_the_next_holders_write(
         first_said, _ = first.communicate("go\n", timeout=30)
     finally:
         first.kill()
-    with sqlite3.connect(database) as db:
+    with contextlib.closing(sqlite3.connect(database)) as db, db:
         (balance,) = db.execute("SELECT balance FROM testapp_account WHERE id = 1").fetchone()
     if fenced:
         assert first_said.split() == ["STALE", str(second_token)]
