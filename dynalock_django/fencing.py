@@ -111,13 +111,12 @@ def fencing_token_for(instance: models.Model, lease: Lease | LeaseGroup | int) -
         return lease.fencing_token
     if isinstance(lease, LeaseGroup):
         key = key_for_instance(instance)
-        tokens = lease.fencing_tokens
-        if key not in tokens:
+        if key not in lease:
             raise InvalidLockRequest(
                 f"{instance._meta.label} {instance.pk!r} is not in this lock group (its key {key!r} is not one of the "
-                f"group's {len(tokens)}): add it to lock_objects(...) to write it under the group."
+                f"group's {len(lease)}): add it to lock_objects(...) to write it under the group."
             )
-        return tokens[key]
+        return lease[key].fencing_token
     if isinstance(lease, int) and not isinstance(lease, bool):
         return lease
     raise TypeError(f"Fence writes with a Lease, a LeaseGroup or a fencing token (an int), not {type(lease).__name__}.")

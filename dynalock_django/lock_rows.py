@@ -187,7 +187,16 @@ def with_objects(
         if obj is None:
             described.append(row)
             continue
-        described.append(LockRow(row.lock, row.parsed, row.data, row.state, str(obj), _admin_url(obj, admin_site)))
+        described.append(
+            LockRow(
+                row.lock,
+                row.parsed,
+                row.data,
+                row.state,
+                str(obj),
+                admin_change_url(type(obj), obj.pk, admin_site),
+            )
+        )
     return described
 
 
@@ -195,12 +204,13 @@ def _pk_text(pk: Any) -> str:
     return ",".join(str(part) for part in pk) if isinstance(pk, tuple) else str(pk)
 
 
-def _admin_url(obj: models.Model, admin_site: admin.AdminSite | None) -> str | None:
+def admin_change_url(model: type[models.Model], pk: Any, admin_site: admin.AdminSite | None) -> str | None:
+    """The change page of ``model``'s ``pk`` in ``admin_site`` (the default site), or None without one."""
     site = admin_site or admin.site
-    if not site.is_registered(type(obj)):
+    if not site.is_registered(model):
         return None
-    opts = obj._meta
+    opts = model._meta
     try:
-        return reverse(f"{site.name}:{opts.app_label}_{opts.model_name}_change", args=[quote(obj.pk)])
+        return reverse(f"{site.name}:{opts.app_label}_{opts.model_name}_change", args=[quote(pk)])
     except NoReverseMatch:
         return None

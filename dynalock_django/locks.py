@@ -23,7 +23,7 @@ from .client import get_client
 from .dynamodb import Lease, LeaseGroup
 from .exceptions import InvalidLockRequest, LockNotAcquired, LockTimeout
 from .payload import LockData
-from .transactions import in_user_transaction, release_when_transaction_ends
+from .transactions import in_user_transaction, leases_of, release_when_transaction_ends
 
 F = TypeVar("F", bound=Callable[..., Any])
 Held = TypeVar("Held", Lease, LeaseGroup)
@@ -77,7 +77,7 @@ class _HeldLock(Generic[Held]):
             if self.blocking:
                 raise
             raise LockNotAcquired(str(error), error.holder) from error
-        for lease in _leases(held):
+        for lease in leases_of(held):
             _announce(lease)
         self.held = held
         return held
@@ -93,7 +93,7 @@ class _HeldLock(Generic[Held]):
             return
         if in_user_transaction(self.using):
             if not best_effort:
-                for lease in _leases(held):
+                for lease in leases_of(held):
                     lease.ensure_held()  # say it now: after the commit nobody is left to tell
             release_when_transaction_ends(held, self.using)
         else:
@@ -113,7 +113,7 @@ class _HeldLock(Generic[Held]):
         try:
             self.release()
         except Exception as error:
-            keys = ", ".join(repr(lease.key) for lease in _leases(held))
+            keys = ", ".join(repr(lease.key) for lease in leases_of(held))
             exc.add_note(f"dynalock: releasing {keys} also failed: {error}")
 
     async def __aenter__(self) -> Held:
@@ -241,7 +241,3 @@ def _instances(sources: Rows) -> Iterator[models.Model]:
             yield from source.all()  # a fresh query each time: a decorated function's calls see current rows
         else:
             yield source
-
-
-def _leases(held: Lease | LeaseGroup) -> list[Lease]:
-    return [held] if isinstance(held, Lease) else list(held)

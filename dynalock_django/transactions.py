@@ -46,8 +46,13 @@ class _DeferredRelease:
         self._finalizer()  # runs _release once, whichever comes first
 
 
+def leases_of(held: Lease | LeaseGroup) -> list[Lease]:
+    """The leases of one lock, whether it locked one key or a group."""
+    return [held] if isinstance(held, Lease) else list(held)
+
+
 def _release(held: Lease | LeaseGroup) -> None:
-    leases = [held] if isinstance(held, Lease) else list(held)
+    leases = leases_of(held)
     try:
         released = held.release(best_effort=True)
     except DynalockError as error:  # the transaction has ended: nobody is left to raise to

@@ -10,6 +10,7 @@ import collections
 import json
 import os
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -186,3 +187,11 @@ def without_old_item_on_refusal(dynamodb: Any) -> Iterator[None]:
     finally:
         for event in events:
             dynamodb.meta.events.unregister(event, strip)
+
+
+def wait_for(condition: Callable[[], object], timeout: float) -> None:
+    """Poll ``condition`` until it holds; fail after ``timeout`` seconds (a bound in the safe direction)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)

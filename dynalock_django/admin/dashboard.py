@@ -10,19 +10,15 @@ from __future__ import annotations
 import collections
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import admin
-from django.contrib.admin.exceptions import NotRegistered
-from django.contrib.admin.utils import quote
 from django.contrib.auth import get_user_model
-from django.http import HttpRequest, QueryDict
-from django.urls import NoReverseMatch, reverse
+from django.http import QueryDict
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from ..lock_rows import LockRow
+from ..lock_rows import LockRow, ModelFilter, admin_change_url
 
 HELD_FOR = "held"  # the ``o`` parameter: longest held first; "-held" shortest first
 
@@ -64,11 +60,19 @@ def ago(moment: datetime | None, now: datetime) -> str:
 
 
 def dashboard_rows(
-    rows: list[LockRow], request: HttpRequest, admin_site: admin.AdminSite, ordering: str
+    rows: list[LockRow], may_view: ModelFilter, admin_site: admin.AdminSite, ordering: str
 ) -> list[DashboardRow]:
-    """The page's rows for display, sorted by how long they have been held when ``ordering`` asks."""
+    """The page's rows for display, sorted by how long they have been held when ``ordering`` asks.
+
+    Holders link to their users for viewers who ``may_view`` users in this admin.
+    """
     now = datetime.now(UTC)
-    user_url = _user_url_maker(request, admin_site)
+    user_model = get_user_model()
+    links_users = may_view(user_model)
+
+    def user_url(user_id: str) -> str | None:
+        return admin_change_url(user_model, user_id, admin_site) if links_users else None
+
     shown = [
         DashboardRow(
             row,
@@ -85,26 +89,6 @@ def dashboard_rows(
         known.sort(key=lambda row: row.held_for or 0.0, reverse=longest_first)
         return known + [row for row in shown if row.held_for is None]
     return shown
-
-
-def _user_url_maker(request: HttpRequest, admin_site: admin.AdminSite) -> Any:
-    """Links to holders' users, for viewers who may see users in this admin; else no links."""
-    user_model = get_user_model()
-    try:
-        allowed = admin_site.get_model_admin(user_model).has_view_or_change_permission(request)
-    except NotRegistered:
-        allowed = False
-    opts = user_model._meta
-
-    def url(user_id: str) -> str | None:
-        if not allowed:
-            return None
-        try:
-            return reverse(f"{admin_site.name}:{opts.app_label}_{opts.model_name}_change", args=[quote(user_id)])
-        except NoReverseMatch:
-            return None
-
-    return url
 
 
 def sidebar(params: QueryDict, rows: list[LockRow], models: list[tuple[str, str]]) -> list[SidebarFilter]:

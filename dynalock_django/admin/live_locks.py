@@ -100,8 +100,9 @@ class LiveLocksAdmin(_ModelAdmin):
             "opts": self.opts,
             "title": _("Live locks"),
             "page": page,
-            "rows": dashboard_rows(rows, request, self.admin_site, params.get("o", "")),
-            "filters": sidebar(params, rows, _lockable_models(may_view)),
+            "rows": dashboard_rows(rows, may_view, self.admin_site, params.get("o", "")),
+            # The page refreshes its rows alone (?fragment=1), without the sidebar.
+            "filters": [] if params.get("fragment") else sidebar(params, rows, _lockable_models(may_view)),
             "held_for_link": ordering_link(params),
             "error": error,
             "params": params,

@@ -9,6 +9,7 @@ from django.test import Client
 
 from dynalock_django.client import get_client
 from dynalock_django.conf import dynalock_settings
+from dynalock_django.keys import key_for_instance
 from dynalock_django.payload import LockData
 
 from ..dynamodb_support import make_dynamodb
@@ -113,3 +114,9 @@ def release_form(holder: Any) -> dict[str, Any]:
     """What the release confirmation posts for the holding ``holder`` (a LockInfo)."""
     token = "" if holder.fencing_token is None else str(holder.fencing_token)
     return with_token({"key": holder.key, "owner": holder.owner_name or "", "fencing_token": token})
+
+
+def held(obj: Any) -> bool:
+    """``obj``'s lock is held by someone now, as the table says."""
+    stored = get_client().get(key_for_instance(obj))
+    return stored is not None and not stored.is_released

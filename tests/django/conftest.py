@@ -13,6 +13,7 @@ from testproject.desk.models import Customer
 
 from ..dynamodb_support import SHORT_LEASE_SETTINGS, RequestCounter, make_dynamodb, short_lease_client
 from ..stores import shared_endpoint_url
+from .admin_support import DESK_EDITOR
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -69,3 +70,15 @@ def make_staff(django_user_model: Any) -> Callable[..., Any]:
 def customer() -> Customer:
     """The demo's customer every admin test edits."""
     return Customer.objects.create(name="Acme", plan="pro")
+
+
+@pytest.fixture
+def alice(make_staff: Callable[..., Any]) -> Any:
+    """A support-desk editor (customers, addresses, notes); modules that need other rights define their own."""
+    return make_staff("alice", *DESK_EDITOR)
+
+
+@pytest.fixture
+def bob(make_staff: Callable[..., Any]) -> Any:
+    """A second desk editor: ``browser(bob)`` acts while alice's change pages hold their locks."""
+    return make_staff("bob", *DESK_EDITOR)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 from typing import Any
+
+from ..dynamodb_support import wait_for
+
+__all__ = ["wait_for"]  # here too: the process tests' helpers in one import
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,13 +30,6 @@ def manage_py_environment(dynalock: dict[str, Any], settings_module: str, **extr
         "DYNALOCK_HEARTBEAT_PERIOD": str(dynalock["HEARTBEAT_PERIOD"]),
         **extra,
     }
-
-
-def wait_for(condition: Any, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
 
 
 def is_running(pid: int) -> bool:

@@ -24,7 +24,7 @@ from dynalock_django.keys import key_for_instance
 from testproject.desk.admin import CustomerAdmin
 from testproject.desk.models import Customer
 
-from .admin_support import logged_in
+from .admin_support import DESK_EDITOR, logged_in
 from .browser import CHROMIUM, launch_chromium
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.dynalock_table]
@@ -77,8 +77,7 @@ def staff_page(chromium: Any, live_server: Any, make_staff: Callable[..., Any]) 
     contexts = []
 
     def open_as(username: str, *extra: str) -> Any:
-        codenames = [f"{a}_{m}" for m in ("customer", "address", "note") for a in ("view", "change", "add", "delete")]
-        client = logged_in(make_staff(username, *codenames, *extra))
+        client = logged_in(make_staff(username, *DESK_EDITOR, *extra))
         context = chromium.new_context(viewport={"width": 1200, "height": 800})
         context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}])
         contexts.append(context)

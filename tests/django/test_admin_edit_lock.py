@@ -22,31 +22,16 @@ from testproject.desk.admin import CustomerAdmin
 from testproject.desk.models import Customer
 
 from ..protocol.fake_clock import TICK, FakeClock
-from .admin_support import logged_in
+from .admin_support import DESK_EDITOR, logged_in
 from .testapp.admin import TagAdmin
 from .testapp.models import Tag, Ticket
 
 pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
 
 
-EDITOR = tuple(
-    f"{action}_{model}" for model in ("customer", "address", "note") for action in ("view", "change", "add", "delete")
-)
-
-
-@pytest.fixture
-def alice(make_staff):
-    return make_staff("alice", *EDITOR)
-
-
-@pytest.fixture
-def bob(make_staff):
-    return make_staff("bob", *EDITOR)
-
-
 @pytest.fixture
 def carol(make_staff):
-    return make_staff("carol", *EDITOR, "view_lock", "force_release")
+    return make_staff("carol", *DESK_EDITOR, "view_lock", "force_release")
 
 
 @pytest.fixture
@@ -383,7 +368,7 @@ def test_the_endpoints_check_staff_status_and_permissions(alice, vera, customer,
     anonymous = Client()
     assert renew(anonymous, customer, ticket).status_code == 302  # to the login page
     assert anonymous.get(edit_lock_url(customer, "status")).status_code == 302
-    outsider = make_staff("mallory", *EDITOR, is_staff=False)
+    outsider = make_staff("mallory", *DESK_EDITOR, is_staff=False)
     assert renew(logged_in(outsider), customer, ticket).status_code == 302  # not staff
     nobody = make_staff("nobody")
     assert logged_in(nobody).get(edit_lock_url(customer, "status")).status_code == 403

@@ -15,8 +15,8 @@ from dynalock_django.payload import LockData
 
 from ..dynamodb_support import HEARTBEAT, make_dynamodb
 from ..protocol.fake_clock import OffsetClock
-from .admin_support import logged_in
-from .test_admin_edit_lock import EDITOR, edit_lock_url, open_page, ticket_of
+from .admin_support import DESK_EDITOR, logged_in
+from .test_admin_edit_lock import edit_lock_url, open_page, ticket_of
 
 pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
 
@@ -28,7 +28,7 @@ FREES_AT = re.compile(r"If that tab was closed, the lock frees at (\d\d:\d\d:\d\
 @pytest.fixture
 def people(make_staff, customer):
     """Alice, who edited the customer in a tab that crashed, and Bob, who opens it next."""
-    return make_staff("alice", *EDITOR), make_staff("bob", *EDITOR), customer
+    return make_staff("alice", *DESK_EDITOR), make_staff("bob", *DESK_EDITOR), customer
 
 
 def crashed_tab(dynalock, obj, user, *, last_renewed_ago):

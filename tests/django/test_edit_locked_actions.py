@@ -9,38 +9,21 @@ from django.contrib.admin.utils import quote
 from django.test import override_settings
 
 from dynalock_django.client import get_client
-from dynalock_django.keys import key_for_instance
 from testproject.desk.admin import CustomerAdmin
 from testproject.desk.models import Customer
 
 from ..dynamodb_support import RequestCounter
-from .admin_support import DESK_EDITOR, PATIENT, browser, logged_in, with_token
+from .admin_support import PATIENT, browser, held, logged_in, with_token
 
 pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
 
 CHANGELIST = "/admin/desk/customer/"
 
 
-@pytest.fixture
-def alice(make_staff):
-    return make_staff("alice", *DESK_EDITOR)
-
-
-@pytest.fixture
-def bob(make_staff):
-    """The other editor: ``browser(bob)`` acts while alice's change pages hold their locks."""
-    return make_staff("bob", *DESK_EDITOR)
-
-
 def open_page(client, obj):
     page = client.get(f"/admin/desk/customer/{quote(obj.pk)}/change/")
     assert page.status_code == 200
     return page.context["dynalock"]["state"].ticket
-
-
-def held(obj):
-    stored = get_client().get(key_for_instance(obj))
-    return stored is not None and not stored.is_released
 
 
 def delete_selected(client, objects, *, confirmed=True):

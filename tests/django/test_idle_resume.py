@@ -9,14 +9,9 @@ from dynalock_django import lock_object
 from dynalock_django.fencing import fenced_save
 
 from .admin_support import browser, logged_in, with_token
-from .test_admin_edit_lock import EDITOR, change_url, customer_form, edit_lock_url, stored, ticket_of
+from .test_admin_edit_lock import change_url, customer_form, edit_lock_url, stored, ticket_of
 
 pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
-
-
-@pytest.fixture
-def alice(make_staff):
-    return make_staff("alice", *EDITOR)
 
 
 @pytest.fixture

@@ -22,11 +22,6 @@ CHANGELIST = "/admin/desk/customer/"
 
 
 @pytest.fixture
-def alice(make_staff):
-    return make_staff("alice", *DESK_EDITOR)
-
-
-@pytest.fixture
 def pair(customer):
     """Acme (the older record, kept) and its duplicate, each with an address and a note."""
     duplicate = Customer.objects.create(name="ACME Inc.", email="billing@acme.example", plan="pro")

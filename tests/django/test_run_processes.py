@@ -107,14 +107,20 @@ def test_sigkill_of_the_runner_kills_its_command_before_anyone_else_can_start_th
     assert b_ticks[0][1] > a_ticks[0][1]  # each command was told its own, increasing, token
 
 
-def test_sigkill_of_the_runner_kills_what_its_command_started_in_the_background_too(
-    dynalock, start_runner, ticker, tmp_path
-):
+def start_with_a_background_child(dynalock, start_runner, ticker, tmp_path):
+    """A runner whose command (a shell) leaves one ticker in the background and becomes another; both ticking."""
     env = manage_py_environment(dynalock, "testproject.settings")
     foreground, background = tmp_path / "fg.ticks", tmp_path / "bg.ticks"
     script = f"{sys.executable} {ticker} bg {background} 60 & exec {sys.executable} {ticker} fg {foreground} 60"
     runner = start_runner(env, "nightly", "sh", "-c", script)
     wait_for(lambda: ticks(foreground) and ticks(background), STARTED)
+    return runner, foreground, background
+
+
+def test_sigkill_of_the_runner_kills_what_its_command_started_in_the_background_too(
+    dynalock, start_runner, ticker, tmp_path
+):
+    runner, foreground, background = start_with_a_background_child(dynalock, start_runner, ticker, tmp_path)
 
     runner.send_signal(signal.SIGKILL)
     runner.wait()
@@ -127,11 +133,7 @@ def test_sigkill_of_the_runner_kills_what_its_command_started_in_the_background_
 
 
 def test_sigterm_to_the_runner_stops_the_commands_whole_group_then_releases(dynalock, start_runner, ticker, tmp_path):
-    env = manage_py_environment(dynalock, "testproject.settings")
-    foreground, background = tmp_path / "fg.ticks", tmp_path / "bg.ticks"
-    script = f"{sys.executable} {ticker} bg {background} 60 & exec {sys.executable} {ticker} fg {foreground} 60"
-    runner = start_runner(env, "nightly", "sh", "-c", script)
-    wait_for(lambda: ticks(foreground) and ticks(background), STARTED)
+    runner, foreground, background = start_with_a_background_child(dynalock, start_runner, ticker, tmp_path)
 
     runner.send_signal(signal.SIGTERM)
 

@@ -14,7 +14,7 @@ import pytest
 
 from dynalock_django.dynamodb import DynamoDBUnavailable, InvalidLockRequest, LeaseGroup, LockLost, LockTimeout
 
-from ..dynamodb_support import LEASE, PATIENCE, FaultInjector, RequestCounter, make_dynamodb, unique
+from ..dynamodb_support import LEASE, PATIENCE, FaultInjector, RequestCounter, make_dynamodb, unique, wait_for
 from .fake_clock import TICK, FakeClock
 from .test_dead_holder_takeover import abandon
 
@@ -242,7 +242,7 @@ def test_lease_group_looks_up_iterates_renews_and_releases_at_the_end_of_a_block
         with pytest.raises(KeyError, match="not one of this group's locks"):
             group["other"]
         versions = {lease.key: lease.record_version_number for lease in group}
-        threading.Event().wait(3 * 0.25)  # three heartbeats
+        wait_for(lambda: all(group[name].record_version_number != versions[name] for name in names), PATIENCE)
         assert group.is_held()
         assert group.lost() == []
         assert all(group[name].record_version_number != versions[name] for name in names)  # renewed
@@ -275,7 +275,8 @@ def test_threads_of_one_client_wait_for_each_other_without_requests(make_client,
     releaser.start()
     group = client.acquire_many(names, timeout=PATIENCE)
     releaser.join()
-    assert counter.calls["GetItem"] == 0
+    assert counter.calls["GetItem"] == 0  # waited here, not by reading the table
+    assert counter.calls["TransactWriteItems"] <= 1  # then one round (none: one by one without transactions)
     assert group.is_held()
     group.release()
 

@@ -9,14 +9,13 @@ import pytest
 from dynalock_django.dynamodb import (
     MAX_PARTITION_KEY_BYTES,
     InvalidLockRequest,
-    LockClient,
     TableNotFound,
     TableSchemaError,
     live_index,
 )
 from dynalock_django.dynamodb.item import MAX_ITEM_BYTES, item_size
 
-from ..dynamodb_support import LEASE, RequestCounter, create_bare_table, make_dynamodb, unique
+from ..dynamodb_support import LEASE, RequestCounter, create_bare_table, unique
 from ..java_client import JavaLockClient
 
 TAB = "django-user:7/tab:first"
@@ -32,6 +31,13 @@ def live_mark(client, key):
 
 def live_keys(client, prefix):
     return sorted(lock.key for lock in client.live_locks(key_prefix=prefix))
+
+
+def assert_the_index_lists(client, keys):
+    """One page of live locks, read from the index, lists exactly ``keys``."""
+    page = client.live_page()
+    assert page.from_index
+    assert [lock.key for lock in page.locks] == keys
 
 
 def test_acquire_and_renew_set_the_mark_and_release_removes_it(make_client, key):
@@ -144,6 +150,7 @@ def test_a_page_of_live_locks_is_one_scan_of_the_index_and_pages_resume(make_cli
             break
         cursor = page.cursor
     assert sorted(seen) == [f"{prefix}{i:02}" for i in range(12)]
+    assert pages >= 3  # 12 locks, 5 a page: the cursor was followed
     assert dict(counter.calls) == {"Scan": pages}
     with pytest.raises(InvalidLockRequest, match="Invalid scan cursor"):
         client.live_page(cursor="not-a-cursor")
@@ -185,9 +192,7 @@ def test_create_index_adds_it_to_an_existing_table_and_listing_uses_it(make_clie
     assert client.create_index(on_progress=progress.append).live_index_status == "ACTIVE"
     assert any("Creating index 'liveLocks'" in line for line in progress)
     assert client.create_index().live_index_status == "ACTIVE"  # idempotent
-    page = client.live_page()
-    assert page.from_index
-    assert [lock.key for lock in page.locks] == ["held"]
+    assert_the_index_lists(client, ["held"])
     held.release()
 
 
@@ -253,15 +258,12 @@ def test_an_endpoint_that_cannot_add_the_index_is_a_clear_error(store, make_clie
         make_client(dynamodb, table=name).create_index()
 
 
-def test_a_table_created_by_the_client_has_the_index_on_every_store(endpoint_url):
-    with LockClient(make_dynamodb(endpoint_url), unique("with-index")) as client:
-        client.create_table()
-        client.acquire("k").release()
-        lease = client.acquire("k2")
-        page = client.live_page()
-        assert page.from_index
-        assert [lock.key for lock in page.locks] == ["k2"]
-        lease.release()
+def test_a_table_created_by_the_client_has_the_index_on_every_store(make_client, own_table):
+    client = make_client(table=own_table)  # own_table is made by LockClient.create_table
+    client.acquire("k").release()
+    lease = client.acquire("k2")
+    assert_the_index_lists(client, ["k2"])
+    lease.release()
 
 
 @pytest.mark.requires("binary_size")

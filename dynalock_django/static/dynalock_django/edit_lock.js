@@ -178,10 +178,10 @@
 
   if (holding && idleMs !== null) {
     for (const type of ["keydown", "pointerdown", "pointermove", "wheel", "scroll", "focusin", "input", "touchstart"]) {
-      document.addEventListener(type, () => { noteInput(); watchIdle(); }, { capture: true, passive: true });
+      document.addEventListener(type, noteInput, { capture: true, passive: true });
     }
-    window.addEventListener("focus", () => { noteInput(); watchIdle(); });
-    watchIdle();
+    window.addEventListener("focus", noteInput);
+    watchIdle();  // one timer: when it fires it re-arms from the latest input, so input need not touch it
   }
 
   if (holding) {
