@@ -113,8 +113,9 @@ class RequestCounter:
             self.calls.clear()
 
 
-def error_response(code: str, status: int, message: str = "injected") -> AWSResponse:
-    body = json.dumps({"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": message}).encode()
+def error_response(code: str, status: int, message: str = "injected", **fields: Any) -> AWSResponse:
+    """An error as DynamoDB sends it; ``fields`` are the error's own members (e.g. CancellationReasons)."""
+    body = json.dumps({"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": message, **fields}).encode()
     response = AWSResponse("http://127.0.0.1/", status, {"Content-Type": "application/x-amz-json-1.0"}, None)
     response._content = body  # type: ignore[attr-defined]
     return response
@@ -142,8 +143,9 @@ class FaultInjector:
         status: int = 400,
         times: int = 1,
         message: str = "injected",
+        **fields: Any,
     ) -> None:
-        self._add(operation, lambda request: error_response(code, status, message), times)
+        self._add(operation, lambda request: error_response(code, status, message, **fields), times)
 
     def lose_response(self, operation: str, times: int = 1) -> None:
         def send_then_lose(request: Any) -> Any:

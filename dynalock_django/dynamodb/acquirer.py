@@ -16,7 +16,7 @@ import math
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import botocore_errors, item, writes
 from .acquisition import Acquisition, UnansweredWrites, Write
@@ -177,20 +177,23 @@ class Acquirer:
         plan.found(current, Instant.read(self._clock))
         return None
 
-    def _write(self, plan: Acquisition, step: Write, options: AcquireOptions) -> Lease | None:
-        """One conditional write that takes the lock if it is free, released, expired or ours."""
-        stamp = Stamp.new(options.owner_name, options.lease_duration, self._clock)
-        request = writes.acquire(
+    def request(self, lock_id: LockId, step: Write, stamp: Stamp, options: AcquireOptions) -> dict[str, Any]:
+        """The conditional acquire write ``step`` calls for, stamped ``stamp`` (alone or in a transaction)."""
+        return writes.acquire(
             self._layout,
-            plan.lock_id,
+            lock_id,
             stamp,
             data=options.data,
             observed=step.observed,
             may_take_over=step.may_take_over,
             pending=list(step.unanswered),
         )
+
+    def _write(self, plan: Acquisition, step: Write, options: AcquireOptions) -> Lease | None:
+        """One conditional write that takes the lock if it is free, released, expired or ours."""
+        stamp = Stamp.new(options.owner_name, options.lease_duration, self._clock)
         try:
-            granted = self._store.update(request)
+            granted = self._store.update(self.request(plan.lock_id, step, stamp, options))
         except Refused as refused:
             current = refused.current
             seen = Instant.read(self._clock)

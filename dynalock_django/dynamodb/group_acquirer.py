@@ -68,8 +68,13 @@ class GroupAcquirer:
             raise plan.error
         holders = plan.holders()
         named = "; ".join(f"{lock_id[0]!r} {describe_holder(holder)}" for lock_id, holder in holders.items())
+        why = (
+            f"waiting for {len(holders)} of {len(plan.lock_ids)} locks: {named}"
+            if holders
+            else f"taking {len(plan.lock_ids)} locks: none was held, but the writes kept conflicting with others'"
+        )
         raise LockTimeout(
-            f"Timed out after {timeout:g}s waiting for {len(holders)} of {len(plan.lock_ids)} locks: {named}.",
+            f"Timed out after {timeout:g}s {why}.",
             next(iter(holders.values()), None),
             holders=list(holders.values()),
         )
@@ -105,7 +110,11 @@ class GroupAcquirer:
         taken: list[Lease] = []
         try:
             for lock_id in plan.to_read(self._clock.monotonic()):
-                current = self._store.read(lock_id)
+                try:
+                    current = self._store.read(lock_id)
+                except DynamoDBUnavailable as error:
+                    plan.failed([lock_id], error)  # so the round backs off, as a failed write does
+                    raise
                 plan.found(lock_id, current, Instant.read(self._clock))
             if plan.to_read(self._clock.monotonic()):
                 return None
@@ -137,20 +146,9 @@ class GroupAcquirer:
         steps = plan.writes(chunk, self._clock.monotonic())
         stamps = [Stamp.new(options.owner_name, options.lease_duration, self._clock) for _ in chunk]
         requests = [
-            writes.in_transaction(
-                writes.acquire(
-                    self._layout,
-                    lock_id,
-                    stamp,
-                    data=options.data,
-                    observed=step.observed,
-                    may_take_over=step.may_take_over,
-                    pending=list(step.unanswered),
-                )
-            )
+            writes.in_transaction(self._acquirer.request(lock_id, step, stamp, options))
             for lock_id, stamp, step in zip(chunk, stamps, steps, strict=True)
         ]
-        started = self._clock.monotonic()
         try:
             self._store.transact(requests)
         except Cancelled as cancelled:
@@ -163,13 +161,13 @@ class GroupAcquirer:
             # A retry (inside botocore) of a transaction that had landed, on a store that ignored its
             # ClientRequestToken: every item refusing it carries our stamp, and its token.
         except DynamoDBError as error:
-            self._unanswered(plan, chunk, stamps, started, error, landed=botocore_errors.may_have_landed(error))
+            self._unanswered(plan, chunk, stamps, error, landed=botocore_errors.may_have_landed(error))
             raise
         else:
             try:
                 found = self._store.read_many(chunk)
             except DynamoDBError as error:  # the transaction landed: the next round's condition finds it ours
-                self._unanswered(plan, chunk, stamps, started, error, landed=True)
+                self._unanswered(plan, chunk, stamps, error, landed=True)
                 raise
         leases: list[Lease] = []
         for lock_id, stamp, step in zip(chunk, stamps, steps, strict=True):
@@ -178,7 +176,12 @@ class GroupAcquirer:
                 plan.plans[lock_id].unanswered.clear()
                 leases.append(
                     self._acquirer.grant(
-                        lock_id, stamp.version, current.fencing_token, started, options, taken_over=step.may_take_over
+                        lock_id,
+                        stamp.version,
+                        current.fencing_token,
+                        stamp.started,
+                        options,
+                        taken_over=step.may_take_over,
                     )
                 )
             else:  # changed hands between the commit and the read (a forced release, a takeover): start again
@@ -193,14 +196,13 @@ class GroupAcquirer:
         plan: GroupAcquisition,
         chunk: Sequence[LockId],
         stamps: Sequence[Stamp],
-        started: float,
         error: DynamoDBError,
         *,
         landed: bool,
     ) -> None:
         if landed:
             for lock_id, stamp in zip(chunk, stamps, strict=True):
-                plan.plans[lock_id].unanswered.add(stamp.version, started)
+                plan.plans[lock_id].unanswered.add(stamp.version, stamp.started)
         plan.failed(chunk, error)
 
     def _one_by_one(

@@ -8,7 +8,7 @@ written at once, and only when no key is known to be held by someone who may
 not be taken over yet; until then only those keys are read.
 
 Keys are in a fixed (sorted) order and written in chunks of
-:data:`MAX_TRANSACTION_ITEMS`, DynamoDB's limit per transaction.
+:data:`.writes.MAX_TRANSACTION_ITEMS`, DynamoDB's limit per transaction.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import random
 from typing import TYPE_CHECKING
 
 from .acquisition import FIRST_POLL_SECONDS, Acquisition, Jitter, Write
+from .writes import MAX_TRANSACTION_ITEMS
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -26,8 +27,6 @@ if TYPE_CHECKING:
     from .item import LockInfo
     from .layout import LockId
     from .observations import Observations
-
-MAX_TRANSACTION_ITEMS = 100
 
 
 def sorted_lock_ids(lock_ids: Sequence[LockId]) -> list[LockId]:
@@ -77,11 +76,8 @@ class GroupAcquisition:
 
     def found(self, lock_id: LockId, current: LockInfo | None, seen: Instant) -> None:
         """A refusal or a read found ``current`` in ``lock_id`` at ``seen``."""
-        plan = self.plans[lock_id]
-        plan.found(current, seen)
-        self.error = None
-        if plan.found_held:
-            self._in_the_way.append(lock_id)
+        self.plans[lock_id].found(current, seen)
+        self.attempted(lock_id)
 
     def attempted(self, lock_id: LockId) -> None:
         """A single acquire's attempt (the fallback without transactions) told ``lock_id``'s plan what it found."""

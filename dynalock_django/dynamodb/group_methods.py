@@ -90,4 +90,4 @@ class GroupMethods:
         return self._checks.lock_id(key, None)
 
     def _group(self, leases: Sequence[Lease]) -> LeaseGroup:
-        return LeaseGroup(self._process.lease_writer, leases, sort_keys=self.layout.sort_key_name is not None)
+        return LeaseGroup(self._process.lease_writer, leases)

@@ -28,9 +28,8 @@ class LeaseGroup:
     context manager to release them all at the end of a block.
     """
 
-    def __init__(self, releaser: GroupReleaser, leases: Sequence[Lease], *, sort_keys: bool) -> None:
+    def __init__(self, releaser: GroupReleaser, leases: Sequence[Lease]) -> None:
         self._releaser = releaser
-        self._sort_keys = sort_keys
         self._leases = {self._name(lease): lease for lease in leases}
 
     def __repr__(self) -> str:
@@ -88,4 +87,5 @@ class LeaseGroup:
         release_at_block_end(self.release, exc, f"the group's {len(self)} locks")
 
     def _name(self, lease: Lease) -> LockKey:
-        return (lease.key, lease.sort_key) if self._sort_keys and lease.sort_key is not None else lease.key
+        # A lease has a sort key exactly when its table does.
+        return lease.key if lease.sort_key is None else (lease.key, lease.sort_key)

@@ -115,15 +115,15 @@ class LeaseWriter:
     def release_all(self, leases: Sequence[Lease], *, best_effort: bool = False) -> bool:
         """Release every lease; True when this call released them all.
 
-        One TransactWriteItems per 100 leases where the store has
+        One TransactWriteItems per :data:`~.writes.MAX_TRANSACTION_ITEMS` leases where the store has
         transactions and all of them are still safely held; otherwise (or if
         the transaction is refused) each lease is released by itself, as
         :meth:`release` does, and the first failure is raised at the end.
         """
         released = True
         failure: DynamoDBError | LockLost | None = None
-        for start in range(0, len(leases), 100):
-            chunk = leases[start : start + 100]
+        for start in range(0, len(leases), writes.MAX_TRANSACTION_ITEMS):
+            chunk = leases[start : start + writes.MAX_TRANSACTION_ITEMS]
             if self._release_together(chunk):
                 continue
             for lease in chunk:

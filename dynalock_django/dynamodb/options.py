@@ -120,15 +120,16 @@ class CallChecks:
         if options.data is None:
             return
         # The largest item an acquire can leave, before its data.
+        version = writes.new_version()
         largest: Item = {
             **self._layout.key(lock_id),
             item.OWNER_NAME: {"S": options.owner_name},
             item.LEASE_DURATION: {"S": str(round(options.lease_duration * 1000))},
-            item.RECORD_VERSION_NUMBER: {"S": writes.new_version()},
+            item.RECORD_VERSION_NUMBER: {"S": version},
             item.FENCING_TOKEN: {"N": "9" * 20},
             item.ACQUIRED_AT: {"N": "9" * 14},
             item.RENEWED_AT: {"N": "9" * 14},
-            item.SENT_AT: writes.sent_at(writes.new_version(), int("9" * 14)),
+            item.SENT_AT: writes.sent_at(version, int("9" * 14)),
             item.IS_RELEASED: {"S": item.IS_RELEASED_VALUE},
             item.RELEASED_BY: {"S": "x" * 256},
             item.LIVE_LOCK_KEY: {"S": lock_id[0]},

@@ -28,13 +28,15 @@ from .layout import LockId, TableLayout
 if TYPE_CHECKING:
     from .connection import Connection
 
-logger = logging.getLogger("dynalock_django.acquire")
+acquire_logger = logging.getLogger("dynalock_django.acquire")
 
 _BotoError = (ClientError, BotoCoreError)
 # Cancellation reasons that no retry can change; the others (conflicts, throttling) pass with time.
 _INVALID_TRANSACTION = frozenset({"ValidationError", "ItemCollectionSizeLimitExceeded"})
+# Cancellation reasons that mean DynamoDB is overloaded: waiters back off as from any throttling.
+_THROTTLED_TRANSACTION = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded"})
 
-logger = logging.getLogger("dynalock_django.listing")
+listing_logger = logging.getLogger("dynalock_django.listing")
 # DynamoDB's limit on the keys of one BatchGetItem.
 BATCH_GET_KEYS = 100
 # BatchGetItem may leave keys unread (throttling, the 16 MB answer limit): they are asked for
@@ -160,12 +162,11 @@ class LockStore:
         Keys DynamoDB leaves unprocessed are asked for again, after a pause.
         """
         found: dict[LockId, LockInfo | None] = dict.fromkeys(lock_ids)
-        asked = {self._key_of(lock_id): lock_id for lock_id in found}
         distinct = [self._layout.key(lock_id) for lock_id in found]
         for start in range(0, len(distinct), BATCH_GET_KEYS):
             for stored in self._batch_get(distinct[start : start + BATCH_GET_KEYS]):
                 info = self._layout.parse(stored)
-                found[asked[self._key_of((info.key, info.sort_key))]] = info
+                found[(info.key, info.sort_key)] = info  # a checked lock id has a sort key exactly when the table does
         return found
 
     def _batch_get(self, keys: list[dict[str, Any]]) -> list[Item]:
@@ -235,7 +236,7 @@ class LockStore:
     def _say_no_index(self) -> None:
         if not self._said_no_index:
             self._said_no_index = True
-            logger.warning(
+            listing_logger.warning(
                 "Table %r has no usable live-locks index %r (missing, or still being built): listing live "
                 "locks scans the whole table. Add it with LockClient.create_index() "
                 "(manage.py dynalock createindex).",
@@ -250,14 +251,11 @@ class LockStore:
             raise botocore_errors.translate(error, table_name=self._layout.table_name) from error
         return response.get("Item")
 
-    def _key_of(self, lock_id: LockId) -> tuple[str, str | None]:
-        return (lock_id[0], lock_id[1] if self._layout.sort_key_name else None)
-
     def _cancelled_or_translated(self, error: BaseException, requests: Sequence[dict[str, Any]]) -> Exception:
         code = botocore_errors.error_code(error)
         if code == "UnknownOperationException":
             self._has_transactions = False
-            logger.warning(
+            acquire_logger.warning(
                 "This DynamoDB endpoint has no transactions (TransactWriteItems: %s): acquire_many takes "
                 "the keys one by one in sorted order, and is no longer atomic.",
                 code,
@@ -267,8 +265,11 @@ class LockStore:
             return botocore_errors.translate(error, table_name=self._layout.table_name)
         assert isinstance(error, ClientError)
         reasons: list[dict[str, Any]] = error.response.get("CancellationReasons", [])  # type: ignore[assignment]
-        if any(reason.get("Code") in _INVALID_TRANSACTION for reason in reasons):
+        codes = {reason.get("Code") for reason in reasons}
+        if codes & _INVALID_TRANSACTION:
             return botocore_errors.translate(error, table_name=self._layout.table_name)
+        if codes & _THROTTLED_TRANSACTION and "ConditionalCheckFailed" not in codes:
+            return DynamoDBUnavailable(f"DynamoDB is unavailable: the transaction was throttled ({error})", error)
         refused = {}
         for position, reason in enumerate(reasons):
             if reason.get("Code") == "ConditionalCheckFailed":

@@ -201,6 +201,10 @@ def force_release(
     }
 
 
+# DynamoDB's limit on the items of one TransactWriteItems.
+MAX_TRANSACTION_ITEMS = 100
+
+
 def in_transaction(request: dict[str, Any]) -> dict[str, Any]:
     """An UpdateItem's (or, without an UpdateExpression, DeleteItem's) parameters as one TransactWriteItems entry.
 

@@ -8,14 +8,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dynalock_django.dynamodb import LockTimeout
+from dynalock_django.dynamodb import DynamoDBUnavailable, LockTimeout
 
-from ..dynamodb_support import make_dynamodb, short_lease_client
+from ..dynamodb_support import PATIENCE, make_dynamodb, short_lease_client
+
+
+def patient_client(endpoint_url: str, table_name: str) -> Any:
+    """A short-lease client whose requests may wait seconds for an answer: a loaded machine slows the
+    endpoint, and these workers test exclusion, not how fast a failing endpoint is noticed."""
+    return short_lease_client(make_dynamodb(endpoint_url, read_timeout=PATIENCE), table_name)
 
 
 def increment_under_lock(endpoint_url: str, table_name: str, key: str, counter: str, rounds: int, results: Any) -> None:
     """Read-modify-write a counter file ``rounds`` times, each under the lock; report every interval."""
-    client = short_lease_client(make_dynamodb(endpoint_url), table_name)
+    client = patient_client(endpoint_url, table_name)
     intervals = []
     path = Path(counter)
     for _ in range(rounds):
@@ -62,7 +68,7 @@ def lock_random_sets(
     above it would be refused by a fenced store, and is counted instead.
     """
     rng = random.Random(os.getpid())
-    client = short_lease_client(make_dynamodb(endpoint_url), table_name)
+    client = patient_client(endpoint_url, table_name)
     intervals, timeouts, waited, fenced_out = [], 0, 0.0, 0
     for _ in range(rounds):
         keys = rng.sample(hot_keys, rng.randint(2, min(5, len(hot_keys))))
@@ -96,7 +102,7 @@ def _acquire_in_order(client: Any, keys: list[str], rng: random.Random, timeouts
     for key in keys:
         try:
             held.append(client.acquire(key, timeout=0.5))
-        except LockTimeout:
+        except (LockTimeout, DynamoDBUnavailable):
             for lease in held:
                 lease.release(best_effort=True)
             time.sleep(rng.uniform(0, 0.1))

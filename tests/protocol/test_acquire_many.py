@@ -196,6 +196,48 @@ def test_a_try_whose_answer_was_lost_raises_and_leaves_nothing_held(make_client,
     assert held_by(client, names) == set()  # what may have landed was released on the way out
 
 
+def test_failing_reads_of_a_held_key_back_off_and_the_time_out_says_dynamodb_is_unavailable(make_client, dynamodb):
+    names = keys(3)
+    make_client(lease_duration=60, heartbeat_period=20).acquire(names[1])
+    client = make_client(dynamodb)
+    faults = FaultInjector(dynamodb)
+    faults.fail("GetItem", times=10_000)
+    with pytest.raises(DynamoDBUnavailable):
+        client.acquire_many(names, timeout=1.0)
+    # Backing off doubles the pause from 20 ms; a round that forgot its failed read would poll every 20 ms (~50).
+    assert 1 <= faults.injected["GetItem"] <= 15
+    faults.clear()
+    assert held_by(client, names) == set()
+
+
+@pytest.mark.requires("transactions")
+def test_a_throttled_transaction_is_dynamodb_unavailable_so_waiters_back_off(make_client, dynamodb):
+    names = keys(3)
+    client = make_client(dynamodb)
+    reasons = [
+        {"Code": "None"},
+        {"Code": "ThrottlingError", "Message": "Throughput exceeds the limit"},
+        {"Code": "None"},
+    ]
+    FaultInjector(dynamodb).fail("TransactWriteItems", "TransactionCanceledException", CancellationReasons=reasons)
+    with pytest.raises(DynamoDBUnavailable, match="throttled"):
+        client.try_acquire_many(names)  # not a refusal by nobody, retried at once
+    assert held_by(client, names) == set()
+
+
+@pytest.mark.requires("transactions")
+def test_a_time_out_among_conflicting_transactions_says_so(make_client, dynamodb):
+    names = keys(3)
+    client = make_client(dynamodb)
+    conflicts = [{"Code": "TransactionConflict"}] * len(names)
+    FaultInjector(dynamodb).fail(
+        "TransactWriteItems", "TransactionCanceledException", 400, 10_000, CancellationReasons=conflicts
+    )
+    with pytest.raises(LockTimeout, match="none was held, but the writes kept conflicting"):
+        client.acquire_many(names, timeout=0.3)
+    assert held_by(client, names) == set()
+
+
 def test_more_than_100_keys_go_in_sorted_chunks_and_earlier_chunks_are_released_before_waiting(
     make_client, endpoint_url, store
 ):
