@@ -112,15 +112,19 @@ def sidebar(params: QueryDict, rows: list[LockRow], models: list[tuple[str, str]
 
 
 def _choice(params: QueryDict, name: str, value: str | None, display: str) -> FilterChoice:
-    query = {key: params[key] for key in params if key not in (name, "cursor", "fragment")}
-    if value is not None:
-        query[name] = value
-    return FilterChoice(display, f"?{urlencode(query)}", params.get(name) == value if value else not params.get(name))
+    return FilterChoice(
+        display, _link_with(params, name, value), params.get(name) == value if value else not params.get(name)
+    )
 
 
 def ordering_link(params: QueryDict) -> str:
     """The "Held for" header's link: longest first, then shortest first."""
-    current = params.get("o", "")
-    query = {key: params[key] for key in params if key not in ("o", "cursor", "fragment")}
-    query["o"] = f"-{HELD_FOR}" if current == HELD_FOR else HELD_FOR
+    return _link_with(params, "o", f"-{HELD_FOR}" if params.get("o", "") == HELD_FOR else HELD_FOR)
+
+
+def _link_with(params: QueryDict, name: str, value: str | None) -> str:
+    """This page's query with ``name`` set to ``value`` (None: removed), from the first page, as a whole page."""
+    query = {key: params[key] for key in params if key not in (name, "cursor", "fragment")}
+    if value is not None:
+        query[name] = value
     return f"?{urlencode(query)}"
