@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Sequence
 from types import TracebackType
 
-from .dynamodb import Lease
+from .dynamodb import Lease, printable
 from .locks import KeyLock, lock_key
 from .supervised import SupervisedCommand
 
@@ -83,7 +83,7 @@ def run_while_leader(
 
     def stop(lease: Lease) -> None:
         if supervised is not None:
-            logger.error("Lease %r lost: stopping pid %s", name, supervised.process.pid)
+            logger.error("Lease %r lost: stopping its command %s", name, printable(command[0]))
             supervised.stop()
 
     leader = Leadership(name, timeout=timeout, on_lost=stop)
@@ -91,6 +91,7 @@ def run_while_leader(
     try:
         supervised = SupervisedCommand(command, fencing_token=lease.fencing_token, grace_period=grace_period)
         with supervised.forwarding_signals():
+            supervised.start()
             if leader.lost.is_set():  # lost before the command started: the callback had nothing to stop
                 supervised.stop()
             code = supervised.wait()

@@ -76,24 +76,51 @@ def fencing_token_from_environment() -> int:
 
 
 class SupervisedCommand:
-    """``command`` started in its own process group, dying with this thread on Linux."""
+    """``command``, once :meth:`start` ed, in its own process group, dying with this thread on Linux.
+
+    Start it inside :meth:`forwarding_signals`: a signal that arrives while it starts is then passed
+    on once it runs, instead of interrupting the runner half-way (with the command already running).
+    """
 
     def __init__(self, command: Sequence[str], *, fencing_token: int, grace_period: float) -> None:
+        self._command = list(command)
+        self._fencing_token = fencing_token
         self._grace_period = grace_period
         self._stopping = threading.Lock()
+        # Reentrant: a signal handler may run in the starting thread while it holds it.
+        self._starting = threading.RLock()
+        self._unsent: list[int] = []  # signals for the group that came before it existed
         self._kill_timer: threading.Timer | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._sentinel: subprocess.Popen[bytes] | None = None
         self.stopped = False
-        self.process = subprocess.Popen(  # noqa: S603 (the operator's own command line)
-            command,
-            env={**os.environ, FENCING_TOKEN_ENV: str(fencing_token)},
-            process_group=0,
-            preexec_fn=_dies_with_this_thread(signal.SIGKILL),  # safe with threads: see there
-        )
-        self._sentinel = _start_sentinel(self.process.pid)
+
+    @property
+    def process(self) -> subprocess.Popen[bytes]:
+        if self._process is None:
+            raise RuntimeError("The command has not been started: call start() first.")
+        return self._process
+
+    def start(self) -> None:
+        with self._starting:
+            self._process = subprocess.Popen(  # noqa: S603 (the operator's own command line)
+                self._command,
+                env={**os.environ, FENCING_TOKEN_ENV: str(self._fencing_token)},
+                process_group=0,
+                preexec_fn=_dies_with_this_thread(signal.SIGKILL),  # safe with threads: see there
+            )
+            self._sentinel = _start_sentinel(self._process.pid)
+            unsent, self._unsent = self._unsent, []
+        for signum in unsent:
+            self.signal_group(signum)
 
     def signal_group(self, signum: int) -> None:
+        with self._starting:
+            if self._process is None:
+                self._unsent.append(signum)
+                return
         with contextlib.suppress(ProcessLookupError):  # the whole group is gone already
-            os.killpg(self.process.pid, signum)
+            os.killpg(self._process.pid, signum)
 
     def stop(self) -> None:
         """SIGTERM to the command's group, SIGKILL after the grace period. Once; from any thread."""
@@ -111,9 +138,10 @@ class SupervisedCommand:
         Killed by a signal: 128 + its number, as a shell reports it.
         """
         # Exited but not reaped: its pid, which is its group's id, cannot be reused meanwhile.
-        os.waitid(os.P_PID, self.process.pid, os.WEXITED | os.WNOWAIT)
+        process = self.process
+        os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOWAIT)
         self.signal_group(signal.SIGKILL)  # nothing it started may outlive it (and the lease); the sentinel too
-        code = self.process.wait()
+        code = process.wait()
         if self._sentinel is not None:
             self._sentinel.wait()
         if self._kill_timer is not None:
