@@ -51,7 +51,7 @@ def ticker(tmp_path):
     return path
 
 
-# A runner's start (Django's, under coverage on a loaded machine) may be slow: waiting longer is never unsafe.
+# A runner's start and end (Django's, under coverage on a loaded machine) may be slow: waiting longer is never unsafe.
 STARTED = 4 * PATIENCE
 
 
@@ -137,7 +137,7 @@ def test_sigterm_to_the_runner_stops_the_commands_whole_group_then_releases(dyna
 
     runner.send_signal(signal.SIGTERM)
 
-    assert runner.wait(timeout=PATIENCE) == 128 + signal.SIGTERM
+    assert runner.wait(timeout=STARTED) == 128 + signal.SIGTERM
     assert get_client().get(NIGHTLY).is_released
     for path in (foreground, background):
         assert not is_running(ticks(path)[0][0])
@@ -163,5 +163,5 @@ def test_sigint_is_passed_on_to_the_command(dynalock, start_runner, tmp_path):
     wait_for(started.exists, STARTED)
     runner.send_signal(signal.SIGINT)
     # The command's KeyboardInterrupt ends it with SIGINT (130); the runner passes that on and releases.
-    assert runner.wait(timeout=PATIENCE) == 128 + signal.SIGINT
+    assert runner.wait(timeout=STARTED) == 128 + signal.SIGINT
     assert get_client().get(NIGHTLY).is_released
