@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 from . import botocore_errors, item, writes
 from .acquisition import Acquisition, UnansweredWrites, Write
 from .clock import Instant
-from .exceptions import DynamoDBError, DynamoDBUnavailable, LockTimeout
-from .item import LockInfo, describe_holder
+from .exceptions import DynamoDBError, DynamoDBUnavailable
+from .item import LockInfo
 from .lease import Lease, LeaseClient
 from .store import Refused
 from .writes import KeptAlive, Stamp
@@ -87,12 +87,7 @@ class Acquirer:
                 self._closed.wait(delay)
         finally:
             self.abandon(lock_id, plan.unanswered, options)
-        if plan.error is not None:
-            raise plan.error
-        raise LockTimeout(
-            f"Timed out after {timeout:g}s waiting for lock {lock_id[0]!r}, {describe_holder(plan.holder)}.",
-            plan.holder,
-        )
+        raise plan.gave_up(timeout)
 
     def try_acquire(self, lock_id: LockId, options: AcquireOptions) -> Lease | None:
         if self._holdings.get(lock_id) is not None:

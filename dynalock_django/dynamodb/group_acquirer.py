@@ -20,9 +20,8 @@ from typing import TYPE_CHECKING
 
 from . import botocore_errors, writes
 from .clock import Instant
-from .exceptions import DynamoDBError, DynamoDBUnavailable, LockTimeout
+from .exceptions import DynamoDBError, DynamoDBUnavailable
 from .group_acquisition import GroupAcquisition
-from .item import describe_holder
 from .store import Cancelled, TransactionsUnsupported
 from .writes import Stamp
 
@@ -64,15 +63,7 @@ class GroupAcquirer:
                 self._closed.wait(delay)
         finally:
             self._abandon(plan, options)
-        if plan.error is not None:
-            raise plan.error
-        holders = plan.holders()
-        named = "; ".join(f"{lock_id[0]!r} {describe_holder(holder)}" for lock_id, holder in holders.items())
-        raise LockTimeout(
-            f"Timed out after {timeout:g}s waiting for {len(holders)} of {len(plan.lock_ids)} locks: {named}.",
-            next(iter(holders.values()), None),
-            holders=list(holders.values()),
-        )
+        raise plan.gave_up(timeout)
 
     def try_acquire(self, lock_ids: Sequence[LockId], options: AcquireOptions) -> list[Lease] | None:
         if any(self._holdings.get(lock_id) is not None for lock_id in lock_ids):
