@@ -12,9 +12,12 @@ cancelled meanwhile is released, not leaked.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+from .exceptions import ClientClosed
 
 if TYPE_CHECKING:
     from .acquisition import Acquisition
@@ -48,7 +51,8 @@ class AsyncAcquirer:
                         return lease
         finally:
             if plan.unanswered:
-                await self._calls.run(functools.partial(self._acquirer.abandon, lock_id, plan.unanswered, options))
+                with contextlib.suppress(ClientClosed):  # best effort, as the sync path's: closing ends it
+                    await self._calls.run(functools.partial(self._acquirer.abandon, lock_id, plan.unanswered, options))
         raise plan.gave_up(timeout)
 
     async def _wait_and_attempt(
@@ -103,7 +107,8 @@ class AsyncAcquirer:
                 await asyncio.sleep(delay)
         finally:
             if any(key_plan.unanswered for key_plan in plan.plans.values()):
-                await self._calls.run(functools.partial(self._group_acquirer.abandon, plan, options))
+                with contextlib.suppress(ClientClosed):
+                    await self._calls.run(functools.partial(self._group_acquirer.abandon, plan, options))
         raise plan.gave_up(timeout)
 
     async def _wait_until_free_here(self, plan: GroupAcquisition, deadline: float | None) -> bool:
