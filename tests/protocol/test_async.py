@@ -12,7 +12,7 @@ from asgiref.sync import sync_to_async
 from dynalock_django.dynamodb import ClientClosed, LockTimeout
 from dynalock_django.dynamodb.call_threads import CALL_THREADS
 
-from ..dynamodb_support import LEASE, RequestCounter
+from ..dynamodb_support import LEASE, RequestCounter, wait_for
 
 
 def test_aacquire_takes_a_lease_the_heartbeat_renews_and_arelease_ends_it(make_client, dynamodb, key):
@@ -207,3 +207,20 @@ def test_a_thousand_coroutines_wait_for_one_key_without_threads(make_client, key
         assert most_threads <= threads_before + CALL_THREADS + 2  # the call threads and the heartbeat, no more
 
     asyncio.run(main())
+
+
+def test_a_lease_won_by_an_attempt_whose_caller_was_cancelled_is_released(make_client, dynamodb, key):
+    client = make_client(dynamodb)
+    slow_write = lambda **kwargs: time.sleep(0.3)  # noqa: E731 - the write is under way when its caller gives up
+    dynamodb.meta.events.register("before-send.dynamodb.UpdateItem", slow_write)
+
+    async def main() -> None:
+        attempt = asyncio.create_task(client.atry_acquire(key))
+        await asyncio.sleep(0.1)
+        attempt.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await attempt
+
+    asyncio.run(main())
+    wait_for(lambda: client.get(key) is not None and client.get(key).is_released, 5.0)
+    assert client.held_leases() == []
