@@ -224,3 +224,21 @@ def test_a_lease_won_by_an_attempt_whose_caller_was_cancelled_is_released(make_c
     asyncio.run(main())
     wait_for(lambda: client.get(key) is not None and client.get(key).is_released, 5.0)
     assert client.held_leases() == []
+
+
+def test_aacquire_many_waits_without_requests_while_this_client_holds_a_key(make_client, dynamodb, key):
+    client = make_client(dynamodb)
+    keys = [f"{key}-a", f"{key}-b"]
+    held = client.acquire(keys[1])
+    counter = RequestCounter(dynamodb)
+
+    async def main() -> None:
+        with pytest.raises(LockTimeout) as timed_out:
+            await client.aacquire_many(keys, timeout=0.2)
+        assert timed_out.value.holders[0].fencing_token == held.fencing_token
+        asyncio.get_running_loop().call_later(0.2, held.release)
+        group = await client.aacquire_many(keys, timeout=5)
+        await group.arelease()
+
+    asyncio.run(main())
+    assert counter.calls["GetItem"] == 0  # waited on the local holder, not by polling it
