@@ -4,11 +4,13 @@ The first three return a :class:`KeyLock`, ``lock_objects`` an
 :class:`ObjectsLock`; each is used as ``with`` / ``async with`` (giving the
 Lease, or the LeaseGroup), as a decorator (a fresh acquisition per call), or
 directly with ``acquire()`` / ``release()``. Inside ``transaction.atomic()``
-the release waits for the transaction to end.
+the release waits for the transaction to end. ``async with`` waits as a
+coroutine (``LockClient.aacquire``): no thread is held while it waits.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 from collections.abc import Callable, Iterator
@@ -69,18 +71,42 @@ class _HeldLock(Generic[Held]):
         """Ask the client for the lock, waiting up to ``timeout``."""
         raise NotImplementedError
 
+    async def _atake(self, timeout: float | None) -> Held:
+        """:meth:`_take` for coroutines: waiting costs no thread."""
+        raise NotImplementedError
+
     def acquire(self) -> Held:
         """Take the lock: waits up to ``timeout`` (LockTimeout), or not at all when not ``blocking``."""
+        with self._refused_if_not_blocking():
+            held = self._take(self._wait())
+        for lease in leases_of(held):
+            _watch(lease)
+            signals.lease_acquired.send(sender=lease.key, lease=lease)
+        self.held = held
+        return held
+
+    async def aacquire(self) -> Held:
+        """:meth:`acquire` for coroutines: the wait is ``asyncio.sleep``, not a thread."""
+        with self._refused_if_not_blocking():
+            held = await self._atake(self._wait())
+        for lease in leases_of(held):
+            _watch(lease)
+            await signals.lease_acquired.asend(sender=lease.key, lease=lease)
+        self.held = held
+        return held
+
+    def _wait(self) -> float | None:
+        return self.timeout if self.blocking else 0.0
+
+    @contextlib.contextmanager
+    def _refused_if_not_blocking(self) -> Iterator[None]:
+        """A lock that does not block was never waited for: its time-out is a refusal (LockNotAcquired)."""
         try:
-            held = self._take(0.0 if not self.blocking else self.timeout)
+            yield
         except LockTimeout as error:
             if self.blocking:
                 raise
             raise LockNotAcquired(str(error), error.holder) from error
-        for lease in leases_of(held):
-            _announce(lease)
-        self.held = held
-        return held
 
     def release(self, *, best_effort: bool = False) -> None:
         """Release now, or when the enclosing transaction commits or rolls back.
@@ -99,6 +125,16 @@ class _HeldLock(Generic[Held]):
         else:
             held.release(best_effort=best_effort)
 
+    async def arelease(self, *, best_effort: bool = False) -> None:
+        """:meth:`release` for coroutines."""
+        if self.held is not None and in_user_transaction(self.using):
+            # Only inside a sync atomic block (Django's atomic() is sync-only): release as sync code does.
+            await sync_to_async(self.release)(best_effort=best_effort)
+            return
+        held, self.held = self.held, None
+        if held is not None:
+            await held.arelease(best_effort=best_effort)
+
     def __enter__(self) -> Held:
         return self.acquire()
 
@@ -113,17 +149,22 @@ class _HeldLock(Generic[Held]):
         try:
             self.release()
         except Exception as error:
-            keys = ", ".join(repr(lease.key) for lease in leases_of(held))
-            exc.add_note(f"dynalock: releasing {keys} also failed: {error}")
+            _note_failed_release(exc, held, error)
 
     async def __aenter__(self) -> Held:
-        # Waiting for a lock blocks: do it off the event loop.
-        return await sync_to_async(self.acquire, thread_sensitive=False)()
+        return await self.aacquire()
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
     ) -> None:
-        await sync_to_async(self.__exit__)(exc_type, exc, traceback)
+        held = self.held
+        if exc is None or held is None:
+            await self.arelease()
+            return
+        try:
+            await self.arelease()
+        except Exception as error:
+            _note_failed_release(exc, held, error)
 
     def __call__(self, function: F) -> F:
         if inspect.iscoroutinefunction(function):
@@ -161,6 +202,9 @@ class KeyLock(_HeldLock[Lease]):
     def _take(self, timeout: float | None) -> Lease:
         return get_client().acquire(self.key, timeout=timeout, data=self.lock_data.to_bytes())
 
+    async def _atake(self, timeout: float | None) -> Lease:
+        return await get_client().aacquire(self.key, timeout=timeout, data=self.lock_data.to_bytes())
+
 
 class ObjectsLock(_HeldLock[LeaseGroup]):
     """The locks of many model rows, all or none (see :func:`lock_objects`); holding it gives a LeaseGroup."""
@@ -182,11 +226,19 @@ class ObjectsLock(_HeldLock[LeaseGroup]):
     def _take(self, timeout: float | None) -> LeaseGroup:
         return get_client().acquire_many(self.lock_keys(), timeout=timeout, data=self.lock_data.to_bytes())
 
+    async def _atake(self, timeout: float | None) -> LeaseGroup:
+        lock_keys = await sync_to_async(self.lock_keys)()  # querysets are read by the ORM, which is sync
+        return await get_client().aacquire_many(lock_keys, timeout=timeout, data=self.lock_data.to_bytes())
 
-def _announce(lease: Lease) -> None:
+
+def _watch(lease: Lease) -> None:
     lease.add_release_callback(_send_released)
     lease.add_lost_callback(_send_lost)
-    signals.lease_acquired.send(sender=lease.key, lease=lease)
+
+
+def _note_failed_release(exc: BaseException, held: Lease | LeaseGroup, error: Exception) -> None:
+    keys = ", ".join(repr(lease.key) for lease in leases_of(held))
+    exc.add_note(f"dynalock: releasing {keys} also failed: {error}")
 
 
 def _send_released(lease: Lease) -> None:

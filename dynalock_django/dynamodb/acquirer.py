@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 from . import botocore_errors, item, writes
 from .acquisition import Acquisition, UnansweredWrites, Write
 from .clock import Instant
-from .exceptions import DynamoDBError, DynamoDBUnavailable, LockTimeout
-from .item import LockInfo, describe_holder
+from .exceptions import DynamoDBError, DynamoDBUnavailable
+from .item import LockInfo
 from .lease import Lease, LeaseClient
 from .store import Refused
 from .writes import KeptAlive, Stamp
@@ -67,18 +67,14 @@ class Acquirer:
 
     def acquire(self, lock_id: LockId, options: AcquireOptions, timeout: float | None) -> Lease:
         deadline = None if timeout is None else self._clock.monotonic() + timeout
-        plan = self._plan(lock_id, deadline)
+        plan = self.plan(lock_id, deadline)
         try:
             while True:
                 self._ensure_open()
                 if not self._holdings.wait_until_free(lock_id, deadline):
                     plan.held_locally(self._holdings.holder(lock_id))
                     break
-                try:
-                    lease = self.attempt(plan, options)
-                except DynamoDBUnavailable as unavailable:
-                    plan.failed(unavailable)
-                    lease = None
+                lease = self.attempt_while_waiting(plan, options)
                 if lease is not None:
                     return lease
                 delay = plan.delay(self._clock.monotonic())
@@ -87,17 +83,12 @@ class Acquirer:
                 self._closed.wait(delay)
         finally:
             self.abandon(lock_id, plan.unanswered, options)
-        if plan.error is not None:
-            raise plan.error
-        raise LockTimeout(
-            f"Timed out after {timeout:g}s waiting for lock {lock_id[0]!r}, {describe_holder(plan.holder)}.",
-            plan.holder,
-        )
+        raise plan.gave_up(timeout)
 
     def try_acquire(self, lock_id: LockId, options: AcquireOptions) -> Lease | None:
         if self._holdings.get(lock_id) is not None:
             return None  # held by this very client: no need to ask DynamoDB
-        plan = self._plan(lock_id, deadline=None)
+        plan = self.plan(lock_id, deadline=None)
         try:
             lease = self.attempt(plan, options)
             if lease is None and plan.retry_at_once:  # released or deleted as we asked, or takeable: one more try
@@ -165,8 +156,16 @@ class Acquirer:
             keep_alive=False,
         )
 
-    def _plan(self, lock_id: LockId, deadline: float | None) -> Acquisition:
+    def plan(self, lock_id: LockId, deadline: float | None) -> Acquisition:
         return Acquisition(lock_id, self._observations, refresh_period=self._refresh_period, deadline=deadline)
+
+    def attempt_while_waiting(self, plan: Acquisition, options: AcquireOptions) -> Lease | None:
+        """An attempt of a wait: DynamoDB being unavailable is told to the plan (it backs off), not raised."""
+        try:
+            return self.attempt(plan, options)
+        except DynamoDBUnavailable as unavailable:
+            plan.failed(unavailable)
+            return None
 
     def attempt(self, plan: Acquisition, options: AcquireOptions) -> Lease | None:
         """The plan's next step: the lease if it won the lock, None when the plan was told what it found."""

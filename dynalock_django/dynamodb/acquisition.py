@@ -21,6 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from .exceptions import LockTimeout
+from .item import describe_holder
+
 if TYPE_CHECKING:
     from .clock import Instant
     from .exceptions import DynamoDBError
@@ -153,6 +156,15 @@ class Acquisition:
     def held_locally(self, holder: LockInfo | None) -> None:
         """The deadline passed while another thread of this client held the lock."""
         self.holder = holder
+
+    def gave_up(self, timeout: float | None) -> DynamoDBError | LockTimeout:
+        """What a wait that ended without the lock raises: the last failure, or who held the lock."""
+        if self.error is not None:
+            return self.error
+        return LockTimeout(
+            f"Timed out after {timeout:g}s waiting for lock {self.lock_id[0]!r}, {describe_holder(self.holder)}.",
+            self.holder,
+        )
 
     def delay(self, now: float) -> float | None:
         """Seconds to wait before the next step; None when the deadline has passed.

@@ -20,9 +20,8 @@ from typing import TYPE_CHECKING
 
 from . import botocore_errors, writes
 from .clock import Instant
-from .exceptions import DynamoDBError, DynamoDBUnavailable, LockTimeout
+from .exceptions import DynamoDBError, DynamoDBUnavailable
 from .group_acquisition import GroupAcquisition
-from .item import describe_holder
 from .store import Cancelled, TransactionsUnsupported
 from .writes import Stamp
 
@@ -49,13 +48,13 @@ class GroupAcquirer:
 
     def acquire(self, lock_ids: Sequence[LockId], options: AcquireOptions, timeout: float | None) -> list[Lease]:
         deadline = None if timeout is None else self._clock.monotonic() + timeout
-        plan = self._plan(lock_ids, deadline)
+        plan = self.plan(lock_ids, deadline)
         try:
             while True:
                 self._ensure_open()
                 if not self._wait_until_free_here(plan, deadline):
                     break
-                leases = self._round(plan, options)
+                leases = self.attempt(plan, options)
                 if leases is not None:
                     return leases
                 delay = plan.delay(self._clock.monotonic())
@@ -63,37 +62,24 @@ class GroupAcquirer:
                     break
                 self._closed.wait(delay)
         finally:
-            self._abandon(plan, options)
-        if plan.error is not None:
-            raise plan.error
-        holders = plan.holders()
-        named = "; ".join(f"{lock_id[0]!r} {describe_holder(holder)}" for lock_id, holder in holders.items())
-        why = (
-            f"waiting for {len(holders)} of {len(plan.lock_ids)} locks: {named}"
-            if holders
-            else f"taking {len(plan.lock_ids)} locks: none was held, but the writes kept conflicting with others'"
-        )
-        raise LockTimeout(
-            f"Timed out after {timeout:g}s {why}.",
-            next(iter(holders.values()), None),
-            holders=list(holders.values()),
-        )
+            self.abandon(plan, options)
+        raise plan.gave_up(timeout)
 
     def try_acquire(self, lock_ids: Sequence[LockId], options: AcquireOptions) -> list[Lease] | None:
         if any(self._holdings.get(lock_id) is not None for lock_id in lock_ids):
             return None  # held by this very client: no need to ask DynamoDB
-        plan = self._plan(lock_ids, deadline=None)
+        plan = self.plan(lock_ids, deadline=None)
         try:
-            leases = self._round(plan, options)
+            leases = self.attempt(plan, options)
             if leases is None and not plan.holders() and plan.error is None:
-                leases = self._round(plan, options)  # released or deleted as we asked: one more try
+                leases = self.attempt(plan, options)  # released or deleted as we asked: one more try
         finally:
-            self._abandon(plan, options)
+            self.abandon(plan, options)
         if plan.error is not None:
             raise plan.error
         return leases
 
-    def _plan(self, lock_ids: Sequence[LockId], deadline: float | None) -> GroupAcquisition:
+    def plan(self, lock_ids: Sequence[LockId], deadline: float | None) -> GroupAcquisition:
         return GroupAcquisition(lock_ids, self._observations, refresh_period=self._refresh_period, deadline=deadline)
 
     def _wait_until_free_here(self, plan: GroupAcquisition, deadline: float | None) -> bool:
@@ -104,7 +90,7 @@ class GroupAcquirer:
                 return False
         return True
 
-    def _round(self, plan: GroupAcquisition, options: AcquireOptions) -> list[Lease] | None:
+    def attempt(self, plan: GroupAcquisition, options: AcquireOptions) -> list[Lease] | None:
         """Read the keys in the way, then, if none still is, write every chunk; the leases, or None (all released)."""
         plan.new_round()
         taken: list[Lease] = []
@@ -229,7 +215,7 @@ class GroupAcquirer:
             self._lease_writer.release_all(leases, best_effort=True)
             leases.clear()
 
-    def _abandon(self, plan: GroupAcquisition, options: AcquireOptions) -> None:
+    def abandon(self, plan: GroupAcquisition, options: AcquireOptions) -> None:
         for lock_id, key_plan in plan.plans.items():
             with contextlib.suppress(DynamoDBError):
                 self._acquirer.abandon(lock_id, key_plan.unanswered, options)

@@ -17,6 +17,8 @@ import random
 from typing import TYPE_CHECKING
 
 from .acquisition import FIRST_POLL_SECONDS, Acquisition, Jitter, Write
+from .exceptions import LockTimeout
+from .item import describe_holder
 from .writes import MAX_TRANSACTION_ITEMS
 
 if TYPE_CHECKING:
@@ -100,6 +102,23 @@ class GroupAcquisition:
         """Every key still held at the last look, and by whom (as last read)."""
         held = {lock_id: self.plans[lock_id].holder for lock_id in self._in_the_way if self.plans[lock_id].found_held}
         return {**held, **self._local}
+
+    def gave_up(self, timeout: float | None) -> DynamoDBError | LockTimeout:
+        """What a wait that ended without the locks raises: the last failure, or every key still held and by whom."""
+        if self.error is not None:
+            return self.error
+        holders = self.holders()
+        named = "; ".join(f"{lock_id[0]!r} {describe_holder(holder)}" for lock_id, holder in holders.items())
+        why = (
+            f"waiting for {len(holders)} of {len(self.lock_ids)} locks: {named}"
+            if holders
+            else f"taking {len(self.lock_ids)} locks: none was held, but the writes kept conflicting with others'"
+        )
+        return LockTimeout(
+            f"Timed out after {timeout:g}s {why}.",
+            next(iter(holders.values()), None),
+            holders=list(holders.values()),
+        )
 
     def delay(self, now: float) -> float | None:
         """Seconds to wait before the next round; None when the deadline has passed.

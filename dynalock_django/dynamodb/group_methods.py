@@ -1,4 +1,4 @@
-"""LockClient's methods for many locks at once: acquire_many, try_acquire_many (a base class of LockClient)."""
+"""LockClient's methods for many locks at once: acquire_many, try_acquire_many, and their awaitable counterparts."""
 
 from __future__ import annotations
 
@@ -64,6 +64,32 @@ class GroupMethods:
         leases = self._process.group_acquirer.try_acquire(lock_ids, options)
         return None if leases is None else self._group(leases)
 
+    async def aacquire_many(
+        self,
+        keys: Iterable[LockKey],
+        *,
+        timeout: float | None = None,
+        data: bytes | None = None,
+        on_lost: LostCallback | None = None,
+    ) -> LeaseGroup:
+        """:meth:`acquire_many` for coroutines: waiting is ``asyncio.sleep``."""
+        lock_ids, options = self._many(keys, data, on_lost)
+        validation.check_timeout(timeout)
+        return self._group(await self._process.async_acquirer.acquire_many(lock_ids, options, timeout))
+
+    async def atry_acquire_many(
+        self,
+        keys: Iterable[LockKey],
+        *,
+        data: bytes | None = None,
+        on_lost: LostCallback | None = None,
+    ) -> LeaseGroup | None:
+        """:meth:`try_acquire_many` for coroutines."""
+        lock_ids, options = self._many(keys, data, on_lost)
+        self._process.ensure_open()
+        leases = await self._process.async_acquirer.try_acquire_many(lock_ids, options)
+        return None if leases is None else self._group(leases)
+
     def _many(
         self, keys: Iterable[LockKey], data: bytes | None, on_lost: LostCallback | None
     ) -> tuple[list[LockId], AcquireOptions]:
@@ -90,4 +116,4 @@ class GroupMethods:
         return self._checks.lock_id(key, None)
 
     def _group(self, leases: Sequence[Lease]) -> LeaseGroup:
-        return LeaseGroup(self._process.lease_writer, leases)
+        return LeaseGroup(self._process.group_release, leases)

@@ -1,12 +1,16 @@
 """The leases this process holds and its heartbeat renews, and its threads waiting for each other.
 
 Threads of one client waiting for a lock another of its threads holds wait
-here, on a condition variable, and send nothing to DynamoDB.
+here, on a condition variable, and send nothing to DynamoDB. Coroutines wait
+on their own event loop instead: they subscribe with :meth:`Holdings.on_free`
+(:mod:`.async_waiting`), and are called back from the thread that ends the lease.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from .item import LockInfo
@@ -24,6 +28,7 @@ class Holdings:
         self._mutex = threading.Lock()
         self._lease_ended = threading.Condition(self._mutex)
         self._held: dict[LockId, Lease] = {}
+        self._listeners: dict[LockId, list[Callable[[], None]]] = {}
 
     def __len__(self) -> int:
         return len(self._held)
@@ -53,6 +58,9 @@ class Holdings:
             if self._held.get(lease.lock_id) is lease:
                 del self._held[lease.lock_id]
             self._lease_ended.notify_all()
+            listeners = list(self._listeners.get(lease.lock_id, ()))
+        for wake in listeners:
+            wake()
         if released:
             lease.mark_released()
         elif lost is not None:
@@ -62,6 +70,27 @@ class Holdings:
         """The client closed: the threads waiting here stop waiting."""
         with self._lease_ended:
             self._lease_ended.notify_all()
+            listeners = [wake for waiting in self._listeners.values() for wake in waiting]
+        for wake in listeners:
+            wake()
+
+    @contextlib.contextmanager
+    def on_free(self, lock_id: LockId, wake: Callable[[], None]) -> Iterator[bool]:
+        """For the block, call ``wake()`` (from any thread) whenever a lease on the lock ends; yields: is it held?
+
+        Subscribing and looking are one step, so a lease that ends right after the look still wakes.
+        """
+        with self._mutex:
+            self._listeners.setdefault(lock_id, []).append(wake)
+            held = lock_id in self._held and not self._closed.is_set()
+        try:
+            yield held
+        finally:
+            with self._mutex:
+                waiting = self._listeners[lock_id]
+                waiting.remove(wake)
+                if not waiting:
+                    del self._listeners[lock_id]
 
     def wait_until_free(self, lock_id: LockId, deadline: float | None) -> bool:
         """Wait, without asking DynamoDB, while another thread of this client holds the lock; False at the deadline."""

@@ -31,6 +31,10 @@ class LeaseClient(Protocol):
 
     def extend(self, lease: Lease, lease_duration: float | None = None) -> None: ...
 
+    async def arelease(self, lease: Lease, *, best_effort: bool = False) -> bool: ...
+
+    async def aextend(self, lease: Lease, lease_duration: float | None = None) -> None: ...
+
 
 class Lease:
     """A lock this process holds, renewed in the background until released.
@@ -144,6 +148,14 @@ class Lease:
     def extend(self, lease_duration: float | None = None) -> None:
         """Renew now (a manual heartbeat), optionally with a new lease duration."""
         self._client.extend(self, lease_duration)
+
+    async def arelease(self, *, best_effort: bool = False) -> bool:
+        """:meth:`release` for coroutines."""
+        return await self._client.arelease(self, best_effort=best_effort)
+
+    async def aextend(self, lease_duration: float | None = None) -> None:
+        """:meth:`extend` for coroutines."""
+        await self._client.aextend(self, lease_duration)
 
     def add_lost_callback(self, callback: LostCallback) -> None:
         """Call ``callback(lease)`` when the lease is lost (at once if it already is)."""

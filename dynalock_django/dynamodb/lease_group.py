@@ -17,6 +17,8 @@ class GroupReleaser(Protocol):
 
     def release_all(self, leases: Sequence[Lease], *, best_effort: bool = False) -> bool: ...
 
+    async def arelease_all(self, leases: Sequence[Lease], *, best_effort: bool = False) -> bool: ...
+
 
 class LeaseGroup:
     """The leases of locks acquired together, all or none (``LockClient.acquire_many``).
@@ -74,6 +76,10 @@ class LeaseGroup:
         released), unless ``best_effort``: see :meth:`.LockClient.release`.
         """
         return self._releaser.release_all(list(self._leases.values()), best_effort=best_effort)
+
+    async def arelease(self, *, best_effort: bool = False) -> bool:
+        """:meth:`release` for coroutines."""
+        return await self._releaser.arelease_all(list(self._leases.values()), best_effort=best_effort)
 
     def __enter__(self) -> LeaseGroup:
         return self

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from . import botocore_config, fork_safety, validation
+from .async_methods import AsyncMethods
 from .batch_reads import BatchReads
 from .clock import SYSTEM_CLOCK, Clock, Instant
 from .connection import ClientFactory, Connection
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
-class LockClient(GroupMethods, TableMethods, ListingMethods, BatchReads):
+class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, BatchReads):
     """Advisory locks in a DynamoDB table, compatible with the AWS Java lock client.
 
     ``dynamodb`` is a boto3 DynamoDB client, or a zero-argument callable that makes one. Prefer the

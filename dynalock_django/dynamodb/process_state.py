@@ -10,6 +10,10 @@ import threading
 from typing import TYPE_CHECKING, Protocol
 
 from .acquirer import Acquirer
+from .async_acquirer import AsyncAcquirer
+from .async_methods import GroupRelease
+from .async_waiting import Turns
+from .call_threads import CallThreads
 from .exceptions import ClientClosed
 from .group_acquirer import GroupAcquirer
 from .heartbeat import Heartbeat
@@ -42,6 +46,7 @@ class ProcessState:
     def __init__(self, client: ClientSettings, store: LockStore, *, closed: bool) -> None:
         layout, clock = client.layout, client.clock
         self._client = client
+        self.clock = clock
         self.closed = threading.Event()
         if closed:
             self.closed.set()
@@ -70,6 +75,11 @@ class ProcessState:
         )
         self.group_acquirer = GroupAcquirer(self, client, store)
         self.operator = OperatorActions(store, layout, clock, self.holdings, self.acquirer.grant)
+        # Coroutines: a few threads for their requests (built per process, so a forked child has its own).
+        self.calls = CallThreads(name=f"dynalock-call-{layout.table_name}")
+        self.turns = Turns(clock)
+        self.async_acquirer = AsyncAcquirer(self)
+        self.group_release = GroupRelease(self.lease_writer, self.calls)
 
     def ensure_open(self) -> None:
         if self.closed.is_set():
@@ -87,4 +97,5 @@ class ProcessState:
                 lease.release(best_effort=True)
             else:
                 self.holdings.forget(lease, lost=("the client was closed without releasing", None), superseded=False)
+        self.calls.shutdown()
         return True

@@ -7,7 +7,7 @@ from typing import cast
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.models import User
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from dynalock_django import fenced_save, lock_object, requires_lock
@@ -59,3 +59,22 @@ def add_note(request: HttpRequest, pk: int) -> HttpResponse:
             customer.notes.create(author=cast(User, request.user), body=request.POST["body"])
         messages.success(request, "Note added.")
     return redirect("desk:customer-edit", pk=pk)
+
+
+async def _snapshot(request: HttpRequest, pk: int) -> JsonResponse:
+    customer = await Customer.objects.aget(pk=pk)
+    return JsonResponse({"name": customer.name, "token": request.lock_lease.fencing_token})  # type: ignore[attr-defined]
+
+
+@staff_member_required
+@requires_lock(Customer, timeout=30, purpose="snapshot")
+async def customer_snapshot(request: HttpRequest, pk: int) -> JsonResponse:
+    """The customer as no save is changing it: waits (as a coroutine, under ASGI) for a save in progress."""
+    return await _snapshot(request, pk)
+
+
+@staff_member_required
+@requires_lock(Customer, purpose="snapshot")
+async def customer_snapshot_now(request: HttpRequest, pk: int) -> JsonResponse:
+    """The same, or at once 423 Locked while someone holds the customer's lock."""
+    return await _snapshot(request, pk)

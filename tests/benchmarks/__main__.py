@@ -8,6 +8,7 @@ import sys
 BENCHMARKS = [
     "protocol",
     "many_locks",
+    "async_locks",
     "django_layer",
     "many_objects",
     "live_locks",

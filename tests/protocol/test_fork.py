@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -71,3 +72,19 @@ def test_a_forked_child_has_its_own_owner_and_connection_and_none_of_the_parents
     assert lease.is_held()
     assert client.get(key).owner_name == parent["owner"]
     assert lease.release() is True
+
+
+def test_a_forked_child_waits_as_coroutines_on_call_threads_of_its_own(make_client, key):
+    client = make_client()
+    held = asyncio.run(client.aacquire(key))  # the parent's call threads exist now
+
+    def in_child():
+        async def take() -> list[object]:
+            own = await client.aacquire(key + "-child", timeout=2)
+            result = [own.owner_name == client.owner_name, await own.arelease()]
+            return result
+
+        return asyncio.run(take())
+
+    assert run_in_child(in_child) == [True, True]
+    assert asyncio.run(held.arelease()) is True

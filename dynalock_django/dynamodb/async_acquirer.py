@@ -1,0 +1,134 @@
+"""Acquiring from a coroutine: the sync acquirers' steps, each one short call on the client's call threads.
+
+The same plans decide (:mod:`.acquisition`, :mod:`.group_acquisition`), and
+each attempt is the sync acquirer's own (:meth:`.Acquirer.attempt`,
+:meth:`.GroupAcquirer.attempt`): a request or a few, never a wait. What
+differs is only the waiting: ``asyncio.sleep`` between attempts, and
+:mod:`.async_waiting` while this client holds the lock, so a waiting
+coroutine costs no thread. A lease won by an attempt whose caller was
+cancelled meanwhile is released, not leaked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from .exceptions import ClientClosed
+
+if TYPE_CHECKING:
+    from .acquisition import Acquisition
+    from .group_acquisition import GroupAcquisition
+    from .layout import LockId
+    from .lease import Lease
+    from .options import AcquireOptions
+    from .process_state import ProcessState
+
+
+class AsyncAcquirer:
+    def __init__(self, process: ProcessState) -> None:
+        self._process = process
+        self._acquirer = process.acquirer
+        self._group_acquirer = process.group_acquirer
+        self._holdings = process.holdings
+        self._calls = process.calls
+        self._turns = process.turns
+        self._clock = process.clock
+
+    async def acquire(self, lock_id: LockId, options: AcquireOptions, timeout: float | None) -> Lease:
+        deadline = None if timeout is None else self._clock.monotonic() + timeout
+        plan = self._acquirer.plan(lock_id, deadline)
+        try:
+            async with self._turns.turn(lock_id, deadline) as my_turn:
+                if not my_turn:
+                    self._held_here(plan)
+                else:
+                    lease = await self._wait_and_attempt(plan, options, deadline)
+                    if lease is not None:
+                        return lease
+        finally:
+            if plan.unanswered:
+                with contextlib.suppress(ClientClosed):  # best effort, as the sync path's: closing ends it
+                    await self._calls.run(functools.partial(self._acquirer.abandon, lock_id, plan.unanswered, options))
+        raise plan.gave_up(timeout)
+
+    async def _wait_and_attempt(
+        self, plan: Acquisition, options: AcquireOptions, deadline: float | None
+    ) -> Lease | None:
+        while True:
+            if not await self._turns.wait_until_free(self._holdings, plan.lock_id, deadline):
+                self._held_here(plan)
+                return None
+            self._process.ensure_open()  # a closing client ends the wait above, too
+            lease = await self._calls.run(
+                functools.partial(self._acquirer.attempt_while_waiting, plan, options), if_abandoned=_release
+            )
+            if lease is not None:
+                return lease
+            delay = plan.delay(self._clock.monotonic())
+            if delay is None:
+                return None
+            await asyncio.sleep(delay)
+
+    def _held_here(self, plan: Acquisition) -> None:
+        """The deadline came while another holder of this client, or a coroutine before us, had the lock."""
+        holder = self._holdings.holder(plan.lock_id)
+        if holder is None:  # a coroutine before us is still waiting for it: the holder is the one it saw
+            observed = self._process.observations.get(plan.lock_id)
+            holder = observed.info if observed is not None else None
+        plan.held_locally(holder)
+
+    async def try_acquire(self, lock_id: LockId, options: AcquireOptions) -> Lease | None:
+        return await self._calls.run(
+            functools.partial(self._acquirer.try_acquire, lock_id, options), if_abandoned=_release
+        )
+
+    async def acquire_many(
+        self, lock_ids: Sequence[LockId], options: AcquireOptions, timeout: float | None
+    ) -> list[Lease]:
+        deadline = None if timeout is None else self._clock.monotonic() + timeout
+        plan = self._group_acquirer.plan(lock_ids, deadline)
+        try:
+            while True:
+                if not await self._wait_until_free_here(plan, deadline):
+                    break
+                self._process.ensure_open()
+                leases = await self._calls.run(
+                    functools.partial(self._group_acquirer.attempt, plan, options), if_abandoned=_release_all
+                )
+                if leases is not None:
+                    return leases
+                delay = plan.delay(self._clock.monotonic())
+                if delay is None:
+                    break
+                await asyncio.sleep(delay)
+        finally:
+            if any(key_plan.unanswered for key_plan in plan.plans.values()):
+                with contextlib.suppress(ClientClosed):
+                    await self._calls.run(functools.partial(self._group_acquirer.abandon, plan, options))
+        raise plan.gave_up(timeout)
+
+    async def _wait_until_free_here(self, plan: GroupAcquisition, deadline: float | None) -> bool:
+        for lock_id in plan.lock_ids:
+            if not await self._turns.wait_until_free(self._holdings, lock_id, deadline):
+                plan.held_locally(lock_id, self._holdings.holder(lock_id))
+                return False
+        return True
+
+    async def try_acquire_many(self, lock_ids: Sequence[LockId], options: AcquireOptions) -> list[Lease] | None:
+        return await self._calls.run(
+            functools.partial(self._group_acquirer.try_acquire, lock_ids, options), if_abandoned=_release_all
+        )
+
+
+def _release(lease: Lease | None) -> None:
+    if lease is not None:
+        lease.release(best_effort=True)
+
+
+def _release_all(leases: list[Lease] | None) -> None:
+    for lease in leases or ():
+        lease.release(best_effort=True)

@@ -1,0 +1,104 @@
+"""LockClient's awaitable methods for one lock: aacquire, atry_acquire, arelease, aextend, aget (a base class).
+
+Each checks its arguments as its sync counterpart does, then waits as a
+coroutine (:mod:`.async_acquirer`) or makes its one short call on the
+client's call threads (:mod:`.call_threads`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from . import validation
+
+if TYPE_CHECKING:
+    from .call_threads import CallThreads
+    from .item import LockInfo
+    from .lease import Lease, LostCallback
+    from .lease_writes import LeaseWriter
+    from .options import CallChecks
+    from .process_state import ProcessState
+
+
+class AsyncMethods:
+    """The client's operations that talk to DynamoDB, awaitable; waiting costs a coroutine, not a thread."""
+
+    _checks: CallChecks
+    _process: ProcessState
+
+    if TYPE_CHECKING:  # LockClient's sync methods, which the awaitable ones run on the call threads
+
+        def get(self, key: str, *, sort_key: str | None = None) -> LockInfo | None: ...
+
+        def extend(self, lease: Lease, lease_duration: float | None = None) -> None: ...
+
+        def release(self, lease: Lease, *, best_effort: bool = False) -> bool: ...
+
+    async def aacquire(
+        self,
+        key: str,
+        *,
+        sort_key: str | None = None,
+        timeout: float | None = None,
+        data: bytes | None = None,
+        on_lost: LostCallback | None = None,
+        owner_name: str | None = None,
+        lease_duration: float | None = None,
+        keep_alive: bool = True,
+    ) -> Lease:
+        """:meth:`acquire` for coroutines: waiting is ``asyncio.sleep``; one event loop's coroutines queue for a key.
+
+        Of the coroutines of one event loop waiting for the same key, one at a
+        time asks DynamoDB (first come, first served); while this client holds
+        the lock they wait for its release without a request.
+        """
+        lock_id = self._checks.lock_id(key, sort_key)
+        options = self._checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
+        validation.check_timeout(timeout)
+        return await self._process.async_acquirer.acquire(lock_id, options, timeout)
+
+    async def atry_acquire(
+        self,
+        key: str,
+        *,
+        sort_key: str | None = None,
+        data: bytes | None = None,
+        on_lost: LostCallback | None = None,
+        owner_name: str | None = None,
+        lease_duration: float | None = None,
+        keep_alive: bool = True,
+    ) -> Lease | None:
+        """:meth:`try_acquire` for coroutines."""
+        lock_id = self._checks.lock_id(key, sort_key)
+        options = self._checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
+        self._process.ensure_open()
+        return await self._process.async_acquirer.try_acquire(lock_id, options)
+
+    async def arelease(self, lease: Lease, *, best_effort: bool = False) -> bool:
+        """:meth:`release` for coroutines."""
+        return await self._process.calls.run(functools.partial(self.release, lease, best_effort=best_effort))
+
+    async def aextend(self, lease: Lease, lease_duration: float | None = None) -> None:
+        """:meth:`extend` for coroutines."""
+        await self._process.calls.run(functools.partial(self.extend, lease, lease_duration))
+
+    async def aget(self, key: str, *, sort_key: str | None = None) -> LockInfo | None:
+        """:meth:`get` for coroutines."""
+        self._checks.lock_id(key, sort_key)
+        return await self._process.calls.run(functools.partial(self.get, key, sort_key=sort_key))
+
+
+class GroupRelease:
+    """How a LeaseGroup releases its members, from a thread or from a coroutine."""
+
+    def __init__(self, lease_writer: LeaseWriter, calls: CallThreads) -> None:
+        self._lease_writer = lease_writer
+        self._calls = calls
+
+    def release_all(self, leases: Sequence[Lease], *, best_effort: bool = False) -> bool:
+        return self._lease_writer.release_all(leases, best_effort=best_effort)
+
+    async def arelease_all(self, leases: Sequence[Lease], *, best_effort: bool = False) -> bool:
+        return await self._calls.run(functools.partial(self.release_all, leases, best_effort=best_effort))

@@ -1,0 +1,55 @@
+"""The few threads a client's coroutines send their DynamoDB requests from: one short boto3 call at a time each.
+
+boto3 blocks, and an async client (aiobotocore) pins botocore to one
+release, against boto3's own pin: so a coroutine hands each short call
+(a write, a read, one step of an acquire) to these threads and awaits it;
+waiting between calls is ``asyncio.sleep`` on the event loop, never a thread.
+The pool is the client's own, not the loop's default executor, so lock
+traffic never starves ``sync_to_async(thread_sensitive=False)``. It is as
+large as botocore's connection pool (``max_pool_connections``, 10 by
+default): more threads would only queue for a connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from collections.abc import Callable
+from typing import TypeVar
+
+from .exceptions import ClientClosed
+
+T = TypeVar("T")
+
+CALL_THREADS = 10
+
+
+class CallThreads:
+    def __init__(self, name: str) -> None:
+        self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=CALL_THREADS, thread_name_prefix=name)
+
+    async def run(self, call: Callable[[], T], *, if_abandoned: Callable[[T], object] | None = None) -> T:
+        """``call()`` on one of the threads; ``if_abandoned(result)`` runs there if the caller was cancelled meanwhile.
+
+        A call that has started cannot be stopped: what it won (a lease) is
+        handed to ``if_abandoned`` (to release it) instead of being lost.
+        """
+        try:
+            future = self._executor.submit(call)
+        except RuntimeError:  # shut down: the client was closed
+            raise ClientClosed("The lock client is closed; create a new LockClient.") from None
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            if if_abandoned is not None:
+                future.add_done_callback(lambda done: _hand_back(done, if_abandoned))
+            raise
+
+    def shutdown(self) -> None:
+        """No more calls; those already queued still run (a close may come from one of these threads)."""
+        self._executor.shutdown(wait=False)
+
+
+def _hand_back(done: concurrent.futures.Future[T], if_abandoned: Callable[[T], object]) -> None:
+    if not done.cancelled() and done.exception() is None:
+        if_abandoned(done.result())
