@@ -37,14 +37,14 @@ class QueueMethods:
     _process: ProcessState
 
     def join_queue(self, key: str, waiter_id: str, *, name: str, sort_key: str | None = None) -> LockInfo | None:
-        """Queue ``waiter_id`` (shown as ``name``) for the lock while it is held; the item as it is after.
+        """Queue ``waiter_id`` (shown as ``name``) for the lock; the item as it is after.
 
-        One UpdateItem, conditioned on the lock being held (an item not marked
-        released) and the queue having room (:data:`.waiters.MAX_WAITERS`);
-        joining again starts the wait anew. When refused, nothing is written and the
-        item is returned as found (None: no item): the caller sees whether the
-        lock is free. An item without a queue (written by the AWS Java client)
-        costs a second write that starts one.
+        One UpdateItem, conditioned on the lock item existing with a queue
+        that has room (:data:`.waiters.MAX_WAITERS`): a lock released while
+        others wait keeps its line. Joining again starts the wait anew. When
+        refused, nothing is written and the item is returned as found (None: no
+        item): the caller sees whether the lock is free. A held item without a
+        queue (written by the AWS Java client) costs a second write that starts one.
         """
         lock_id, name = self._checks.lock_id(key, sort_key), _checked(waiter_id, name)
         entry = waiters.entry(name, int(self.clock.time() * 1000))
@@ -56,7 +56,7 @@ class QueueMethods:
             lock_id,
             exprs,
             update=f"SET {queue}.{me} = {exprs.value(entry)}",
-            condition=f"attribute_exists({queue}) AND {room} AND {_held(exprs)}",
+            condition=f"attribute_exists({queue}) AND {room} AND attribute_exists({exprs.name(item.OWNER_NAME)})",
         )
         current = self._send(lock_id, join)
         if current is None or current.is_released or current.waiters or current.is_malformed:

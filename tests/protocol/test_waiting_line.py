@@ -59,15 +59,14 @@ def test_the_queue_outlives_renewals_and_releases_and_a_taker_leaves_it_in_the_s
     taken.release()
 
 
-def test_joining_a_free_lock_writes_nothing_and_returns_it_as_found(make_client, key):
+def test_joining_without_a_lock_item_writes_nothing_and_a_released_lock_keeps_its_line(make_client, key):
     holder, waiter = make_client(), make_client()
     assert waiter.join_queue(key, "bob", name="Bob") is None  # no item: nothing created
     assert waiter.get(key) is None
     holder.acquire(key).release()
     found = waiter.join_queue(key, "bob", name="Bob")
-    assert found is not None
     assert found.is_released
-    assert found.waiters == ()
+    assert queued(found) == [("bob", "Bob")]
 
 
 def test_refreshing_moves_seen_not_since_and_never_puts_a_waiter_back(make_client, key):
