@@ -96,7 +96,7 @@ def _turn(edit_lock: EditLock, current: LockInfo | None, *, asked: bool) -> Turn
     in_line = current is not None and any(waiter.waiter_id == me for waiter in current.waiters)
     if current is not None and not edit_lock.is_free(current):
         if in_line:
-            return Turn("waiting", _place(current, me))
+            return Turn("waiting", _place(current, me, edit_lock.held_by(current).holder_name))
         return Turn("dropped", _("The queue for this is full.") if asked else "")
     ahead = next_in_line(current.waiters if current is not None else (), edit_lock.user)
     if ahead is not None:
@@ -115,14 +115,14 @@ def _turn(edit_lock: EditLock, current: LockInfo | None, *, asked: bool) -> Turn
     return Turn("taken", _("It is your turn: this page now edits."), state.ticket)
 
 
-def _place(current: LockInfo, me: str) -> str:
+def _place(current: LockInfo, me: str, holder: str) -> str:
     mine = [waiter.waiter_id for waiter in current.waiters].index(me)
     ahead = live_waiters(current.waiters[:mine], time.time())
     if not ahead:
-        return _("You are next: this page switches to editing by itself when the lock frees. Keep it open.")
-    return _("You are in line after %(names)s: this page switches to editing by itself at your turn.") % {
-        "names": ", ".join(waiter.name for waiter in ahead)
-    }
+        place = _("You are next: this page switches to editing by itself when %(holder)s lets go. Keep it open.")
+    else:
+        place = _("You are in line after %(names)s: this page switches to editing by itself at your turn.")
+    return place % {"holder": holder, "names": ", ".join(waiter.name for waiter in ahead)}
 
 
 def kept_for_message(name: str) -> str:
