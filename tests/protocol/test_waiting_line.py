@@ -98,15 +98,16 @@ def test_an_item_written_without_a_queue_gets_one_at_the_first_ask(make_client, 
     assert queued(waiter.join_queue(key, "carol", name="Carol")) == [("bob", "Bob"), ("carol", "Carol")]
 
 
-def test_the_queue_is_capped(make_client, key):
+def test_the_queue_is_capped(make_client, dynamodb, table_name, key):
     holder, waiter = make_client(), make_client()
     lease = holder.acquire(key, keep_alive=False, owner_name=TAB)
     for number in range(MAX_WAITERS):
         waiter.join_queue(key, f"w{number}", name="W")
     refused = waiter.join_queue(key, "late", name="Late")
-    assert len(refused.waiters) == MAX_WAITERS
     assert "late" not in {w.waiter_id for w in refused.waiters}
     assert len(waiter.join_queue(key, "w0", name="W").waiters) == MAX_WAITERS  # one already in may ask again
+    stored = dynamodb.get_item(TableName=table_name, Key={"key": {"S": key}}, ConsistentRead=True)["Item"]
+    assert len(stored[WAITERS]["M"]) == MAX_WAITERS  # as stored, not only as read
     lease.release()
 
 
