@@ -17,14 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import quote
 
 from django.utils import dateformat, timezone
 from django.utils.translation import gettext as _
 
 from ...client import get_client
 from ...dynamodb import LockInfo, LockNotAcquired, Waiter
-from .tickets import EditTicket
+from .tickets import EditTicket, django_user_id
 
 if TYPE_CHECKING:
     from .object_locks import EditLock
@@ -36,7 +35,7 @@ LIVE_SECONDS = 30.0
 
 def waiter_id(user: Any) -> str:
     """A user's entry in a queue: one per user, whichever of their tabs asked."""
-    return f"django-user:{quote(str(user.pk), safe='')}"
+    return django_user_id(user)
 
 
 def live_waiters(waiters: Sequence[Waiter], now: float) -> list[Waiter]:

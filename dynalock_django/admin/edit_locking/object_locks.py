@@ -25,7 +25,7 @@ from ...dynamodb import Lease, LockInfo, LockNotAcquired, LockTimeout
 from ...keys import key_for_instance
 from ...payload import LockData
 from . import edit_queue
-from .tickets import EditTicket, owner_name, owner_user_pk
+from .tickets import EditTicket, is_users_tab, owner_name
 
 PURPOSE = "edit"
 
@@ -158,7 +158,7 @@ class EditLock:
 
     def is_mine(self, holder: LockInfo | None) -> bool:
         """The lock is held by one of this user's tabs."""
-        return holder is not None and owner_user_pk(holder.owner_name) == str(self.user.pk)
+        return holder is not None and is_users_tab(holder.owner_name, self.user)
 
     def _is_held_by(self, current: LockInfo, ticket: EditTicket) -> bool:
         return (
