@@ -77,7 +77,7 @@ class Lease:
         self.acquired_at = acquired_at
         self.lost_reason: str | None = None
         self.lost_to: LockInfo | None = None
-        # Who asked for the lock next, first asked first, as the grant or the last renewal found them.
+        # Who asked for the lock next, first asked first, as the grant or a detached lease's last renewal found them.
         self.waiters = waiters
 
         self._keep_alive = keep_alive
@@ -217,9 +217,12 @@ class Lease:
         """A write of ``version`` got no answer: it may have landed, so later writes accept it too."""
         self._versions.append(version)
 
-    def renewed(self, version: str, started: float, lease_duration: float, waiters: tuple[Waiter, ...] = ()) -> None:
-        """A renewal that started at ``started`` (monotonic) stored ``version`` and found ``waiters`` queued."""
-        self.waiters = waiters
+    def renewed(
+        self, version: str, started: float, lease_duration: float, waiters: tuple[Waiter, ...] | None = None
+    ) -> None:
+        """A renewal that started at ``started`` (monotonic) stored ``version`` (and found ``waiters``, if told)."""
+        if waiters is not None:
+            self.waiters = waiters
         self._versions = [version]
         self._valid_from = started
         self.lease_duration = lease_duration

@@ -55,7 +55,8 @@ class LeaseWriter:
             stamp = Stamp.new(lease.owner_name, duration, self._clock)
             request = writes.renew(self._layout, lease.lock_id, stamp, holding=lease.holding())
             try:
-                queue = parse_waiters(self._store.update(request).get(WAITERS))
+                returned = self._store.update(request)
+                queue = parse_waiters(returned[WAITERS]) if WAITERS in returned else None
             except Refused as refused:
                 current = refused.current
                 if not stamp.landed_in(current):

@@ -109,7 +109,10 @@ class QueueMethods:
 
 
 def _checked(waiter_id: str, name: str) -> str:
+    """The waiter's name as stored (cut to :data:`.waiters.MAX_NAME_CHARS`); InvalidLockRequest for bad arguments."""
     validation.check_key("waiter_id", waiter_id, waiters.MAX_WAITER_ID_BYTES)
+    if isinstance(name, str):
+        name = name[: waiters.MAX_NAME_CHARS]
     validation.check_key("waiter name", name, waiters.MAX_NAME_CHARS * 4)
     return name
 

@@ -145,9 +145,11 @@ def renew(layout: TableLayout, lock_id: LockId, stamp: Stamp, *, holding: Holdin
 
     It sets the live-locks index's key again: a lock acquired before the
     index existed (by an older version of this package) appears there at its next renewal.
-    It returns the item (``ALL_NEW``: the holder's own data and the queue),
-    so the holder learns who waits at no extra request; an item without a
-    queue gets an empty one, so the next ask is one write.
+    A detached lease's renewal returns the item (``ALL_NEW``: the holder's
+    own data and the queue), so the holder learns who waits at no extra
+    request; a heartbeat returns nothing, so that a large ``data`` does not
+    travel back every period. An item without a queue gets an empty one, so
+    the next ask is one write.
     """
     exprs = Expressions()
     condition = _still_held(exprs, holding, renewal=True)
@@ -157,7 +159,7 @@ def renew(layout: TableLayout, lock_id: LockId, stamp: Stamp, *, holding: Holdin
         "Key": layout.key(lock_id),
         "UpdateExpression": update_expression(sets, []),
         "ConditionExpression": condition,
-        "ReturnValues": "ALL_NEW",
+        "ReturnValues": "ALL_NEW" if isinstance(holding, Detached) else "NONE",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         **exprs.params(),
     }

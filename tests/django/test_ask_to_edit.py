@@ -11,9 +11,19 @@ from dynalock_django.admin.edit_locking.tickets import HANDOFF_COOKIE
 from dynalock_django.client import get_client
 from dynalock_django.dynamodb import Waiter
 from dynalock_django.keys import key_for_instance
+from testproject.desk.models import Customer
 
 from .admin_support import DESK_EDITOR, browser, logged_in, with_token
-from .test_admin_edit_lock import change_url, customer_form, edit_lock_url, open_page, renew, stored, ticket_of
+from .test_admin_edit_lock import (
+    change_url,
+    customer_form,
+    delete_url,
+    edit_lock_url,
+    open_page,
+    renew,
+    stored,
+    ticket_of,
+)
 
 pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
 
@@ -218,3 +228,32 @@ def test_a_save_frees_the_lock_for_the_waiter(alice, bob, customer, django_captu
         assert alices.post(change_url(customer), customer_form(ticket, name="Acme Corp")).status_code == 302
     assert queued_names(customer) == ["bob"]  # the save's release kept the line
     assert wait(bobs, customer).json()["state"] == "taken"
+
+
+def test_nothing_is_deleted_while_the_free_lock_is_kept_for_a_waiter(alice, bob, carol, customer):
+    alices = logged_in(alice)
+    ticket = ticket_of(open_page(alices, customer))
+    ask(logged_in(bob), customer)
+    release(alices, customer, ticket)
+    carols = logged_in(carol)
+
+    response = carols.post(delete_url(customer), {"post": "yes"})
+
+    assert response.status_code == 302
+    assert "bob asked to edit first" in carols.get(response.url).content.decode()
+    assert Customer.objects.filter(pk=customer.pk).exists()
+    assert stored(customer).is_released  # carol let it go at once
+    assert queued_names(customer) == ["bob"]
+
+
+def test_an_idle_page_continuing_is_told_the_lock_is_kept_for_a_waiter(alice, bob, customer):
+    alices = logged_in(alice)
+    page = open_page(alices, customer)
+    ticket, opened = ticket_of(page), page.context["dynalock"]["config"]["opened"]
+    ask(logged_in(bob), customer)
+    release(alices, customer, ticket)  # idle: the page let go
+
+    answer = alices.post(edit_lock_url(customer, "resume"), {"ticket": str(ticket), "opened": opened}).json()
+
+    assert answer["state"] == "busy"
+    assert "bob asked to edit first" in answer["message"]

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from dynalock_django.dynamodb import InvalidLockRequest, LockInfo
+from dynalock_django.dynamodb import InvalidLockRequest, LockInfo, writes
 from dynalock_django.dynamodb.item import OWNER_NAME
+from dynalock_django.dynamodb.layout import TableLayout
 from dynalock_django.dynamodb.waiters import MAX_WAITERS, WAITERS
+from dynalock_django.dynamodb.writes import Detached, KeptAlive, Stamp
 
 from ..dynamodb_support import RequestCounter
 
@@ -145,3 +147,12 @@ def test_waiter_ids_and_names_are_checked(make_client, key):
         client.join_queue(key, "bob", name="")
     with pytest.raises(InvalidLockRequest, match="waiter_id"):
         client.refresh_waiter(key, "x" * 201)
+
+
+def test_only_a_detached_leases_renewal_carries_the_item_back():
+    layout = TableLayout("locks", "key", None, None)
+    stamp = Stamp("owner", "v2", 10.0, 0.0, 1.0)
+    tab = writes.renew(layout, ("k", None), stamp, holding=Detached("owner", 7))
+    heartbeat = writes.renew(layout, ("k", None), stamp, holding=KeptAlive("owner", ("v1",)))
+    assert tab["ReturnValues"] == "ALL_NEW"  # the queue, at no extra request
+    assert heartbeat["ReturnValues"] == "NONE"  # a large data would travel back every period

@@ -23,7 +23,6 @@ from ...conf import dynalock_settings
 from ...dynamodb import DynamoDBError, LockLost
 from ...models import FORCE_RELEASE_PERMISSION
 from ..staff_messages import staff_message
-from .edit_queue import kept_for_message
 from .explanations import held_message, lost_message, unavailable_message
 from .idle_resume import opened_stamp
 from .object_locks import EditLock, EditState
@@ -125,10 +124,8 @@ def _page_context(
         message = state.problem
     elif mode == "edit":
         message = _("You are editing this. Others see it read-only until you save or leave this page.")
-    elif state.holder is not None:
+    elif state.holder is not None or state.next_in_line is not None:
         message = held_message(state)
-    elif state.next_in_line is not None:
-        message = kept_for_message(state.next_in_line)
     else:
         message = ""
     lease = dynalock_settings.EDIT_LEASE_DURATION

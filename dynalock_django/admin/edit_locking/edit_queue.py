@@ -75,7 +75,7 @@ class Turn:
 def ask(edit_lock: EditLock) -> Turn:
     """Put the user in line for the lock (one request); take it instead when it is free and theirs to take."""
     user = edit_lock.user
-    current = get_client().join_queue(edit_lock.key, waiter_id(user), name=user.get_username())
+    current = get_client().join_queue(edit_lock.key, waiter_id(user), name=user.get_username() or str(user.pk))
     return _turn(edit_lock, current, asked=True)
 
 
@@ -104,7 +104,8 @@ def _turn(edit_lock: EditLock, current: LockInfo | None, *, asked: bool) -> Turn
         state = edit_lock.open()
     else:
         now = time.time()
-        gone = [waiter.waiter_id for waiter in current.waiters if waiter not in live_waiters(current.waiters, now)]
+        live = live_waiters(current.waiters, now)
+        gone = [waiter.waiter_id for waiter in current.waiters if waiter not in live and waiter.waiter_id != me]
         try:
             state = edit_lock.take_over(current, dequeue=[me] * in_line + gone)
         except LockNotAcquired:
