@@ -10,6 +10,7 @@ from dynalock_django.admin.edit_locking import edit_queue
 from dynalock_django.admin.edit_locking.tickets import HANDOFF_COOKIE
 from dynalock_django.client import get_client
 from dynalock_django.dynamodb import Waiter
+from dynalock_django.dynamodb.waiters import MAX_WAITERS
 from dynalock_django.keys import key_for_instance
 from testproject.desk.models import Customer
 
@@ -257,3 +258,17 @@ def test_an_idle_page_continuing_is_told_the_lock_is_kept_for_a_waiter(alice, bo
 
     assert answer["state"] == "busy"
     assert "bob asked to edit first" in answer["message"]
+
+
+def test_a_full_queue_says_so_and_an_object_nobody_opened_is_simply_taken(alice, bob, customer):
+    ticket_of(open_page(logged_in(alice), customer))
+    for number in range(MAX_WAITERS):
+        get_client().join_queue(key_for_instance(customer), f"django-user:x{number}", name=f"w{number}")
+
+    answer = ask(logged_in(bob), customer).json()
+
+    assert answer == {"state": "dropped", "message": "The queue for this is full."}
+    other = Customer.objects.create(name="Globex")
+    assert stored(other) is None
+    assert ask(logged_in(bob), other).json()["state"] == "taken"  # no lock item at all: asking takes it
+    assert stored(other).owner_name.startswith(f"django-user:{bob.pk}/")
