@@ -121,7 +121,10 @@ def _place(current: LockInfo, me: str, holder: str) -> str:
     if not ahead:
         place = _("You are next: this page switches to editing by itself when %(holder)s lets go. Keep it open.")
     else:
-        place = _("You are in line after %(names)s: this page switches to editing by itself at your turn.")
+        place = _(
+            "%(holder)s is editing this. You are in line after %(names)s: this page switches to editing by itself "
+            "at your turn."
+        )
     return place % {"holder": holder, "names": ", ".join(waiter.name for waiter in ahead)}
 
 
