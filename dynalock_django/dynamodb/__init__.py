@@ -33,6 +33,7 @@ from .local_server import LocalDynamoDB
 from .lock_client import LockClient
 from .schema import TTL_UNAVAILABLE, TableDescription, validate_table_name
 from .store import ScanPage
+from .waiters import Waiter
 
 __all__ = [
     "MALFORMED_ITEM_LEASE_SECONDS",
@@ -60,6 +61,7 @@ __all__ = [
     "TableDescription",
     "TableNotFound",
     "TableSchemaError",
+    "Waiter",
     "build_dynamodb_client",
     "printable",
     "retry_budget_seconds",

@@ -25,6 +25,7 @@ from .exceptions import DynamoDBError, DynamoDBUnavailable
 from .item import LockInfo
 from .lease import Lease, LeaseClient
 from .store import Refused
+from .waiters import WAITERS, Waiter, parse_waiters
 from .writes import KeptAlive, Stamp
 
 if TYPE_CHECKING:
@@ -111,6 +112,7 @@ class Acquirer:
         options: AcquireOptions,
         *,
         taken_over: bool = False,
+        waiters: tuple[Waiter, ...] = (),
     ) -> Lease:
         """The lease a write that started at ``started`` won; the heartbeat renews it unless detached."""
         lease = Lease(
@@ -126,6 +128,7 @@ class Acquirer:
             valid_from=started,
             acquired_at=datetime.fromtimestamp(self._clock.time(), tz=UTC),
             keep_alive=options.keep_alive,
+            waiters=waiters,
         )
         if options.on_lost is not None:
             lease.add_lost_callback(options.on_lost)
@@ -206,8 +209,9 @@ class Acquirer:
             raise
         plan.unanswered.clear()
         fencing_token = int(granted[item.FENCING_TOKEN]["N"])
+        taken_over, queue = step.may_take_over, parse_waiters(granted.get(WAITERS))
         return self.grant(
-            plan.lock_id, stamp.version, fencing_token, stamp.started, options, taken_over=step.may_take_over
+            plan.lock_id, stamp.version, fencing_token, stamp.started, options, taken_over=taken_over, waiters=queue
         )
 
     def _resolve_unanswered(

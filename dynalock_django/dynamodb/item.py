@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from .waiters import WAITERS, Waiter, parse_waiters
+
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
@@ -92,6 +94,8 @@ class LockInfo:
     # a takeover can be conditioned on it even for a malformed item.
     raw_version: Any = field(default=None, repr=False, compare=False)
     sent_at: float | None = None
+    # Who asked for the lock next, first asked first (see waiters.py); empty for items without a queue.
+    waiters: tuple[Waiter, ...] = ()
 
     @property
     def is_malformed(self) -> bool:
@@ -160,6 +164,7 @@ def parse_item(item: Item, partition_key_name: str, sort_key_name: str | None) -
         bad_fencing_token=FENCING_TOKEN in item and fencing_token is None,
         raw_version=item.get(RECORD_VERSION_NUMBER),
         sent_at=None if problems else _sent_at(item, version),
+        waiters=parse_waiters(item.get(WAITERS)),
     )
 
 

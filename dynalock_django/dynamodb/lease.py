@@ -17,6 +17,7 @@ from .writes import Detached, Holding, KeptAlive
 if TYPE_CHECKING:
     from .clock import Clock
     from .item import LockInfo
+    from .waiters import Waiter
 
 logger = logging.getLogger("dynalock_django.heartbeat")
 
@@ -69,6 +70,7 @@ class Lease:
         valid_from: float,
         acquired_at: datetime | None,
         keep_alive: bool,
+        waiters: tuple[Waiter, ...] = (),
     ) -> None:
         self.key = key
         self.sort_key = sort_key
@@ -79,6 +81,8 @@ class Lease:
         self.acquired_at = acquired_at
         self.lost_reason: str | None = None
         self.lost_to: LockInfo | None = None
+        # Who asked for the lock next, first asked first, as the grant or a detached lease's last renewal found them.
+        self.waiters = waiters
 
         self._keep_alive = keep_alive
         self._client = client
@@ -225,8 +229,12 @@ class Lease:
         """A write of ``version`` got no answer: it may have landed, so later writes accept it too."""
         self._versions.append(version)
 
-    def renewed(self, version: str, started: float, lease_duration: float) -> None:
-        """A renewal that started at ``started`` (monotonic) stored ``version``."""
+    def renewed(
+        self, version: str, started: float, lease_duration: float, waiters: tuple[Waiter, ...] | None = None
+    ) -> None:
+        """A renewal that started at ``started`` (monotonic) stored ``version`` (and found ``waiters``, if told)."""
+        if waiters is not None:
+            self.waiters = waiters
         self._versions = [version]
         self._valid_from = started
         self.lease_duration = lease_duration

@@ -17,6 +17,7 @@ from . import botocore_errors, writes
 from .exceptions import DynamoDBError, LockLost
 from .lease import lost_message
 from .store import Cancelled, Refused, TransactionsUnsupported
+from .waiters import WAITERS, parse_waiters
 from .writes import Stamp
 
 if TYPE_CHECKING:
@@ -54,18 +55,20 @@ class LeaseWriter:
             stamp = Stamp.new(lease.owner_name, duration, self._clock)
             request = writes.renew(self._layout, lease.lock_id, stamp, holding=lease.holding())
             try:
-                self._store.update(request)
+                returned = self._store.update(request)
+                queue = parse_waiters(returned[WAITERS]) if WAITERS in returned else None
             except Refused as refused:
                 current = refused.current
                 if not stamp.landed_in(current):
                     message = lost_message(lease, current)
                     self._holdings.forget(lease, lost=(message, current))
                     raise LockLost(f"Lost lock {lease.key!r}: {message}.", current) from refused
+                queue = current.waiters
             except DynamoDBError as error:
                 if botocore_errors.may_have_landed(error):
                     lease.add_unanswered_version(stamp.version)
                 raise
-            lease.renewed(stamp.version, stamp.started, duration)
+            lease.renewed(stamp.version, stamp.started, duration, queue)
 
     def expire(self, lease: Lease, reason: str) -> None:
         """Report the lease lost because its safe time ran out (unless a renewal just landed)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from . import botocore_config, fork_safety, validation
@@ -32,12 +32,13 @@ from .process_state import ProcessState
 from .schema import validate_table_name
 from .store import LockStore
 from .table_methods import TableMethods
+from .waiting_line import QueueMethods
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
-class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, BatchReads):
+class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, BatchReads, QueueMethods):
     """Advisory locks in a DynamoDB table, compatible with the AWS Java lock client.
 
     ``dynamodb`` is a boto3 DynamoDB client, or a zero-argument callable that makes one. Prefer the
@@ -217,6 +218,7 @@ class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, Batch
         lease_duration: float | None = None,
         keep_alive: bool = True,
         on_lost: LostCallback | None = None,
+        dequeue: Sequence[str] = (),
     ) -> Lease:
         """Take someone else's lock now (an operator's or a user's action), and return our lease.
 
@@ -224,13 +226,14 @@ class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, Batch
         in ``lock`` as read (owner and fencing token, as :meth:`force_release`
         checks): it issues the next fencing token. If the lock changed hands
         or was released since, LockNotAcquired is raised and nothing changes.
-        The previous holder finds out at its next renewal. The other options
-        are :meth:`acquire`'s.
+        The previous holder finds out at its next renewal. ``dequeue``: waiters of
+        ``lock.waiters`` the same write takes out of the queue (the taker, those
+        gone). The other options are :meth:`acquire`'s.
         """
         lock_id = self._checks.lock_id(lock.key, lock.sort_key)
         options = self._checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
         self._process.ensure_open()
-        return self._process.operator.take_over(lock, options)
+        return self._process.operator.take_over(lock, options, dequeue=list(dequeue))
 
     def get(self, key: str, *, sort_key: str | None = None) -> LockInfo | None:
         """The lock item as stored now (a consistent read), or None if there is none.

@@ -54,12 +54,11 @@ class OperatorActions:
         release_logger.warning("Lock %r held by %r was force-released by %r", lock.key, lock.owner_name, released_by)
         return self._layout.parse(released)
 
-    def take_over(self, lock: LockInfo, options: AcquireOptions) -> Lease:
+    def take_over(self, lock: LockInfo, options: AcquireOptions, *, dequeue: list[str]) -> Lease:
         stamp = Stamp.new(options.owner_name, options.lease_duration, self._clock)
+        request = writes.take_over(self._layout, lock, stamp, data=options.data, dequeue=dequeue)
         try:
-            taken = self._layout.parse(
-                self._store.update(writes.take_over(self._layout, lock, stamp, data=options.data))
-            )
+            taken = self._layout.parse(self._store.update(request))
         except Refused as refused:
             now = refused.current
             if not (stamp.landed_in(now) and now.fencing_token is not None):

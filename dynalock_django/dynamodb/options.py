@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import item, validation, writes
+from . import item, validation, waiters, writes
 from .exceptions import InvalidLockRequest
 
 if TYPE_CHECKING:
@@ -133,6 +133,7 @@ class CallChecks:
             item.IS_RELEASED: {"S": item.IS_RELEASED_VALUE},
             item.RELEASED_BY: {"S": "x" * 256},
             item.LIVE_LOCK_KEY: {"S": lock_id[0]},
+            waiters.WAITERS: waiters.largest_queue(),
         }
         if self._layout.ttl_attribute:
             largest[self._layout.ttl_attribute] = {"N": "9" * 11}

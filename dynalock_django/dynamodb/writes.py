@@ -8,10 +8,11 @@ their outcomes mean.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from . import item
+from . import item, waiters
 from .expressions import Expressions, update_expression
 from .item import LockInfo
 from .layout import LockId, TableLayout
@@ -111,20 +112,26 @@ def acquire(
         "Key": layout.key(lock_id),
         "UpdateExpression": _grant_update(exprs, layout, lock_id, stamp, data=data, overwrite_token=bad_token),
         "ConditionExpression": condition,
-        "ReturnValues": "UPDATED_NEW",
+        "ReturnValues": "ALL_NEW",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         **exprs.params(),
     }
 
 
-def take_over(layout: TableLayout, lock: LockInfo, stamp: Stamp, *, data: bytes | None) -> dict[str, Any]:
-    """Grant the lock to ``stamp``'s writer if ``lock`` is still the holding it was read in (as ``force_release``)."""
+def take_over(
+    layout: TableLayout, lock: LockInfo, stamp: Stamp, *, data: bytes | None, dequeue: Sequence[str] = ()
+) -> dict[str, Any]:
+    """Grant the lock to ``stamp``'s writer if ``lock`` is still the holding it was read in (as ``force_release``).
+
+    ``dequeue``: waiters (of ``lock.waiters``, so the queue exists) this grant takes out of the queue.
+    """
     exprs = Expressions()
+    lock_id = (lock.key, lock.sort_key)
     return {
         "TableName": layout.table_name,
-        "Key": layout.key((lock.key, lock.sort_key)),
+        "Key": layout.key(lock_id),
         "UpdateExpression": _grant_update(
-            exprs, layout, (lock.key, lock.sort_key), stamp, data=data, overwrite_token=lock.bad_fencing_token
+            exprs, layout, lock_id, stamp, data=data, overwrite_token=lock.bad_fencing_token, dequeue=dequeue
         ),
         "ConditionExpression": _same_holding(exprs, lock),
         "ReturnValues": "ALL_NEW",
@@ -138,15 +145,21 @@ def renew(layout: TableLayout, lock_id: LockId, stamp: Stamp, *, holding: Holdin
 
     It sets the live-locks index's key again: a lock acquired before the
     index existed (by an older version of this package) appears there at its next renewal.
+    A detached lease's renewal returns the item (``ALL_NEW``: the holder's
+    own data and the queue), so the holder learns who waits at no extra
+    request; a heartbeat returns nothing, so that a large ``data`` does not
+    travel back every period. An item without a queue gets an empty one, so
+    the next ask is one write.
     """
     exprs = Expressions()
     condition = _still_held(exprs, holding, renewal=True)
-    sets = [*_stamp_sets(exprs, layout, stamp, acquired=False), _live(exprs, lock_id)]
+    sets = [*_stamp_sets(exprs, layout, stamp, acquired=False), _live(exprs, lock_id), _queue_kept(exprs)]
     return {
         "TableName": layout.table_name,
         "Key": layout.key(lock_id),
         "UpdateExpression": update_expression(sets, []),
         "ConditionExpression": condition,
+        "ReturnValues": "ALL_NEW" if isinstance(holding, Detached) else "NONE",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         **exprs.params(),
     }
@@ -223,11 +236,14 @@ def _grant_update(
     *,
     data: bytes | None,
     overwrite_token: bool,
+    dequeue: Sequence[str] = (),
 ) -> str:
     """Everything a grant writes: the stamp, the next fencing token, ``data``, the live mark and no release mark.
 
     ``overwrite_token``: the item's token is not a number, so it cannot be
     incremented; the grant replaces it (only ever conditioned on that very item).
+    The queue stays (started empty if there was none, so an ask finds it),
+    less the ``dequeue`` waiters.
     """
     token = exprs.name(item.FENCING_TOKEN)
     if overwrite_token:
@@ -238,6 +254,10 @@ def _grant_update(
         token_update = f"{token} = if_not_exists({token}, {exprs.number(stamp.wall_ms)}) + {exprs.number(1)}"
     sets = [*_stamp_sets(exprs, layout, stamp, acquired=True), token_update, _live(exprs, lock_id)]
     removes = [exprs.name(item.IS_RELEASED), exprs.name(item.RELEASED_BY)]
+    if dequeue:
+        removes.extend(f"{exprs.name(waiters.WAITERS)}.{exprs.name(waiter_id)}" for waiter_id in dequeue)
+    else:
+        sets.append(_queue_kept(exprs))
     if data is not None:
         sets.append(f"{exprs.name(item.DATA)} = {exprs.value({'B': data})}")
     else:
@@ -265,6 +285,12 @@ def _stamp_sets(exprs: Expressions, layout: TableLayout, stamp: Stamp, *, acquir
 def sent_at(version: str, wall_ms: int) -> AttributeValueTypeDef:
     """The ``sentAt`` attribute of a write that stores ``version`` (see :data:`.item.SENT_AT`)."""
     return {"M": {item.SENT_AT_VERSION: {"S": version}, item.SENT_AT_MS: {"N": str(wall_ms)}}}
+
+
+def _queue_kept(exprs: Expressions) -> str:
+    """``waiters = if_not_exists(waiters, {})``: the queue as it is, or an empty one to add to."""
+    queue = exprs.name(waiters.WAITERS)
+    return f"{queue} = if_not_exists({queue}, {exprs.value({'M': {}})})"
 
 
 def _live(exprs: Expressions, lock_id: LockId) -> str:

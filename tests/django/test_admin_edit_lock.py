@@ -143,7 +143,7 @@ def test_objects_with_uuid_and_string_pks_are_edit_locked_like_integer_ones(make
     ticket = ticket_of(page)
     assert ticket is not None
     assert ticket_of(logged_in(bob).get(url)) is None
-    assert renew(alices, obj, ticket).json() == {"state": "held"}
+    assert renew(alices, obj, ticket).json() == {"state": "held", "waiting": ""}
 
 
 # ---------------------------------------------------------------- saving
@@ -337,7 +337,7 @@ def test_renew_keeps_the_lock_with_one_request(alice, customer, requests_made):
     before = stored(customer).record_version_number
     requests_made.reset()
     response = renew(client, customer, ticket)
-    assert response.json() == {"state": "held"}
+    assert response.json() == {"state": "held", "waiting": ""}  # nobody asked to edit
     assert dict(requests_made.calls) == {"UpdateItem": 1}
     assert stored(customer).record_version_number != before
 

@@ -110,6 +110,19 @@ def targets(users: dict[str, Any]) -> dict[str, Callable[[], Target]]:
         token = get_client().get(key_for_instance(obj)).fencing_token
         return Target(f"/admin/desk/customer/{obj.pk}/edit-lock/take-over/", {"fencing_token": str(token)}, True)
 
+    def queue(action: str, *, asked: bool) -> Callable[[], Target]:
+        """Alice edits a customer; the permitted user asks to edit it (``asked``), or not yet."""
+
+        def setup() -> Target:
+            obj = customer()
+            edit_page_ticket(browser(users["alice"]), obj)
+            url = f"/admin/desk/customer/{obj.pk}/edit-lock/"
+            if asked:
+                assert me.post(f"{url}ask/", with_token({})).json()["state"] == "waiting"
+            return Target(f"{url}{action}/", changes=True)
+
+        return setup
+
     def list_editable() -> Target:
         Tag.objects.update_or_create(slug="red", defaults={"label": "Red"})
         rows = {"form-TOTAL_FORMS": "1", "form-INITIAL_FORMS": "0", "form-0-slug": "red", "form-0-label": "Pink"}
@@ -138,6 +151,9 @@ def targets(users: dict[str, Any]) -> dict[str, Callable[[], Target]]:
         "edit lock release": edit_lock("release"),
         "edit lock status": status,
         "edit lock take over": take_over,
+        "edit lock ask": queue("ask", asked=False),
+        "edit lock wait": queue("wait", asked=True),
+        "edit lock leave": queue("leave", asked=True),
         "changelist list_editable": list_editable,
         "changelist action": action,
         "@requires_lock 423": locked_response,

@@ -31,8 +31,8 @@ def test_our_item_has_the_java_clients_attribute_names_types_and_units(make_clie
     assert UUID.fullmatch(item["recordVersionNumber"]["S"])
     assert item["data"] == {"B": b"\x01\x02"}
     assert "isReleased" not in item
-    # Our additions the Java client carries along untouched: numbers, the clock-bound rule's stamp
-    # and the live-locks index's key.
+    # Our additions the Java client carries along untouched: numbers, the clock-bound rule's stamp,
+    # the live-locks index's key and the queue of waiters (empty until someone asks).
     assert set(item) - {"key", "ownerName", "leaseDuration", "recordVersionNumber", "data"} == {
         "fencingToken",
         "acquiredAt",
@@ -40,7 +40,9 @@ def test_our_item_has_the_java_clients_attribute_names_types_and_units(make_clie
         "sentAt",
         "ttl",
         "liveLockKey",
+        "waiters",
     }
+    assert item["waiters"] == {"M": {}}
     assert all(set(item[name]) == {"N"} for name in ("fencingToken", "acquiredAt", "renewedAt", "ttl"))
     # The clock-bound rule's stamp names the version it dates.
     assert item["sentAt"] == {"M": {"version": item["recordVersionNumber"], "ms": item["renewedAt"]}}

@@ -107,7 +107,7 @@ def show_edit_lock(
     response.context_data["dynalock_parent_template"] = select_template(names) if isinstance(names, Sequence) else names
     response.context_data["dynalock"] = _page_context(model_admin, request, obj, page, poll_seconds)
     state = page.state
-    if state.problem or (state.holder is not None and not state.holder_is_me):
+    if state.problem or _held_by_another(state) or state.next_in_line is not None:
         response.context_data["show_delete"] = False  # the delete page would refuse: see deletion
     response.template_name = TEMPLATE
 
@@ -124,7 +124,7 @@ def _page_context(
         message = state.problem
     elif mode == "edit":
         message = _("You are editing this. Others see it read-only until you save or leave this page.")
-    elif state.holder is not None:
+    elif state.holder is not None or state.next_in_line is not None:
         message = held_message(state)
     else:
         message = ""
@@ -145,6 +145,8 @@ def _page_context(
             "ticket": str(state.ticket) if state.ticket else None,
             "holder": state.holder_name if state.holder else None,
             "mayEdit": may_edit,
+            # Someone else has the lock, or it is kept for them: this user may get in line.
+            "mayAsk": may_edit and mode == "view" and (state.next_in_line is not None or _held_by_another(state)),
             "leaseSeconds": lease,
             "renewSeconds": lease / 3,
             "pollSeconds": poll_seconds,
@@ -154,6 +156,9 @@ def _page_context(
             "idleSeconds": dynalock_settings.EDIT_IDLE_TIMEOUT,
             "opened": opened_stamp(),
             "statusUrl": url("status"),
+            "askUrl": url("ask"),
+            "waitUrl": url("wait"),
+            "leaveUrl": url("leave"),
             "handoffCookie": HANDOFF_COOKIE,
             "handoffSeconds": HANDOFF_SECONDS,
             "strings": {
@@ -169,9 +174,14 @@ def _page_context(
                 "continue": _("Continue editing"),
                 "deleted": _("This object was deleted meanwhile."),
                 "reloadLosing": _("Reload (your unsaved changes will be lost)"),
+                "ask": _("Ask to edit"),
             },
         },
     }
+
+
+def _held_by_another(state: EditState) -> bool:
+    return state.holder is not None and not state.holder_is_me
 
 
 def _mode(state: EditState) -> str:

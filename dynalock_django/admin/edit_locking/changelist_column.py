@@ -23,7 +23,7 @@ from ...dynamodb import DynamoDBError, LockInfo
 from ...keys import key_for_instance
 from ...lock_rows import describe
 from ..staff_messages import staff_message
-from .tickets import owner_user_pk
+from .tickets import is_users_tab
 
 EDIT_LOCK_COLUMN = "edit_lock_status"
 
@@ -70,7 +70,7 @@ def editor_label(lock: LockInfo, user: Any, now: datetime) -> str:
     row = describe(lock)
     if row.state != "held":
         return ""
-    if owner_user_pk(lock.owner_name) == str(user.pk):
+    if is_users_tab(lock.owner_name, user):
         return _("you")
     if lock.acquired_at is None:
         return row.holder

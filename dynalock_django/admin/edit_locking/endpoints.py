@@ -1,13 +1,16 @@
-"""The edit-lock URLs under each object's admin URL: renew, release and status for the page's script, and take over.
+"""The edit-lock URLs under each object's admin URL: the page script's (renew, release, resume, status; ask, wait
+and leave for the queue of :mod:`.edit_queue`), and take over.
 
 Every one is an admin view (staff only, CSRF-checked POSTs) and checks the
 ModelAdmin's permissions for the object. A request can only act on a lock of
-the user who sends it (:mod:`.tickets`); taking over someone else's lock also
-needs the force-release permission.
+the user who sends it (:mod:`.tickets`), and on that user's own place in line;
+taking over someone else's lock also needs the force-release permission, and
+puts the user ahead of anyone in line.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +27,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from ...dynamodb import DynamoDBError, LockLost, LockNotAcquired
 from ...models import FORCE_RELEASE_PERMISSION
 from ..staff_messages import staff_message, unavailable_response
+from . import edit_queue
 from .explanations import held_message, lost_message
 from .idle_resume import opened_at, resume
 from .object_locks import EditLock
@@ -32,6 +36,9 @@ from .tickets import EditTicket, hand_over
 
 if TYPE_CHECKING:
     from django.contrib import admin
+
+# What an endpoint answers: the JSON's content, or a response already made.
+Answer = dict[str, Any] | JsonResponse
 
 TAKE_OVER_TEMPLATE = "admin/dynalock_django/edit_lock/take_over_confirmation.html"
 
@@ -47,6 +54,9 @@ class EditLockEndpoints:
             ("renew", require_POST(self.renew)),
             ("release", require_POST(self.release)),
             ("resume", require_POST(self.resume)),
+            ("ask", require_POST(self.ask)),
+            ("wait", require_POST(self.wait)),
+            ("leave", require_POST(self.leave)),
             ("status", require_GET(self.status)),
             ("take_over", require_http_methods(["GET", "HEAD", "POST"])(self.take_over)),
         ]
@@ -60,27 +70,60 @@ class EditLockEndpoints:
         ]
 
     def renew(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """POST ``ticket``: the tab renews its lock (the page calls this every third of the lease)."""
-        return self._with_ticket(request, object_id, lambda edit_lock, ticket: edit_lock.renew(ticket), "held")
+        """POST ``ticket``: the tab renews its lock (the page calls this every third of the lease).
+
+        The answer says who is waiting to edit, from what the renewal itself returned.
+        """
+
+        def renewed(obj: models.Model, edit_lock: EditLock, ticket: EditTicket) -> Answer:
+            lease = edit_lock.renew(ticket)
+            return {"state": "held", "waiting": edit_queue.waiting_message(lease.waiters, request.user)}
+
+        return self._with_ticket(request, object_id, renewed)
 
     def release(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """POST ``ticket``: the tab lets its lock go (sent by the page as it unloads)."""
-        return self._with_ticket(request, object_id, lambda edit_lock, ticket: edit_lock.release(ticket), "released")
+
+        def released(obj: models.Model, edit_lock: EditLock, ticket: EditTicket) -> Answer:
+            edit_lock.release(ticket)
+            return {"state": "released"}
+
+        return self._with_ticket(request, object_id, released)
 
     def resume(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """POST ``ticket`` and ``opened``: a page that let its lock go while idle takes it again."""
-        obj, edit_lock = self._edit_lock_for(request, object_id)
-        if not self.model_admin.has_change_permission(request, obj):
-            raise PermissionDenied
-        ticket, opened = EditTicket.parse(request.POST.get("ticket")), opened_at(request.POST.get("opened"))
-        if ticket is None or opened is None:
-            return JsonResponse({"state": "invalid", "message": _("No valid ticket was sent.")}, status=400)
-        try:
-            resumed = resume(edit_lock, obj, ticket, opened)
-        except DynamoDBError as error:
-            return JsonResponse({"state": "unavailable", "message": staff_message(error)}, status=503)
-        answer = {"state": resumed.state, "message": resumed.message}
-        return JsonResponse(answer | ({"ticket": str(resumed.ticket)} if resumed.ticket else {}))
+
+        def resumed(obj: models.Model, edit_lock: EditLock, ticket: EditTicket) -> Answer:
+            opened = opened_at(request.POST.get("opened"))
+            if opened is None:
+                return _invalid()
+            again = resume(edit_lock, obj, ticket, opened)
+            return {"state": again.state, "message": again.message} | (
+                {"ticket": str(again.ticket)} if again.ticket else {}
+            )
+
+        return self._with_ticket(request, object_id, resumed)
+
+    def ask(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """POST: "Ask to edit" on a read-only page puts the user in line for the lock (or gives it, if free)."""
+        return self._answer(
+            request, object_id, lambda obj, edit_lock: self._turn(request, obj, edit_queue.ask(edit_lock))
+        )
+
+    def wait(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """POST: a waiting page's poll keeps the user in line; at their turn it takes the lock for the page."""
+        return self._answer(
+            request, object_id, lambda obj, edit_lock: self._turn(request, obj, edit_queue.wait(edit_lock))
+        )
+
+    def leave(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """POST: a waiting page went away (sent as it unloads): its user leaves the line."""
+
+        def left(obj: models.Model, edit_lock: EditLock) -> Answer:
+            edit_queue.leave(edit_lock)
+            return {"state": "left"}
+
+        return self._answer(request, object_id, left)
 
     def status(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """GET: who holds the lock, for a read-only page waiting for it to free."""
@@ -92,6 +135,9 @@ class EditLockEndpoints:
         except DynamoDBError as error:
             return JsonResponse({"state": "unavailable", "message": staff_message(error)}, status=503)
         if edit_lock.is_free(current):
+            first = edit_queue.next_in_line(current.waiters if current else (), request.user)
+            if first is not None:  # free, but kept for whoever asked first
+                return JsonResponse({"state": "next", "message": edit_queue.kept_for_message(first.name)})
             return JsonResponse({"state": "free"})
         state = edit_lock.held_by(current)
         return JsonResponse({"state": "held", "holder": state.holder_name, "message": held_message(state)})
@@ -125,6 +171,7 @@ class EditLockEndpoints:
                 "holder": holder,
                 "title": _("Take over editing"),
                 "change_url": back,
+                "waiting": [waiter.name for waiter in edit_queue.live_waiters(current.waiters, time.time())],
             }
             return TemplateResponse(request, TAKE_OVER_TEMPLATE, context)
         if request.POST.get("fencing_token") != str(current.fencing_token):
@@ -142,22 +189,35 @@ class EditLockEndpoints:
         hand_over(response, state.ticket, back, secure=request.is_secure())
         return response
 
+    def _turn(self, request: HttpRequest, obj: models.Model, turn: edit_queue.Turn) -> JsonResponse:
+        """A turn's answer; one that took the lock leaves its ticket for the page's reload, which then edits."""
+        response = JsonResponse({"state": turn.state, "message": turn.message})
+        if turn.ticket is not None:
+            hand_over(response, turn.ticket, change_url(self.model_admin, obj), secure=request.is_secure())
+        return response
+
     def _with_ticket(
-        self, request: HttpRequest, object_id: str, action: Callable[[EditLock, EditTicket], object], done: str
+        self, request: HttpRequest, object_id: str, action: Callable[[models.Model, EditLock, EditTicket], Answer]
     ) -> HttpResponse:
+        ticket = EditTicket.parse(request.POST.get("ticket"))
+        return self._answer(
+            request, object_id, lambda obj, edit_lock: _invalid() if ticket is None else action(obj, edit_lock, ticket)
+        )
+
+    def _answer(
+        self, request: HttpRequest, object_id: str, action: Callable[[models.Model, EditLock], Answer]
+    ) -> HttpResponse:
+        """The script's endpoints: a user who may change the object acts on its lock; the answer is JSON."""
         obj, edit_lock = self._edit_lock_for(request, object_id)
         if not self.model_admin.has_change_permission(request, obj):
             raise PermissionDenied
-        ticket = EditTicket.parse(request.POST.get("ticket"))
-        if ticket is None:
-            return JsonResponse({"state": "invalid", "message": _("No valid ticket was sent.")}, status=400)
         try:
-            action(edit_lock, ticket)
+            answer = action(obj, edit_lock)
         except LockLost as lost:
             return JsonResponse({"state": "lost", "message": lost_message(edit_lock, lost.current)}, status=409)
         except DynamoDBError as error:
             return JsonResponse({"state": "unavailable", "message": staff_message(error)}, status=503)
-        return JsonResponse({"state": done})
+        return answer if isinstance(answer, JsonResponse) else JsonResponse(answer)
 
     def _edit_lock_for(self, request: HttpRequest, object_id: str) -> tuple[models.Model, EditLock]:
         obj = self.model_admin.get_object(request, unquote(object_id))
@@ -167,6 +227,10 @@ class EditLockEndpoints:
 
     def _page_context(self, request: HttpRequest) -> dict[str, Any]:
         return {**self.model_admin.admin_site.each_context(request), "opts": self.model_admin.opts}
+
+
+def _invalid() -> JsonResponse:
+    return JsonResponse({"state": "invalid", "message": _("No valid ticket was sent.")}, status=400)
 
 
 def _nothing_taken_over(request: HttpRequest, back: str) -> HttpResponse:

@@ -7,6 +7,7 @@ from django.utils.translation import gettext as _
 
 from ...dynamodb import DynamoDBError, LockInfo
 from ..staff_messages import staff_message
+from .edit_queue import kept_for_message
 from .object_locks import EditLock, EditState
 
 
@@ -18,7 +19,9 @@ def since(holder: LockInfo) -> str:
 
 
 def held_message(state: EditState) -> str:
-    assert state.holder is not None
+    """Why the page cannot edit: who holds the lock, or who it is kept for."""
+    if state.holder is None:
+        return kept_for_message(state.next_in_line or "?")
     if state.holder_is_me:
         message = _("You are editing this in another tab (since %(since)s).") % {"since": since(state.holder)}
     else:

@@ -54,7 +54,8 @@ def resume(edit_lock: EditLock, obj: models.Model, old: EditTicket, opened: date
     """Take ``obj``'s lock again for an idle page holding ``old`` before, opened at ``opened``."""
     state = edit_lock.open()
     if state.ticket is None:
-        return Resumed("busy", held_message(state) if state.holder else _("The edit lock cannot be taken now."))
+        busy = state.holder is not None or state.next_in_line is not None
+        return Resumed("busy", held_message(state) if busy else _("The edit lock cannot be taken now."))
     changed = _changed_since(obj, old, opened)
     if changed is not None:
         edit_lock.release(state.ticket)

@@ -11,6 +11,7 @@ tab holds it is told by its ticket (:mod:`.tickets`).
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -23,7 +24,8 @@ from ...conf import dynalock_settings
 from ...dynamodb import Lease, LockInfo, LockNotAcquired, LockTimeout
 from ...keys import key_for_instance
 from ...payload import LockData
-from .tickets import EditTicket, owner_name, owner_user_pk
+from . import edit_queue
+from .tickets import EditTicket, is_users_tab, owner_name
 
 PURPOSE = "edit"
 
@@ -39,6 +41,7 @@ class EditState:
     # When the holder's lock frees if it is not renewed from now on (this server's takeover rule and clock).
     frees_at: datetime | None = None
     problem: str | None = None  # why this page cannot save
+    next_in_line: str | None = None  # the lock is free, but kept for this user, who asked first (edit_queue)
 
     @property
     def holder_data(self) -> LockData | None:
@@ -66,6 +69,9 @@ class EditLock:
         reload, a save-and-continue). Its lock moves to the new page under a new
         ticket, so the release the old page sends as it unloads, which may
         arrive after this, finds nothing of its own to release.
+
+        A lock that was free but kept for someone who asked to edit first (the
+        queue the grant returns) is let go again at once (one more request).
         """
         if handoff is not None:
             current = self.read()
@@ -79,6 +85,13 @@ class EditLock:
             lease = get_client().acquire(self.key, timeout=0, **self._grant_options(tab))
         except LockTimeout as busy:
             return self.held_by(busy.holder)
+        first = edit_queue.next_in_line(lease.waiters, self.user)
+        if first is not None:
+            lease.release()
+            return EditState(self.key, next_in_line=first.name)
+        me = edit_queue.waiter_id(self.user)
+        if any(waiter.waiter_id == me for waiter in lease.waiters):
+            get_client().leave_queue(self.key, me)  # asked in another tab, and got it here
         return self._granted(lease, tab)
 
     def claim(self) -> EditState:
@@ -127,15 +140,17 @@ class EditLock:
         """
         return get_client().available_in(current) == 0
 
-    def take_over(self, current: LockInfo) -> EditState:
+    def take_over(self, current: LockInfo, dequeue: Sequence[str] = ()) -> EditState:
         """Take the lock from the holding ``current`` for a new tab of this user (one request).
 
         LockNotAcquired, and nothing changes, when the lock changed hands or
         was released since ``current`` was read. Whether this user may take it
-        from that holder is the caller's decision.
+        from that holder is the caller's decision. ``dequeue``: waiters of
+        ``current`` the same write takes out of the queue.
         """
         tab = secrets.token_urlsafe(16)
-        return self._granted(get_client().take_over(current, **self._grant_options(tab)), tab)
+        lease = get_client().take_over(current, dequeue=dequeue, **self._grant_options(tab))
+        return self._granted(lease, tab)
 
     def held_by(self, holder: LockInfo | None) -> EditState:
         frees_at = None if holder is None else _from_now(get_client().available_in(holder))
@@ -143,7 +158,7 @@ class EditLock:
 
     def is_mine(self, holder: LockInfo | None) -> bool:
         """The lock is held by one of this user's tabs."""
-        return holder is not None and owner_user_pk(holder.owner_name) == str(self.user.pk)
+        return holder is not None and is_users_tab(holder.owner_name, self.user)
 
     def _is_held_by(self, current: LockInfo, ticket: EditTicket) -> bool:
         return (

@@ -48,14 +48,19 @@ class EditTicket:
         return cls(match["tab"], int(match["token"])) if match else None
 
 
+def django_user_id(user: Any) -> str:
+    """The user, as lock items name them: the start of their tabs' owner names, their entry in a queue."""
+    return f"django-user:{quote(str(user.pk), safe='')}"
+
+
 def owner_name(user: Any, tab: str) -> str:
-    return f"django-user:{quote(str(user.pk), safe='')}/tab:{tab}"
+    return f"{django_user_id(user)}/tab:{tab}"
 
 
-def owner_user_pk(owner: str | None) -> str | None:
-    """The pk of the user whose tab holds a lock with this owner name; None for any other owner."""
+def is_users_tab(owner: str | None, user: Any) -> bool:
+    """A lock with this owner name is held by one of ``user``'s tabs."""
     match = _OWNER.fullmatch(owner or "")
-    return unquote(match["user"]) if match else None
+    return match is not None and unquote(match["user"]) == str(user.pk)
 
 
 def handed_over(request: HttpRequest) -> EditTicket | None:

@@ -2,7 +2,8 @@
 // Editing: renew the tab's lock every third of its lease, hand it to the tab's next page on a
 // reload or a save-and-continue, release it when the page goes away, and say so when it is lost.
 // Idle (no input for EDIT_IDLE_TIMEOUT): let the lock go, keep the form as typed, offer to continue.
-// Read-only: tell the user when whoever is editing lets go.
+// Read-only: tell the user when whoever is editing lets go; "Ask to edit" gets in line for the lock,
+// and the page switches to editing by itself at the user's turn (it reloads, and the reload edits).
 "use strict";
 (function () {
   const configElement = document.getElementById("dynalock-edit-lock");
@@ -33,8 +34,9 @@
     for (const button of form.querySelectorAll("[type=submit]")) button.disabled = false;
   }
 
-  function bannerButton(id, text, onClick) {
-    for (const old of banner.querySelectorAll("button, a.button")) old.remove();
+  // A button in the banner, instead of those there (or beside them, with keep).
+  function bannerButton(id, text, onClick, keep = false) {
+    if (!keep) for (const old of banner.querySelectorAll("button, a.button")) old.remove();
     const button = document.createElement("button");
     button.type = "button";
     button.className = "button";
@@ -47,15 +49,7 @@
   function offerReload(text) {
     say("free", text);
     if (!config.mayEdit || document.getElementById("dynalock-reload")) return;
-    const takeOver = document.getElementById("dynalock-take-over");
-    if (takeOver) takeOver.remove();
-    const reload = document.createElement("button");
-    reload.type = "button";
-    reload.className = "button";
-    reload.id = "dynalock-reload";
-    reload.textContent = config.strings.reload;
-    reload.addEventListener("click", () => window.location.reload());
-    banner.appendChild(reload);
+    bannerButton("dynalock-reload", config.strings.reload, () => window.location.reload());
   }
 
   // ---- editing: this tab holds the lock
@@ -67,9 +61,9 @@
     return new URLSearchParams({ csrfmiddlewaretoken: csrfToken, ticket: config.ticket });
   }
 
-  function post(url) {
+  function post(url, body = ticketForm()) {
     const headers = { "X-CSRFToken": csrfToken };
-    return fetch(url, { method: "POST", body: ticketForm(), credentials: "same-origin", headers });
+    return fetch(url, { method: "POST", body, credentials: "same-origin", headers });
   }
 
   function lost(text) {
@@ -94,7 +88,8 @@
     const body = response ? await response.json().catch(() => null) : null;
     if (response && response.ok && body && body.state === "held") {
       safeUntil = started + config.leaseSeconds * 1000;
-      if (banner.classList.contains("dynalock-unreachable")) say("edit", config.strings.editing);
+      // Who waits to edit came with the renewal itself.
+      say("edit", body.waiting ? config.strings.editing + " " + body.waiting : config.strings.editing);
       schedule(renew, config.renewSeconds);
       return;
     }
@@ -141,12 +136,11 @@
   }
 
   async function resume() {
-    const body = new URLSearchParams({ csrfmiddlewaretoken: csrfToken, ticket: config.ticket, opened: config.opened });
+    const body = ticketForm();
+    body.set("opened", config.opened);
     let response = null;
     try {
-      response = await fetch(config.resumeUrl, {
-        method: "POST", body, credentials: "same-origin", headers: { "X-CSRFToken": csrfToken },
-      });
+      response = await post(config.resumeUrl, body);
     } catch (error) {
       say("unreachable", config.strings.unreachable);
       return;
@@ -217,22 +211,54 @@
     if (event.persisted && config.mode !== "view") window.location.reload();
   });
 
-  // ---- read-only: someone else holds the lock
+  // ---- read-only: someone else holds the lock (or it is kept for whoever asked first)
   let lastHolder = config.holder;
+  let waiting = false;  // this user is in line: polls keep them there, and take the lock at their turn
+
+  function csrfForm() {
+    return new URLSearchParams({ csrfmiddlewaretoken: csrfToken });
+  }
+
+  function offerAsk() {
+    if (config.mayAsk && !document.getElementById("dynalock-ask")) {
+      bannerButton("dynalock-ask", config.strings.ask, ask, true);
+    }
+  }
+
+  // An answer of ask or wait: taken (reload: the next page edits), waiting, or dropped from the line.
+  function turn(answer) {
+    if (answer.state === "taken") {
+      waiting = false;
+      say("edit", answer.message);
+      window.location.reload();
+      return;
+    }
+    waiting = answer.state === "waiting";
+    const askButton = document.getElementById("dynalock-ask");
+    if (waiting && askButton) askButton.remove();
+    if (answer.message) say("view", answer.message);
+    if (!waiting) offerAsk();
+  }
+
+  async function ask() {
+    try {
+      const response = await post(config.askUrl, csrfForm());
+      const answer = await response.json().catch(() => null);
+      if (answer && answer.state) turn(answer);
+    } catch (error) {
+      say("unreachable", config.strings.unreachable);
+    }
+  }
 
   async function poll() {
     try {
-      const response = await fetch(config.statusUrl, { credentials: "same-origin", headers: { Accept: "application/json" } });
-      if (response.ok) {
-        const status = await response.json();
-        if (status.state === "free") {
-          offerReload(lastHolder ? config.strings.free.replace("%(holder)s", lastHolder) : config.strings.freeNobody);
-        } else if (status.state === "held") {
-          lastHolder = status.holder;
-          const reload = document.getElementById("dynalock-reload");
-          if (reload) reload.remove();
-          say("view", status.message);
-        }
+      if (waiting) {
+        const response = await post(config.waitUrl, csrfForm());
+        const answer = await response.json().catch(() => null);
+        if (response.ok && answer) turn(answer);
+      } else {
+        const response = await fetch(config.statusUrl, { credentials: "same-origin", headers: { Accept: "application/json" } });
+        if (response.ok) showStatus(await response.json());
       }
     } catch (error) {
       // The next poll tries again.
@@ -240,5 +266,27 @@
     schedule(poll, config.pollSeconds);
   }
 
-  if (config.mode === "view") schedule(poll, config.pollSeconds);
+  function showStatus(status) {
+    if (status.state === "free") {
+      const ask = document.getElementById("dynalock-ask");
+      if (ask) ask.remove();
+      offerReload(lastHolder ? config.strings.free.replace("%(holder)s", lastHolder) : config.strings.freeNobody);
+    } else if (status.state === "held" || status.state === "next") {
+      if (status.state === "held") lastHolder = status.holder;
+      const reload = document.getElementById("dynalock-reload");
+      if (reload) reload.remove();
+      say("view", status.message);
+      offerAsk();
+    }
+  }
+
+  if (config.mode === "view") {
+    offerAsk();
+    schedule(poll, config.pollSeconds);
+    window.addEventListener("pagehide", () => {
+      // Out of the line at once; a page that could not say so drops out when its entry goes stale.
+      if (waiting) navigator.sendBeacon(config.leaveUrl, csrfForm());
+      waiting = false;
+    });
+  }
 })();

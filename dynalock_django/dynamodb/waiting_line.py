@@ -1,0 +1,136 @@
+"""LockClient's methods for a lock's queue of waiters (a base class of LockClient): join it, stay in it, leave it.
+
+The queue is stored on the lock item (:mod:`.waiters`). Each call is one
+conditional UpdateItem that returns the item, so a waiter learns who holds
+the lock, and where it stands, from the write that keeps it in line. Who
+may take a freed lock is the caller's rule: the protocol only keeps the
+line. A grant keeps the queue (:func:`.writes.take_over` may take the taker
+out of it); so do renewals and releases, which return it to the holder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from . import item, validation, waiters
+from .clock import Instant
+from .expressions import Expressions
+from .store import Refused
+
+if TYPE_CHECKING:
+    from .clock import Clock
+    from .item import LockInfo
+    from .layout import LockId, TableLayout
+    from .options import CallChecks
+    from .process_state import ProcessState
+    from .store import LockStore
+
+
+class QueueMethods:
+    """A lock's queue of waiters; the client provides its store, layout, checks, clock and observations."""
+
+    layout: TableLayout
+    clock: Clock
+    _store: LockStore
+    _checks: CallChecks
+    _process: ProcessState
+
+    def join_queue(self, key: str, waiter_id: str, *, name: str, sort_key: str | None = None) -> LockInfo | None:
+        """Queue ``waiter_id`` (shown as ``name``) for the lock; the item as it is after.
+
+        One UpdateItem, conditioned on the lock item existing with a queue
+        that has room (:data:`.waiters.MAX_WAITERS`): a lock released while
+        others wait keeps its line. Joining again starts the wait anew. When
+        refused, nothing is written and the item is returned as found (None: no
+        item): the caller sees whether the lock is free. A held item without a
+        queue (written by the AWS Java client) costs a second write that starts one.
+        """
+        lock_id, name = self._checks.lock_id(key, sort_key), _checked(waiter_id, name)
+        entry = waiters.entry(name, int(self.clock.time() * 1000))
+        exprs = Expressions()
+        queue, me = exprs.name(waiters.WAITERS), exprs.name(waiter_id)
+        room = f"(size({queue}) < {exprs.number(waiters.MAX_WAITERS)} OR attribute_exists({queue}.{me}))"
+        join = _request(
+            self.layout,
+            lock_id,
+            exprs,
+            update=f"SET {queue}.{me} = {exprs.value(entry)}",
+            condition=f"attribute_exists({queue}) AND {room} AND attribute_exists({exprs.name(item.OWNER_NAME)})",
+        )
+        current = self._send(lock_id, join)
+        if current is None or current.is_released or current.waiters or current.is_malformed:
+            return current
+        exprs = Expressions()
+        queue = exprs.name(waiters.WAITERS)
+        start = _request(
+            self.layout,
+            lock_id,
+            exprs,
+            update=f"SET {queue} = {exprs.value({'M': {waiter_id: entry}})}",
+            condition=f"attribute_not_exists({queue}) AND {_held(exprs)}",
+        )
+        return self._send(lock_id, start)
+
+    def refresh_waiter(self, key: str, waiter_id: str, *, sort_key: str | None = None) -> LockInfo | None:
+        """Mark ``waiter_id`` as still waiting (its ``seen`` time); the item as it is after, or as found.
+
+        One UpdateItem, conditioned on the waiter being queued: one that left
+        or was taken out is not put back. Like :meth:`get`, it counts as a read
+        for :meth:`available_in`.
+        """
+        lock_id = self._checks.lock_id(key, sort_key)
+        validation.check_key("waiter_id", waiter_id, waiters.MAX_WAITER_ID_BYTES)
+        exprs = Expressions()
+        path = f"{exprs.name(waiters.WAITERS)}.{exprs.name(waiter_id)}"
+        seen = f"{path}.{exprs.name(waiters.SEEN)} = {exprs.number(int(self.clock.time() * 1000))}"
+        request = _request(self.layout, lock_id, exprs, update=f"SET {seen}", condition=f"attribute_exists({path})")
+        return self._send(lock_id, request)
+
+    def leave_queue(self, key: str, waiter_id: str, *, sort_key: str | None = None) -> None:
+        """Take ``waiter_id`` out of the lock's queue (one UpdateItem; nothing happens if it is not there)."""
+        lock_id = self._checks.lock_id(key, sort_key)
+        validation.check_key("waiter_id", waiter_id, waiters.MAX_WAITER_ID_BYTES)
+        exprs = Expressions()
+        path = f"{exprs.name(waiters.WAITERS)}.{exprs.name(waiter_id)}"
+        request = _request(self.layout, lock_id, exprs, update=f"REMOVE {path}", condition=f"attribute_exists({path})")
+        with contextlib.suppress(Refused):  # refused: not queued (any more), nothing to take out
+            self._store.update(request)
+
+    def _send(self, lock_id: LockId, request: dict[str, Any]) -> LockInfo | None:
+        try:
+            stored = self._store.update(request)
+            current: LockInfo | None = self.layout.parse(stored)
+        except Refused as refused:
+            current = refused.current
+        if current is not None:
+            self._process.observations.saw(lock_id, current, Instant.read(self.clock))
+        return current
+
+
+def _checked(waiter_id: str, name: str) -> str:
+    """The waiter's name as stored (cut to :data:`.waiters.MAX_NAME_CHARS`); InvalidLockRequest for bad arguments."""
+    validation.check_key("waiter_id", waiter_id, waiters.MAX_WAITER_ID_BYTES)
+    if isinstance(name, str):
+        name = name[: waiters.MAX_NAME_CHARS]
+    validation.check_key("waiter name", name, waiters.MAX_NAME_CHARS * 4)
+    return name
+
+
+def _held(exprs: Expressions) -> str:
+    """The item is a lock that is not marked released (held, or its holder stopped renewing)."""
+    return f"attribute_exists({exprs.name(item.OWNER_NAME)}) AND attribute_not_exists({exprs.name(item.IS_RELEASED)})"
+
+
+def _request(
+    layout: TableLayout, lock_id: LockId, exprs: Expressions, *, update: str, condition: str
+) -> dict[str, Any]:
+    return {
+        "TableName": layout.table_name,
+        "Key": layout.key(lock_id),
+        "UpdateExpression": update,
+        "ConditionExpression": condition,
+        "ReturnValues": "ALL_NEW",
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        **exprs.params(),
+    }
