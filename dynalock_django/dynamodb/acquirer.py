@@ -200,7 +200,14 @@ class Acquirer:
             current = refused.current
             seen = Instant.read(self._clock)
             if stamp.landed_in(current) and current.fencing_token is not None:
-                return self.grant(plan.lock_id, stamp.version, current.fencing_token, stamp.started, options)
+                return self.grant(
+                    plan.lock_id,
+                    stamp.version,
+                    current.fencing_token,
+                    stamp.started,
+                    options,
+                    waiters=current.waiters,
+                )
             plan.found(current, seen)
             return None
         except DynamoDBError as error:
@@ -235,7 +242,9 @@ class Acquirer:
         assert current.record_version_number is not None  # landed_in found it among ours
         assert current.fencing_token is not None
         # Count the lease from the start of the write that landed.
-        return self.grant(lock_id, current.record_version_number, current.fencing_token, started, options)
+        return self.grant(
+            lock_id, current.record_version_number, current.fencing_token, started, options, waiters=current.waiters
+        )
 
     def abandon(self, lock_id: LockId, unanswered: UnansweredWrites, options: AcquireOptions) -> None:
         """Best effort: release versions we may have written but never heard back about."""

@@ -219,6 +219,7 @@ class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, Batch
         keep_alive: bool = True,
         on_lost: LostCallback | None = None,
         dequeue: Sequence[str] = (),
+        unchanged: bool = False,
     ) -> Lease:
         """Take someone else's lock now (an operator's or a user's action), and return our lease.
 
@@ -228,12 +229,14 @@ class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, Batch
         or was released since, LockNotAcquired is raised and nothing changes.
         The previous holder finds out at its next renewal. ``dequeue``: waiters of
         ``lock.waiters`` the same write takes out of the queue (the taker, those
-        gone). The other options are :meth:`acquire`'s.
+        gone). ``unchanged``: only if the item is still exactly as read (its record version), not
+        merely the same holding: for handing a lock that looked free or expired to the next in
+        line, never from a holder that has renewed since. The other options are :meth:`acquire`'s.
         """
         lock_id = self._checks.lock_id(lock.key, lock.sort_key)
         options = self._checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
         self._process.ensure_open()
-        return self._process.operator.take_over(lock, options, dequeue=list(dequeue))
+        return self._process.operator.take_over(lock, options, dequeue=list(dequeue), unchanged=unchanged)
 
     def get(self, key: str, *, sort_key: str | None = None) -> LockInfo | None:
         """The lock item as stored now (a consistent read), or None if there is none.

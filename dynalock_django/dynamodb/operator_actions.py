@@ -9,8 +9,7 @@ raised and nothing changes.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from . import writes
 from .exceptions import LockNotAcquired
@@ -25,11 +24,23 @@ if TYPE_CHECKING:
     from .layout import LockId, TableLayout
     from .options import AcquireOptions
     from .store import LockStore
+    from .waiters import Waiter
 
 acquire_logger = logging.getLogger("dynalock_django.acquire")
 release_logger = logging.getLogger("dynalock_django.release")
 
-Grant = Callable[["LockId", str, int, float, "AcquireOptions"], Lease]
+
+class Grant(Protocol):
+    def __call__(
+        self,
+        lock_id: LockId,
+        version: str,
+        fencing_token: int,
+        started: float,
+        options: AcquireOptions,
+        *,
+        waiters: tuple[Waiter, ...] = (),
+    ) -> Lease: ...
 
 
 class OperatorActions:
@@ -54,9 +65,9 @@ class OperatorActions:
         release_logger.warning("Lock %r held by %r was force-released by %r", lock.key, lock.owner_name, released_by)
         return self._layout.parse(released)
 
-    def take_over(self, lock: LockInfo, options: AcquireOptions, *, dequeue: list[str]) -> Lease:
+    def take_over(self, lock: LockInfo, options: AcquireOptions, *, dequeue: list[str], unchanged: bool) -> Lease:
         stamp = Stamp.new(options.owner_name, options.lease_duration, self._clock)
-        request = writes.take_over(self._layout, lock, stamp, data=options.data, dequeue=dequeue)
+        request = writes.take_over(self._layout, lock, stamp, data=options.data, dequeue=dequeue, unchanged=unchanged)
         try:
             taken = self._layout.parse(self._store.update(request))
         except Refused as refused:
@@ -77,4 +88,4 @@ class OperatorActions:
             # This very client held it: that lease ends now, not at a heartbeat that would never come.
             with replaced.write_lock:
                 self._holdings.forget(replaced, lost=(lost_message(replaced, taken), taken))
-        return self._grant(lock_id, stamp.version, taken.fencing_token, stamp.started, options)
+        return self._grant(lock_id, stamp.version, taken.fencing_token, stamp.started, options, waiters=taken.waiters)

@@ -119,21 +119,32 @@ def acquire(
 
 
 def take_over(
-    layout: TableLayout, lock: LockInfo, stamp: Stamp, *, data: bytes | None, dequeue: Sequence[str] = ()
+    layout: TableLayout,
+    lock: LockInfo,
+    stamp: Stamp,
+    *,
+    data: bytes | None,
+    dequeue: Sequence[str] = (),
+    unchanged: bool = False,
 ) -> dict[str, Any]:
     """Grant the lock to ``stamp``'s writer if ``lock`` is still the holding it was read in (as ``force_release``).
 
     ``dequeue``: waiters (of ``lock.waiters``, so the queue exists) this grant takes out of the queue.
+    ``unchanged``: only if the item is exactly as read (its record version), so a holder that
+    renewed since, however late, keeps the lock.
     """
     exprs = Expressions()
     lock_id = (lock.key, lock.sort_key)
+    condition = _same_holding(exprs, lock)
+    if unchanged:
+        condition = f"{_version_is(exprs, lock.raw_version)} AND {condition}"
     return {
         "TableName": layout.table_name,
         "Key": layout.key(lock_id),
         "UpdateExpression": _grant_update(
             exprs, layout, lock_id, stamp, data=data, overwrite_token=lock.bad_fencing_token, dequeue=dequeue
         ),
-        "ConditionExpression": _same_holding(exprs, lock),
+        "ConditionExpression": condition,
         "ReturnValues": "ALL_NEW",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         **exprs.params(),

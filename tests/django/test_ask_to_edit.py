@@ -213,7 +213,14 @@ def test_the_holders_own_user_is_not_listed_as_waiting(alice, customer):
 
 
 @pytest.mark.parametrize(
-    ("seen_ago", "live"), [(0.0, True), (edit_queue.LIVE_SECONDS, True), (edit_queue.LIVE_SECONDS + 0.1, False)]
+    ("seen_ago", "live"),
+    [
+        (0.0, True),
+        (edit_queue.LIVE_SECONDS, True),
+        (edit_queue.LIVE_SECONDS + 0.1, False),
+        (-edit_queue.LIVE_SECONDS, True),  # a waiting server's clock that far ahead
+        (-1e12, False),  # "seen" in the year 33,000: a hostile item's ghost would hold the line for ever
+    ],
 )
 def test_a_waiter_is_live_while_seen_within_the_live_window(seen_ago, live):
     now = 1_000_000.0
@@ -272,3 +279,13 @@ def test_a_full_queue_says_so_and_an_object_nobody_opened_is_simply_taken(alice,
     assert stored(other) is None
     assert ask(logged_in(bob), other).json()["state"] == "taken"  # no lock item at all: asking takes it
     assert stored(other).owner_name.startswith(f"django-user:{bob.pk}/")
+
+
+@pytest.mark.parametrize("time_zone", ["UTC", "Asia/Tokyo"])
+def test_a_waiter_since_the_end_of_time_is_shown_without_breaking_the_holders_renewal(alice, time_zone, settings):
+    settings.TIME_ZONE = time_zone
+    now = time.time()
+    waiter = Waiter("django-user:hostile", "mallory", 253402300799.0, now)  # 9999-12-31 23:59:59 UTC
+    assert edit_queue.waiting_message([waiter], alice) == "mallory is waiting to edit since " + (
+        "23:59." if time_zone == "UTC" else "?."
+    )

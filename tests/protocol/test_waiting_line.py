@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dynalock_django.dynamodb import InvalidLockRequest, LockInfo, writes
+from dynalock_django.dynamodb import InvalidLockRequest, LockInfo, LockNotAcquired, writes
 from dynalock_django.dynamodb.item import OWNER_NAME
 from dynalock_django.dynamodb.layout import TableLayout
 from dynalock_django.dynamodb.waiters import MAX_WAITERS, WAITERS
@@ -156,3 +156,16 @@ def test_only_a_detached_leases_renewal_carries_the_item_back():
     heartbeat = writes.renew(layout, ("k", None), stamp, holding=KeptAlive("owner", ("v1",)))
     assert tab["ReturnValues"] == "ALL_NEW"  # the queue, at no extra request
     assert heartbeat["ReturnValues"] == "NONE"  # a large data would travel back every period
+
+
+def test_a_take_over_of_an_unchanged_item_refuses_a_holder_that_renewed_since_the_read(make_client, key):
+    holder, taker = make_client(), make_client()
+    lease = holder.acquire(key, keep_alive=False)
+    read = taker.get(key)
+    lease.extend()  # renewed: same holding, new version
+    with pytest.raises(LockNotAcquired, match="changed since it was read"):
+        taker.take_over(read, unchanged=True)
+    assert lease.is_held()
+    assert holder.get(key).record_version_number == lease.record_version_number
+    taken = taker.take_over(taker.get(key), unchanged=True)  # as read now: taken
+    assert taken.fencing_token > lease.fencing_token

@@ -40,7 +40,9 @@ def waiter_id(user: Any) -> str:
 
 def live_waiters(waiters: Sequence[Waiter], now: float) -> list[Waiter]:
     """The waiters whose page refreshed their entry within :data:`LIVE_SECONDS` of ``now``, first asked first."""
-    return [waiter for waiter in waiters if now - waiter.seen <= LIVE_SECONDS]
+    # Either way: an entry "seen" in the future (a hostile item, a clock far ahead) is no waiter,
+    # or it would hold the line for ever.
+    return [waiter for waiter in waiters if abs(now - waiter.seen) <= LIVE_SECONDS]
 
 
 def next_in_line(waiters: Sequence[Waiter], user: Any) -> Waiter | None:
@@ -107,7 +109,7 @@ def _turn(edit_lock: EditLock, current: LockInfo | None, *, asked: bool) -> Turn
         live = live_waiters(current.waiters, now)
         gone = [waiter.waiter_id for waiter in current.waiters if waiter not in live and waiter.waiter_id != me]
         try:
-            state = edit_lock.take_over(current, dequeue=[me] * in_line + gone)
+            state = edit_lock.take_over(current, dequeue=([me] if in_line else []) + gone, unchanged=True)
         except LockNotAcquired:
             return Turn("waiting" if in_line else "dropped")  # someone was quicker: the next poll sees who
     if state.ticket is None:
@@ -135,8 +137,7 @@ def kept_for_message(name: str) -> str:
 
 def _clock(epoch_seconds: float) -> str:
     """A waiter's wall-clock time (display only; any number read from the table) in the current time zone."""
-    try:
-        moment = datetime.fromtimestamp(epoch_seconds, tz=UTC)
+    try:  # localtime too: a moment near the end of year 9999 overflows east of UTC
+        return dateformat.format(timezone.localtime(datetime.fromtimestamp(epoch_seconds, tz=UTC)), "H:i")
     except (OverflowError, OSError, ValueError):
         return "?"
-    return dateformat.format(timezone.localtime(moment), "H:i")

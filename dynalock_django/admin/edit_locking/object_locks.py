@@ -140,16 +140,17 @@ class EditLock:
         """
         return get_client().available_in(current) == 0
 
-    def take_over(self, current: LockInfo, dequeue: Sequence[str] = ()) -> EditState:
+    def take_over(self, current: LockInfo, dequeue: Sequence[str] = (), *, unchanged: bool = False) -> EditState:
         """Take the lock from the holding ``current`` for a new tab of this user (one request).
 
         LockNotAcquired, and nothing changes, when the lock changed hands or
         was released since ``current`` was read. Whether this user may take it
         from that holder is the caller's decision. ``dequeue``: waiters of
-        ``current`` the same write takes out of the queue.
+        ``current`` the same write takes out of the queue; ``unchanged``: only if
+        the item is exactly as read (a waiter's turn, never a holder's renewed lock).
         """
         tab = secrets.token_urlsafe(16)
-        lease = get_client().take_over(current, dequeue=dequeue, **self._grant_options(tab))
+        lease = get_client().take_over(current, dequeue=dequeue, unchanged=unchanged, **self._grant_options(tab))
         return self._granted(lease, tab)
 
     def held_by(self, holder: LockInfo | None) -> EditState:
