@@ -9,7 +9,7 @@ raised and nothing changes.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from . import writes
 from .exceptions import LockNotAcquired
@@ -19,37 +19,26 @@ from .store import Refused
 from .writes import Stamp
 
 if TYPE_CHECKING:
+    from .acquirer import Acquirer
     from .clock import Clock
     from .holdings import Holdings
-    from .layout import LockId, TableLayout
+    from .layout import TableLayout
     from .options import AcquireOptions
     from .store import LockStore
-    from .waiters import Waiter
 
 acquire_logger = logging.getLogger("dynalock_django.acquire")
 release_logger = logging.getLogger("dynalock_django.release")
 
 
-class Grant(Protocol):
-    def __call__(
-        self,
-        lock_id: LockId,
-        version: str,
-        fencing_token: int,
-        started: float,
-        options: AcquireOptions,
-        *,
-        waiters: tuple[Waiter, ...] = (),
-    ) -> Lease: ...
-
-
 class OperatorActions:
-    def __init__(self, store: LockStore, layout: TableLayout, clock: Clock, holdings: Holdings, grant: Grant) -> None:
+    def __init__(
+        self, store: LockStore, layout: TableLayout, clock: Clock, holdings: Holdings, acquirer: Acquirer
+    ) -> None:
         self._store = store
         self._layout = layout
         self._clock = clock
         self._holdings = holdings
-        self._grant = grant
+        self._acquirer = acquirer  # grants the lease a takeover wins, as any acquire's
 
     def force_release(self, lock: LockInfo, *, released_by: str) -> LockInfo:
         request = writes.force_release(
@@ -88,4 +77,6 @@ class OperatorActions:
             # This very client held it: that lease ends now, not at a heartbeat that would never come.
             with replaced.write_lock:
                 self._holdings.forget(replaced, lost=(lost_message(replaced, taken), taken))
-        return self._grant(lock_id, stamp.version, taken.fencing_token, stamp.started, options, waiters=taken.waiters)
+        return self._acquirer.grant(
+            lock_id, stamp.version, taken.fencing_token, stamp.started, options, waiters=taken.waiters
+        )

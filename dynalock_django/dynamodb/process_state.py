@@ -74,7 +74,7 @@ class ProcessState:
             ensure_open=self.ensure_open,
         )
         self.group_acquirer = GroupAcquirer(self, client, store)
-        self.operator = OperatorActions(store, layout, clock, self.holdings, self.acquirer.grant)
+        self.operator = OperatorActions(store, layout, clock, self.holdings, self.acquirer)
         # Coroutines: a few threads for their requests (built per process, so a forked child has its own).
         self.calls = CallThreads(name=f"dynalock-call-{layout.table_name}")
         self.turns = Turns(clock)
