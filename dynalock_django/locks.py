@@ -79,20 +79,28 @@ class _HeldLock(Generic[Held]):
         """Take the lock: waits up to ``timeout`` (LockTimeout), or not at all when not ``blocking``."""
         with self._refused_if_not_blocking():
             held = self._take(self._wait())
-        for lease in leases_of(held):
-            _watch(lease)
-            signals.lease_acquired.send(sender=lease.key, lease=lease)
         self.held = held
+        try:
+            for lease in leases_of(held):
+                _watch(lease)
+                signals.lease_acquired.send(sender=lease.key, lease=lease)
+        except BaseException:  # a receiver failed: the caller never gets the lock, so nobody would release it
+            self.release(best_effort=True)
+            raise
         return held
 
     async def aacquire(self) -> Held:
         """:meth:`acquire` for coroutines: the wait is ``asyncio.sleep``, not a thread."""
         with self._refused_if_not_blocking():
             held = await self._atake(self._wait())
-        for lease in leases_of(held):
-            _watch(lease)
-            await signals.lease_acquired.asend(sender=lease.key, lease=lease)
         self.held = held
+        try:
+            for lease in leases_of(held):
+                _watch(lease)
+                await signals.lease_acquired.asend(sender=lease.key, lease=lease)
+        except BaseException:  # a receiver failed, or the task was cancelled: release what nobody else would
+            await self.arelease(best_effort=True)
+            raise
         return held
 
     def _wait(self) -> float | None:
@@ -127,8 +135,9 @@ class _HeldLock(Generic[Held]):
 
     async def arelease(self, *, best_effort: bool = False) -> None:
         """:meth:`release` for coroutines."""
-        if self.held is not None and in_user_transaction(self.using):
-            # Only inside a sync atomic block (Django's atomic() is sync-only): release as sync code does.
+        # Django's atomic() is sync-only: a coroutine sees one only when sync code inside it called
+        # async_to_sync, and then only from that code's thread (connections are per thread).
+        if self.held is not None and await sync_to_async(in_user_transaction)(self.using):
             await sync_to_async(self.release)(best_effort=best_effort)
             return
         held, self.held = self.held, None

@@ -77,12 +77,15 @@ class AsyncMethods:
         return await self._process.async_acquirer.try_acquire(lock_id, options)
 
     async def arelease(self, lease: Lease, *, best_effort: bool = False) -> bool:
-        """:meth:`release` for coroutines."""
-        return await self._process.calls.run(functools.partial(self.release, lease, best_effort=best_effort))
+        """:meth:`release` for coroutines; it is sent even if the caller is cancelled meanwhile."""
+        if lease.state == "released":  # as release() answers, and without the call threads a close shut down
+            return False
+        release = functools.partial(self.release, lease, best_effort=best_effort)
+        return await self._process.calls.run(release, even_if_cancelled=True)
 
     async def aextend(self, lease: Lease, lease_duration: float | None = None) -> None:
-        """:meth:`extend` for coroutines."""
-        await self._process.calls.run(functools.partial(self.extend, lease, lease_duration))
+        """:meth:`extend` for coroutines; it is sent even if the caller is cancelled meanwhile."""
+        await self._process.calls.run(functools.partial(self.extend, lease, lease_duration), even_if_cancelled=True)
 
     async def aget(self, key: str, *, sort_key: str | None = None) -> LockInfo | None:
         """:meth:`get` for coroutines."""
@@ -101,4 +104,7 @@ class GroupRelease:
         return self._lease_writer.release_all(leases, best_effort=best_effort)
 
     async def arelease_all(self, leases: Sequence[Lease], *, best_effort: bool = False) -> bool:
-        return await self._calls.run(functools.partial(self.release_all, leases, best_effort=best_effort))
+        if all(lease.state == "released" for lease in leases):
+            return False
+        release = functools.partial(self.release_all, leases, best_effort=best_effort)
+        return await self._calls.run(release, even_if_cancelled=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import threading
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -28,28 +29,43 @@ class CallThreads:
     def __init__(self, name: str) -> None:
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=CALL_THREADS, thread_name_prefix=name)
 
-    async def run(self, call: Callable[[], T], *, if_abandoned: Callable[[T], object] | None = None) -> T:
+    async def run(
+        self,
+        call: Callable[[], T],
+        *,
+        if_abandoned: Callable[[T], object] | None = None,
+        even_if_cancelled: bool = False,
+    ) -> T:
         """``call()`` on one of the threads; ``if_abandoned(result)`` runs there if the caller was cancelled meanwhile.
 
         A call that has started cannot be stopped: what it won (a lease) is
-        handed to ``if_abandoned`` (to release it) instead of being lost.
+        handed to ``if_abandoned`` (to release it) instead of being lost. A
+        call still queued is dropped when its caller is cancelled, unless
+        ``even_if_cancelled`` (a release or a renewal: dropping it would leave
+        the lock held, by a lease nobody will release).
         """
         try:
             future = self._executor.submit(call)
         except RuntimeError:  # shut down: the client was closed
             raise ClientClosed("The lock client is closed; create a new LockClient.") from None
+        answer = asyncio.wrap_future(future)
         try:
-            return await asyncio.wrap_future(future)
+            return await (asyncio.shield(answer) if even_if_cancelled else answer)
         except asyncio.CancelledError:
             if if_abandoned is not None:
-                future.add_done_callback(lambda done: _hand_back(done, if_abandoned))
+                future.add_done_callback(lambda done: self._hand_back(done, if_abandoned))
             raise
+
+    def _hand_back(self, done: concurrent.futures.Future[T], if_abandoned: Callable[[T], object]) -> None:
+        """Off the event loop: a call that finished as its caller was cancelled calls back here, on the loop."""
+        if done.cancelled() or done.exception() is not None:
+            return
+        result = done.result()
+        try:
+            self._executor.submit(if_abandoned, result)
+        except RuntimeError:  # closed meanwhile: a thread of its own, as the release must still be sent
+            threading.Thread(target=if_abandoned, args=(result,), name="dynalock-hand-back", daemon=True).start()
 
     def shutdown(self) -> None:
         """No more calls; those already queued still run (a close may come from one of these threads)."""
         self._executor.shutdown(wait=False)
-
-
-def _hand_back(done: concurrent.futures.Future[T], if_abandoned: Callable[[T], object]) -> None:
-    if not done.cancelled() and done.exception() is None:
-        if_abandoned(done.result())

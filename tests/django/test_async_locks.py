@@ -101,3 +101,29 @@ def test_a_lock_lost_in_the_block_raises_at_its_end_or_is_noted_on_the_blocks_ow
     with pytest.raises(ValueError, match="the block failed") as failed:
         asyncio.run(main(fail=True))
     assert any("releasing 'async-lost' also failed" in note for note in failed.value.__notes__)
+
+
+@pytest.mark.parametrize("way", ["sync", "async"])
+def test_a_failing_lease_acquired_receiver_leaves_the_lock_released(way):
+    class Refused(Exception):
+        pass
+
+    def refuse(**_):
+        raise Refused
+
+    async def enter() -> None:
+        async with lock_key("refused-by-a-receiver"):
+            pass
+
+    def enter_sync() -> None:
+        with lock_key("refused-by-a-receiver"):
+            pass
+
+    signals.lease_acquired.connect(refuse)
+    try:
+        with pytest.raises(Refused):
+            asyncio.run(enter()) if way == "async" else enter_sync()
+    finally:
+        signals.lease_acquired.disconnect(refuse)
+    assert get_client().get(lock_key("refused-by-a-receiver").key).is_released
+    assert get_client().held_leases() == []

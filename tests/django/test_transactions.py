@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.db import connection, transaction
 from django.http import HttpResponse
 from django.test import RequestFactory
@@ -120,5 +121,18 @@ def test_atomic_requests_with_the_decorator_release_after_commit(monkeypatch):
     request = RequestFactory().get("/")
     with transaction.atomic():  # what ATOMIC_REQUESTS wraps the view in
         assert decorated_view(request, pk=account.pk).status_code == 200
+        assert not is_released(account)
+    assert is_released(account)
+
+
+def test_a_coroutine_run_inside_an_atomic_block_releases_when_it_commits():
+    account = Account.objects.create(name="Acme")
+
+    async def locked() -> None:
+        async with lock_object(account):
+            pass
+
+    with transaction.atomic():
+        async_to_sync(locked)()  # the coroutine runs on another thread; the transaction is this one's
         assert not is_released(account)
     assert is_released(account)

@@ -12,7 +12,7 @@ from asgiref.sync import sync_to_async
 from dynalock_django.dynamodb import ClientClosed, LockTimeout
 from dynalock_django.dynamodb.call_threads import CALL_THREADS
 
-from ..dynamodb_support import LEASE, RequestCounter, wait_for
+from ..dynamodb_support import LEASE, PATIENCE, RequestCounter, wait_for
 
 
 def test_aacquire_takes_a_lease_the_heartbeat_renews_and_arelease_ends_it(make_client, dynamodb, key):
@@ -242,3 +242,26 @@ def test_aacquire_many_waits_without_requests_while_this_client_holds_a_key(make
 
     asyncio.run(main())
     assert counter.calls["GetItem"] == 0  # waited on the local holder, not by polling it
+
+
+def test_a_release_queued_behind_busy_call_threads_is_sent_though_its_caller_was_cancelled(make_client, dynamodb, key):
+    client = make_client(dynamodb)
+    lease = client.acquire(key)
+    reads_may_go_on = threading.Event()
+
+    def hold_reads(**_) -> None:  # None: then botocore sends the request (a value would be its answer)
+        reads_may_go_on.wait(PATIENCE)
+
+    dynamodb.meta.events.register_first("before-send.dynamodb.GetItem", hold_reads)
+
+    async def main() -> None:
+        reads = [asyncio.create_task(client.aget(key)) for _ in range(CALL_THREADS)]  # every call thread busy
+        await asyncio.sleep(0.1)
+        release = asyncio.create_task(lease.arelease())
+        await asyncio.sleep(0.1)
+        release.cancel()  # a request that ended (a client gone) cancels the view's task, as it leaves its block
+        reads_may_go_on.set()
+        await asyncio.gather(*reads)
+
+    asyncio.run(main())
+    wait_for(lambda: client.get(key).is_released, PATIENCE)
