@@ -259,6 +259,7 @@ def test_a_release_queued_behind_busy_call_threads_is_sent_though_its_caller_was
         await asyncio.sleep(0.1)
         release = asyncio.create_task(lease.arelease())
         await asyncio.sleep(0.1)
+        assert lease.state == "held"  # the release waits in the queue: every call thread is busy
         release.cancel()  # a request that ended (a client gone) cancels the view's task, as it leaves its block
         reads_may_go_on.set()
         await asyncio.gather(*reads)
