@@ -13,6 +13,7 @@ banner and status endpoint, ``manage.py dynalock list/show/describe/release``
 from __future__ import annotations
 
 import json
+import time
 from io import StringIO
 from typing import Any
 from unittest import mock
@@ -93,6 +94,9 @@ values = st.one_of(
     st.lists(scalars, max_size=3).map(lambda items: {"L": items}),
     st.dictionaries(st.text(min_size=1, max_size=8), scalars, max_size=3).map(lambda items: {"M": items}),
 )
+# A waiter seen just now (drawn when the example is), so the pages name it as next in line.
+now_ms = st.builds(lambda: {"N": str(int(time.time() * 1000))})
+epoch_ms = numbers.map(lambda number: {"N": number})
 # Each attribute of the wire format: absent, well typed with an odd value, or of any type at all.
 WELL_TYPED = {
     "ownerName": texts.map(lambda text: {"S": text}),
@@ -104,6 +108,19 @@ WELL_TYPED = {
     "acquiredAt": numbers.map(lambda number: {"N": number}),
     "renewedAt": numbers.map(lambda number: {"N": number}),
     "releasedBy": texts.map(lambda text: {"S": text}),
+    # The queue of waiters: entries under any id, with any name and times (the holder's page and
+    # the read-only page name the first live one).
+    "waiters": st.dictionaries(
+        texts,
+        st.one_of(
+            st.fixed_dictionaries(
+                {"name": texts.map(lambda text: {"S": text})},
+                optional={"since": epoch_ms, "seen": st.one_of(now_ms, epoch_ms)},
+            ).map(lambda entry: {"M": entry}),
+            values,
+        ),
+        max_size=3,
+    ).map(lambda queue: {"M": queue}),
 }
 items = st.fixed_dictionaries(
     {}, optional={name: st.one_of(typed, values) for name, typed in WELL_TYPED.items()}
