@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from dynalock_django.dynamodb.local_server import LocalDynamoDB
+from dynalock_django.dynamodb.aws.local_server import LocalDynamoDB
 
 from .dynamodb_support import ENDPOINT_ENV, make_dynamodb
 

@@ -9,10 +9,11 @@
 Nothing in this package imports Django.
 """
 
-from .botocore_config import RECOMMENDED_CONFIG, RetryBudgetWarning, retry_budget_seconds
+from .aws.botocore_config import RECOMMENDED_CONFIG, RetryBudgetWarning, retry_budget_seconds
+from .aws.connection import build_dynamodb_client
+from .aws.local_server import LocalDynamoDB
+from .aws.store import ScanPage
 from .clock import Clock, SystemClock
-from .connection import build_dynamodb_client
-from .display import printable
 from .exceptions import (
     ClientClosed,
     ConfigurationError,
@@ -26,14 +27,13 @@ from .exceptions import (
     TableNotFound,
     TableSchemaError,
 )
-from .item import MALFORMED_ITEM_LEASE_SECONDS, MAX_PARTITION_KEY_BYTES, LockInfo
-from .lease import Lease
-from .lease_group import LeaseGroup
-from .local_server import LocalDynamoDB
+from .leases.lease import Lease
+from .leases.lease_group import LeaseGroup
 from .lock_client import LockClient
-from .schema import TTL_UNAVAILABLE, TableDescription, validate_table_name
-from .store import ScanPage
-from .waiters import Waiter
+from .wire.display import printable
+from .wire.item import MALFORMED_ITEM_LEASE_SECONDS, MAX_PARTITION_KEY_BYTES, LockInfo
+from .wire.schema import TTL_UNAVAILABLE, TableDescription, validate_table_name
+from .wire.waiters import Waiter
 
 __all__ = [
     "MALFORMED_ITEM_LEASE_SECONDS",

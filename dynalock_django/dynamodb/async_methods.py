@@ -8,25 +8,22 @@ client's call threads (:mod:`.call_threads`).
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from . import validation
+from .wire import validation
 
 if TYPE_CHECKING:
-    from .call_threads import CallThreads
-    from .item import LockInfo
-    from .lease import Lease, LostCallback
-    from .lease_writes import LeaseWriter
+    from .leases.lease import Lease, LostCallback
     from .options import CallChecks
     from .process_state import ProcessState
+    from .wire.item import LockInfo
 
 
 class AsyncMethods:
     """The client's operations that talk to DynamoDB, awaitable; waiting costs a coroutine, not a thread."""
 
-    _checks: CallChecks
-    _process: ProcessState
+    call_checks: CallChecks
+    process_state: ProcessState
 
     if TYPE_CHECKING:  # LockClient's sync methods, which the awaitable ones run on the call threads
 
@@ -54,10 +51,10 @@ class AsyncMethods:
         time asks DynamoDB (first come, first served); while this client holds
         the lock they wait for its release without a request.
         """
-        lock_id = self._checks.lock_id(key, sort_key)
-        options = self._checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
+        lock_id = self.call_checks.lock_id(key, sort_key)
+        options = self.call_checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
         validation.check_timeout(timeout)
-        return await self._process.async_acquirer.acquire(lock_id, options, timeout)
+        return await self.process_state.async_acquirer.acquire(lock_id, options, timeout)
 
     async def atry_acquire(
         self,
@@ -71,40 +68,25 @@ class AsyncMethods:
         keep_alive: bool = True,
     ) -> Lease | None:
         """:meth:`try_acquire` for coroutines."""
-        lock_id = self._checks.lock_id(key, sort_key)
-        options = self._checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
-        self._process.ensure_open()
-        return await self._process.async_acquirer.try_acquire(lock_id, options)
+        lock_id = self.call_checks.lock_id(key, sort_key)
+        options = self.call_checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
+        self.process_state.ensure_open()
+        return await self.process_state.async_acquirer.try_acquire(lock_id, options)
 
     async def arelease(self, lease: Lease, *, best_effort: bool = False) -> bool:
         """:meth:`release` for coroutines; it is sent even if the caller is cancelled meanwhile."""
         if lease.state == "released":  # as release() answers, and without the call threads a close shut down
             return False
         release = functools.partial(self.release, lease, best_effort=best_effort)
-        return await self._process.calls.run(release, even_if_cancelled=True)
+        return await self.process_state.calls.run(release, even_if_cancelled=True)
 
     async def aextend(self, lease: Lease, lease_duration: float | None = None) -> None:
         """:meth:`extend` for coroutines; it is sent even if the caller is cancelled meanwhile."""
-        await self._process.calls.run(functools.partial(self.extend, lease, lease_duration), even_if_cancelled=True)
+        await self.process_state.calls.run(
+            functools.partial(self.extend, lease, lease_duration), even_if_cancelled=True
+        )
 
     async def aget(self, key: str, *, sort_key: str | None = None) -> LockInfo | None:
         """:meth:`get` for coroutines."""
-        self._checks.lock_id(key, sort_key)
-        return await self._process.calls.run(functools.partial(self.get, key, sort_key=sort_key))
-
-
-class GroupRelease:
-    """How a LeaseGroup releases its members, from a thread or from a coroutine."""
-
-    def __init__(self, lease_writer: LeaseWriter, calls: CallThreads) -> None:
-        self._lease_writer = lease_writer
-        self._calls = calls
-
-    def release_all(self, leases: Sequence[Lease], *, best_effort: bool = False) -> bool:
-        return self._lease_writer.release_all(leases, best_effort=best_effort)
-
-    async def arelease_all(self, leases: Sequence[Lease], *, best_effort: bool = False) -> bool:
-        if all(lease.state == "released" for lease in leases):
-            return False
-        release = functools.partial(self.release_all, leases, best_effort=best_effort)
-        return await self._calls.run(release, even_if_cancelled=True)
+        self.call_checks.lock_id(key, sort_key)
+        return await self.process_state.calls.run(functools.partial(self.get, key, sort_key=sort_key))

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from .item import LockInfo
+    from .wire.item import LockInfo
 
 
 class DynalockError(Exception):

@@ -6,24 +6,24 @@ import collections
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from . import validation
 from .exceptions import InvalidLockRequest
-from .lease_group import LeaseGroup
+from .leases.lease_group import LeaseGroup
+from .wire import validation
 
 if TYPE_CHECKING:
-    from .layout import LockId, TableLayout
-    from .lease import Lease, LostCallback
-    from .lease_group import LockKey
+    from .leases.lease import Lease, LostCallback
+    from .leases.lease_group import LockKey
     from .options import AcquireOptions, CallChecks
     from .process_state import ProcessState
+    from .wire.layout import LockId, TableLayout
 
 
 class GroupMethods:
     """Locks taken together, all or none; the client provides its checks and process state."""
 
     layout: TableLayout
-    _checks: CallChecks
-    _process: ProcessState
+    call_checks: CallChecks
+    process_state: ProcessState
 
     def acquire_many(
         self,
@@ -49,7 +49,7 @@ class GroupMethods:
         """
         lock_ids, options = self._many(keys, data, on_lost)
         validation.check_timeout(timeout)
-        return self._group(self._process.group_acquirer.acquire(lock_ids, options, timeout))
+        return self._group(self.process_state.group_acquirer.acquire(lock_ids, options, timeout))
 
     def try_acquire_many(
         self,
@@ -60,8 +60,8 @@ class GroupMethods:
     ) -> LeaseGroup | None:
         """One attempt at :meth:`acquire_many`, never waiting: the group, or None when any lock is held."""
         lock_ids, options = self._many(keys, data, on_lost)
-        self._process.ensure_open()
-        leases = self._process.group_acquirer.try_acquire(lock_ids, options)
+        self.process_state.ensure_open()
+        leases = self.process_state.group_acquirer.try_acquire(lock_ids, options)
         return None if leases is None else self._group(leases)
 
     async def aacquire_many(
@@ -75,7 +75,7 @@ class GroupMethods:
         """:meth:`acquire_many` for coroutines: waiting is ``asyncio.sleep``."""
         lock_ids, options = self._many(keys, data, on_lost)
         validation.check_timeout(timeout)
-        return self._group(await self._process.async_acquirer.acquire_many(lock_ids, options, timeout))
+        return self._group(await self.process_state.async_acquirer.acquire_many(lock_ids, options, timeout))
 
     async def atry_acquire_many(
         self,
@@ -86,8 +86,8 @@ class GroupMethods:
     ) -> LeaseGroup | None:
         """:meth:`try_acquire_many` for coroutines."""
         lock_ids, options = self._many(keys, data, on_lost)
-        self._process.ensure_open()
-        leases = await self._process.async_acquirer.try_acquire_many(lock_ids, options)
+        self.process_state.ensure_open()
+        leases = await self.process_state.async_acquirer.try_acquire_many(lock_ids, options)
         return None if leases is None else self._group(leases)
 
     def _many(
@@ -105,15 +105,15 @@ class GroupMethods:
             )
         # The data budget depends on the key: check the longest.
         longest = max(lock_ids, key=lambda lock_id: len(lock_id[0].encode()) + len((lock_id[1] or "").encode()))
-        options = self._checks.acquire_options(longest, None, None, True, data, on_lost)
+        options = self.call_checks.acquire_options(longest, None, None, True, data, on_lost)
         return lock_ids, options
 
     def _lock_id(self, key: LockKey) -> LockId:
         if isinstance(key, tuple):
             if len(key) != 2:
                 raise InvalidLockRequest(f"A key with a sort key is a (key, sort_key) pair, not {key!r}.")
-            return self._checks.lock_id(key[0], key[1])
-        return self._checks.lock_id(key, None)
+            return self.call_checks.lock_id(key[0], key[1])
+        return self.call_checks.lock_id(key, None)
 
     def _group(self, leases: Sequence[Lease]) -> LeaseGroup:
-        return LeaseGroup(self._process.group_release, leases)
+        return LeaseGroup(self.process_state.group_release, leases)

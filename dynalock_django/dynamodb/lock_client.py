@@ -1,13 +1,14 @@
 """LockClient: the AWS DynamoDB Lock Client protocol over boto3's low-level client.
 
 A façade: each public method checks its arguments (:mod:`.options`) and
-hands the work to the module that owns it: acquiring (:mod:`.acquirer`,
-deciding in :mod:`.acquisition`), the writes to a granted lease
-(:mod:`.lease_writes`), an operator's actions (:mod:`.operator_actions`),
-reads (:mod:`.store`, listings in :mod:`.listing`, many keys at once :mod:`.batch_reads`) and the table
-(:mod:`.table_methods`). What each call costs in
-requests is in docs/protocol.md; the wire format of each write is in
-:mod:`.writes`.
+hands the work to the wing that owns it: ``acquiring/`` (deciding in
+:mod:`.plan`, sending in :mod:`.acquirer`, an operator's actions in
+:mod:`.operator_actions`), ``leases/`` (the writes to a granted lease,
+:mod:`.lease_writes`), ``aws/`` (the item I/O, :mod:`.store`) and ``wire/``
+(every request's parameters, :mod:`.writes`, and conditions,
+:mod:`.conditions`). Its faces beside it add the groups, the awaitable
+methods, listings, the queue of waiters and the table. What each call costs
+in requests is in docs/protocol.md.
 """
 
 from __future__ import annotations
@@ -17,28 +18,29 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from . import botocore_config, fork_safety, validation
+from . import fork_safety
 from .async_methods import AsyncMethods
-from .batch_reads import BatchReads
+from .aws import botocore_config
+from .aws.connection import ClientFactory, Connection
+from .aws.store import LockStore
 from .clock import SYSTEM_CLOCK, Clock, Instant
-from .connection import ClientFactory, Connection
 from .group_methods import GroupMethods
-from .item import LockInfo
-from .layout import TableLayout
-from .lease import Lease, LostCallback
+from .leases.lease import Lease, LostCallback
 from .listing import ListingMethods
 from .options import CallChecks, check_client_options, default_owner_name
 from .process_state import ProcessState
-from .schema import validate_table_name
-from .store import LockStore
+from .queue_methods import QueueMethods
 from .table_methods import TableMethods
-from .waiting_line import QueueMethods
+from .wire import validation
+from .wire.item import LockInfo
+from .wire.layout import TableLayout
+from .wire.schema import validate_table_name
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
-class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, BatchReads, QueueMethods):
+class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, QueueMethods):
     """Advisory locks in a DynamoDB table, compatible with the AWS Java lock client.
 
     ``dynamodb`` is a boto3 DynamoDB client, or a zero-argument callable that makes one. Prefer the
@@ -85,15 +87,15 @@ class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, Batch
         self.clock = clock
         self._owner_name_given = owner_name is not None
         self.owner_name = owner_name or default_owner_name()
-        self._checks = CallChecks(
+        self.call_checks = CallChecks(
             self.layout,
             lease_duration=self.lease_duration,
             heartbeat_period=self.heartbeat_period,
             owner_name=lambda: self.owner_name,
         )
         self._connection = Connection(dynamodb, on_new_client=self._check_retry_budget)
-        self._store = LockStore(self._connection, self.layout)
-        self._process = ProcessState(self, self._store, closed=False)
+        self.store = LockStore(self._connection, self.layout)
+        self.process_state = ProcessState(self, self.store, closed=False)
         fork_safety.reset_in_forked_child(self, LockClient._after_fork_in_child)
 
     @property
@@ -101,7 +103,9 @@ class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, Batch
         return self.layout.table_name
 
     def __repr__(self) -> str:
-        return f"<LockClient table={self.table_name!r} owner={self.owner_name!r} held={len(self._process.holdings)}>"
+        return (
+            f"<LockClient table={self.table_name!r} owner={self.owner_name!r} held={len(self.process_state.holdings)}>"
+        )
 
     def acquire(
         self,
@@ -128,10 +132,10 @@ class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, Batch
         through :meth:`lease`; this client neither renews it nor releases it on close, and its
         threads do not wait for it locally.
         """
-        lock_id = self._checks.lock_id(key, sort_key)
-        options = self._checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
+        lock_id = self.call_checks.lock_id(key, sort_key)
+        options = self.call_checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
         validation.check_timeout(timeout)
-        return self._process.acquirer.acquire(lock_id, options, timeout)
+        return self.process_state.acquirer.acquire(lock_id, options, timeout)
 
     def try_acquire(
         self,
@@ -150,10 +154,10 @@ class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, Batch
         taken over by the first call the takeover rule allows (see :meth:`acquire`). Raises
         DynamoDBUnavailable when DynamoDB cannot answer. The other options are :meth:`acquire`'s.
         """
-        lock_id = self._checks.lock_id(key, sort_key)
-        options = self._checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
-        self._process.ensure_open()
-        return self._process.acquirer.try_acquire(lock_id, options)
+        lock_id = self.call_checks.lock_id(key, sort_key)
+        options = self.call_checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
+        self.process_state.ensure_open()
+        return self.process_state.acquirer.try_acquire(lock_id, options)
 
     @contextlib.contextmanager
     def lock(
@@ -181,9 +185,9 @@ class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, Batch
         condition (owner and fencing token) decides whether it still holds it.
         """
         if lease_duration is not None:
-            lease_duration = self._checks.lease_duration(lease_duration, keep_alive=lease.keep_alive)
-        self._process.lease_writer.renew(lease, lease_duration)
-        self._process.heartbeat.wake()
+            lease_duration = self.call_checks.lease_duration(lease_duration, keep_alive=lease.keep_alive)
+        self.process_state.lease_writer.renew(lease, lease_duration)
+        self.process_state.heartbeat.wake()
 
     def release(self, lease: Lease, *, best_effort: bool = False) -> bool:
         """Release ``lease``; True when this call released it.
@@ -196,7 +200,7 @@ class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, Batch
         and so is releasing a holding its owner released already (through
         another handle on a detached lease): False.
         """
-        return self._process.lease_writer.release(lease, best_effort=best_effort)
+        return self.process_state.lease_writer.release(lease, best_effort=best_effort)
 
     def force_release(self, lock: LockInfo, *, released_by: str) -> LockInfo:
         """Release someone else's lock (an operator's action), and return it as released.
@@ -206,8 +210,8 @@ class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, Batch
         lock changed hands or was released since, LockNotAcquired is raised and
         nothing changes. ``released_by`` is stored so the holder learns who did it.
         """
-        self._checks.lock_id(lock.key, lock.sort_key)
-        return self._process.operator.force_release(lock, released_by=released_by)
+        self.call_checks.lock_id(lock.key, lock.sort_key)
+        return self.process_state.operator.force_release(lock, released_by=released_by)
 
     def take_over(
         self,
@@ -233,10 +237,10 @@ class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, Batch
         merely the same holding: for handing a lock that looked free or expired to the next in
         line, never from a holder that has renewed since. The other options are :meth:`acquire`'s.
         """
-        lock_id = self._checks.lock_id(lock.key, lock.sort_key)
-        options = self._checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
-        self._process.ensure_open()
-        return self._process.operator.take_over(lock, options, dequeue=list(dequeue), unchanged=unchanged)
+        lock_id = self.call_checks.lock_id(lock.key, lock.sort_key)
+        options = self.call_checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
+        self.process_state.ensure_open()
+        return self.process_state.operator.take_over(lock, options, dequeue=list(dequeue), unchanged=unchanged)
 
     def get(self, key: str, *, sort_key: str | None = None) -> LockInfo | None:
         """The lock item as stored now (a consistent read), or None if there is none.
@@ -244,10 +248,10 @@ class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, Batch
         Like a refused acquire, it remembers the holder's version and when it was first seen, so
         :meth:`available_in` can tell when this client may take over a holder that stopped renewing.
         """
-        lock_id = self._checks.lock_id(key, sort_key)
-        info = self._store.read(lock_id)
+        lock_id = self.call_checks.lock_id(key, sort_key)
+        info = self.store.read(lock_id)
         if info is not None:
-            self._process.observations.saw(lock_id, info, Instant.read(self.clock))
+            self.process_state.observations.saw(lock_id, info, Instant.read(self.clock))
         return info
 
     def available_in(self, lock: LockInfo | None) -> float:
@@ -258,7 +262,7 @@ class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, Batch
         before; with ``max_clock_skew``, also 0 once the holder's last write is older than its
         lease plus that.
         """
-        return self._process.observations.takeover_in(lock, Instant.read(self.clock))
+        return self.process_state.observations.takeover_in(lock, Instant.read(self.clock))
 
     def lease(
         self,
@@ -276,11 +280,11 @@ class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, Batch
         the owner renews through many processes). It counts as held only
         after a successful ``extend()``.
         """
-        lock_id = self._checks.lock_id(key, sort_key)
+        lock_id = self.call_checks.lock_id(key, sort_key)
         validation.check_name("owner_name", owner_name)
         validation.check_fencing_token(fencing_token)
-        duration = self._checks.lease_duration(lease_duration, keep_alive=False)
-        return self._process.acquirer.handle(
+        duration = self.call_checks.lease_duration(lease_duration, keep_alive=False)
+        return self.process_state.acquirer.handle(
             lock_id, owner_name=owner_name, fencing_token=fencing_token, lease_duration=duration
         )
 
@@ -291,11 +295,11 @@ class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, Batch
 
     def held_leases(self) -> list[Lease]:
         """The leases this client holds and renews now."""
-        return self._process.holdings.leases()
+        return self.process_state.holdings.leases()
 
     def close(self, *, release: bool = True) -> None:
         """Stop the heartbeat and release every held lease (unless ``release=False``)."""
-        if self._process.close(release=release, heartbeat_timeout=self.lease_duration):
+        if self.process_state.close(release=release, heartbeat_timeout=self.lease_duration):
             self._connection.close()
             fork_safety.forget(self)
 
@@ -311,10 +315,10 @@ class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, Batch
         self._connection.after_fork_in_child()
         if not self._owner_name_given:
             self.owner_name = default_owner_name()
-        self._process = ProcessState(self, self._store, closed=self._process.closed.is_set())
+        self.process_state = ProcessState(self, self.store, closed=self.process_state.closed.is_set())
 
     def _closed_event(self) -> threading.Event:
-        return self._process.closed
+        return self.process_state.closed
 
     def _check_retry_budget(self, dynamodb: DynamoDBClient) -> None:
         botocore_config.warn_if_too_slow(

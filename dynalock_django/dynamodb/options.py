@@ -13,13 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import item, validation, waiters, writes
 from .exceptions import InvalidLockRequest
+from .wire import item, validation, waiters, writes
 
 if TYPE_CHECKING:
-    from .item import Item
-    from .layout import LockId, TableLayout
-    from .lease import LostCallback
+    from .leases.lease import LostCallback
+    from .wire.item import Item
+    from .wire.layout import LockId, TableLayout
 
 
 def check_client_options(

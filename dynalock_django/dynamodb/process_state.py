@@ -9,24 +9,24 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Protocol
 
-from .acquirer import Acquirer
-from .async_acquirer import AsyncAcquirer
-from .async_methods import GroupRelease
-from .async_waiting import Turns
-from .call_threads import CallThreads
+from .acquiring.acquirer import Acquirer
+from .acquiring.async_acquirer import AsyncAcquirer
+from .acquiring.group_acquirer import GroupAcquirer
+from .acquiring.observations import Observations
+from .acquiring.operator_actions import OperatorActions
+from .acquiring.turns import Turns
+from .aws.call_threads import CallThreads
 from .exceptions import ClientClosed
-from .group_acquirer import GroupAcquirer
-from .heartbeat import Heartbeat
-from .holdings import Holdings
-from .lease import LeaseClient
-from .lease_writes import LeaseWriter
-from .observations import Observations
-from .operator_actions import OperatorActions
+from .leases.heartbeat import Heartbeat
+from .leases.holdings import Holdings
+from .leases.lease import LeaseClient
+from .leases.lease_group import GroupRelease
+from .leases.lease_writes import LeaseWriter
 
 if TYPE_CHECKING:
+    from .aws.store import LockStore
     from .clock import Clock
-    from .layout import TableLayout
-    from .store import LockStore
+    from .wire.layout import TableLayout
 
 
 class ClientSettings(LeaseClient, Protocol):
@@ -73,12 +73,32 @@ class ProcessState:
             closed=self.closed,
             ensure_open=self.ensure_open,
         )
-        self.group_acquirer = GroupAcquirer(self, client, store)
+        self.group_acquirer = GroupAcquirer(
+            acquirer=self.acquirer,
+            lease_writer=self.lease_writer,
+            observations=self.observations,
+            holdings=self.holdings,
+            store=store,
+            layout=layout,
+            clock=clock,
+            refresh_period=client.refresh_period,
+            closed=self.closed,
+            ensure_open=self.ensure_open,
+        )
         self.operator = OperatorActions(store, layout, clock, self.holdings, self.acquirer)
         # Coroutines: a few threads for their requests (built per process, so a forked child has its own).
         self.calls = CallThreads(name=f"dynalock-call-{layout.table_name}")
         self.turns = Turns(clock)
-        self.async_acquirer = AsyncAcquirer(self)
+        self.async_acquirer = AsyncAcquirer(
+            acquirer=self.acquirer,
+            group_acquirer=self.group_acquirer,
+            observations=self.observations,
+            holdings=self.holdings,
+            calls=self.calls,
+            turns=self.turns,
+            clock=clock,
+            ensure_open=self.ensure_open,
+        )
         self.group_release = GroupRelease(self.lease_writer, self.calls)
 
     def ensure_open(self) -> None:

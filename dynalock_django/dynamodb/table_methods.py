@@ -7,13 +7,13 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from . import table
+from .aws import table_management
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from .layout import TableLayout
-    from .schema import TableDescription
+    from .wire.layout import TableLayout
+    from .wire.schema import TableDescription
 
 logger = logging.getLogger("dynalock_django.table")
 
@@ -32,15 +32,15 @@ class TableMethods:
 
     def describe_table(self) -> TableDescription:
         """Status, key schema, TTL and what is wrong for locks (TableNotFound if missing)."""
-        return table.describe(self.dynamodb, self.layout)
+        return table_management.describe(self.dynamodb, self.layout)
 
     def check_table(self) -> TableDescription:
         """describe_table(), raising TableSchemaError if the table cannot hold these locks."""
-        return table.check(self.dynamodb, self.layout)
+        return table_management.check(self.dynamodb, self.layout)
 
     def create_table_request(self, *, provisioned: tuple[int, int] | None = None) -> dict[str, Any]:
         """The CreateTable request ``create_table`` sends (for dry runs)."""
-        return table.create_request(self.layout, provisioned)
+        return table_management.create_request(self.layout, provisioned)
 
     def create_table(
         self,
@@ -55,7 +55,7 @@ class TableMethods:
         On an endpoint without the TTL API the table is created all the same,
         with ``ttl_status`` ``"UNAVAILABLE"`` (``TTL_UNAVAILABLE``): locks work, old items stay.
         """
-        return table.create(
+        return table_management.create(
             self.dynamodb,
             self.layout,
             provisioned=provisioned,
@@ -70,7 +70,7 @@ class TableMethods:
         takes minutes on a large table; listings scan the table meanwhile.
         Raises TableSchemaError on an endpoint that cannot add indexes (dynalite).
         """
-        return table.create_index(
+        return table_management.create_index(
             self.dynamodb,
             self.layout,
             report=on_progress or (lambda message: logger.info("%s", message)),

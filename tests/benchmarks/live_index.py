@@ -59,7 +59,7 @@ class ScanMeter:
         self.requests += 1
 
     def _response(self, parsed: dict[str, Any], **_: Any) -> None:
-        from dynalock_django.dynamodb.item import item_size
+        from dynalock_django.dynamodb.wire.item import item_size
 
         returned = parsed.get("Items", [])
         skipped = parsed.get("ScannedCount", len(returned)) - len(returned)
@@ -108,7 +108,7 @@ def main() -> None:
 
     from dynalock_django import lock_key
     from dynalock_django.client import get_client
-    from dynalock_django.dynamodb.item import item_size
+    from dynalock_django.dynamodb.wire.item import item_size
     from dynalock_django.testing import lock_table
 
     setup_test_environment()  # responses carry their template context (the rows, the next-page cursor)

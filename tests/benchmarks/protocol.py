@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from dynalock_django.dynamodb import LockClient
-from dynalock_django.dynamodb.local_server import LocalDynamoDB
+from dynalock_django.dynamodb.aws.local_server import LocalDynamoDB
 
 from ..dynamodb_support import (
     ENDPOINT_ENV,

@@ -10,7 +10,7 @@ from dynalock_django.admin.edit_locking import edit_queue
 from dynalock_django.admin.edit_locking.tickets import HANDOFF_COOKIE
 from dynalock_django.client import get_client
 from dynalock_django.dynamodb import Waiter
-from dynalock_django.dynamodb.waiters import MAX_WAITERS
+from dynalock_django.dynamodb.wire.waiters import MAX_WAITERS
 from dynalock_django.keys import key_for_instance
 from testproject.desk.models import Customer
 

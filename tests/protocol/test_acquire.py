@@ -6,7 +6,7 @@ import time
 import pytest
 
 from dynalock_django.dynamodb import LockTimeout
-from dynalock_django.dynamodb.item import FENCING_TOKEN, IS_RELEASED, OWNER_NAME
+from dynalock_django.dynamodb.wire.item import FENCING_TOKEN, IS_RELEASED, OWNER_NAME
 
 from ..dynamodb_support import LEASE, PATIENCE, RequestCounter, without_old_item_on_refusal
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from dynalock_django.dynamodb import DynamoDBUnavailable, LockInfo
-from dynalock_django.dynamodb.acquisition import FIRST_POLL_SECONDS, Acquisition, Read, UnansweredWrites, Write
-from dynalock_django.dynamodb.observations import Observations
+from dynalock_django.dynamodb.acquiring.observations import Observations
+from dynalock_django.dynamodb.acquiring.plan import FIRST_POLL_SECONDS, Acquisition, Read, UnansweredWrites, Write
 
 from .fake_clock import TICK, FakeClock
 

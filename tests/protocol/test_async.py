@@ -10,7 +10,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from dynalock_django.dynamodb import ClientClosed, LockTimeout
-from dynalock_django.dynamodb.call_threads import CALL_THREADS
+from dynalock_django.dynamodb.aws.call_threads import CALL_THREADS
 
 from ..dynamodb_support import LEASE, PATIENCE, RequestCounter, wait_for
 

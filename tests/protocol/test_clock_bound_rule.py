@@ -14,11 +14,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dynalock_django.dynamodb import ConfigurationError, LockClient, LockInfo
-from dynalock_django.dynamodb.acquisition import Acquisition, Read, Write
+from dynalock_django.dynamodb.acquiring.observations import Observations
+from dynalock_django.dynamodb.acquiring.plan import Acquisition, Read, Write
 from dynalock_django.dynamodb.clock import Instant
-from dynalock_django.dynamodb.item import parse_item
-from dynalock_django.dynamodb.observations import Observations
-from dynalock_django.dynamodb.writes import Stamp
+from dynalock_django.dynamodb.wire.item import parse_item
+from dynalock_django.dynamodb.wire.writes import Stamp
 
 from .fake_clock import TICK, FakeClock
 

@@ -7,9 +7,9 @@ import dataclasses
 import pytest
 
 from dynalock_django.dynamodb import DynamoDBUnavailable
-from dynalock_django.dynamodb.acquisition import FIRST_POLL_SECONDS, Write
-from dynalock_django.dynamodb.group_acquisition import GroupAcquisition, sorted_lock_ids
-from dynalock_django.dynamodb.observations import Observations
+from dynalock_django.dynamodb.acquiring.group_plan import GroupAcquisition, sorted_lock_ids
+from dynalock_django.dynamodb.acquiring.observations import Observations
+from dynalock_django.dynamodb.acquiring.plan import FIRST_POLL_SECONDS, Write
 
 from .fake_clock import TICK, FakeClock
 from .test_acquisition import REFRESH, item

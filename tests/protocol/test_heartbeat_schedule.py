@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dynalock_django.dynamodb import DynamoDBUnavailable
-from dynalock_django.dynamodb.heartbeat import IDLE_WAKE_SECONDS, Heartbeat
+from dynalock_django.dynamodb.leases.heartbeat import IDLE_WAKE_SECONDS, Heartbeat
 
 from .fake_clock import TICK, FakeClock, held_lease
 

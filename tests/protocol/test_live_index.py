@@ -13,7 +13,7 @@ from dynalock_django.dynamodb import (
     TableSchemaError,
     live_index,
 )
-from dynalock_django.dynamodb.item import MAX_ITEM_BYTES, item_size
+from dynalock_django.dynamodb.wire.item import MAX_ITEM_BYTES, item_size
 
 from ..dynamodb_support import LEASE, RequestCounter, create_bare_table, unique
 from ..java_client import JavaLockClient

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from dynalock_django.dynamodb import local_server
-from dynalock_django.dynamodb.local_server import LocalDynamoDB
+from dynalock_django.dynamodb.aws import local_server
+from dynalock_django.dynamodb.aws.local_server import LocalDynamoDB
 
 
 class Endpoint(LocalDynamoDB):

@@ -8,7 +8,7 @@ import pytest
 
 from dynalock_django.dynamodb import LockTimeout
 from dynalock_django.dynamodb.clock import SystemClock
-from dynalock_django.dynamodb.item import MALFORMED_ITEM_LEASE_SECONDS
+from dynalock_django.dynamodb.wire.item import MALFORMED_ITEM_LEASE_SECONDS
 
 GOOD = {
     "ownerName": {"S": "someone"},

@@ -1,10 +1,10 @@
 """Acquiring from a coroutine: the sync acquirers' steps, each one short call on the client's call threads.
 
-The same plans decide (:mod:`.acquisition`, :mod:`.group_acquisition`), and
+The same plans decide (:mod:`.plan`, :mod:`.group_plan`), and
 each attempt is the sync acquirer's own (:meth:`.Acquirer.attempt`,
 :meth:`.GroupAcquirer.attempt`): a request or a few, never a wait. What
 differs is only the waiting: ``asyncio.sleep`` between attempts, and
-:mod:`.async_waiting` while this client holds the lock, so a waiting
+:mod:`.turns` while this client holds the lock, so a waiting
 coroutine costs no thread. A lease won by an attempt whose caller was
 cancelled meanwhile is released, not leaked.
 """
@@ -14,29 +14,47 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from .exceptions import ClientClosed
+from ..exceptions import ClientClosed
 
 if TYPE_CHECKING:
-    from .acquisition import Acquisition
-    from .group_acquisition import GroupAcquisition
-    from .layout import LockId
-    from .lease import Lease
-    from .options import AcquireOptions
-    from .process_state import ProcessState
+    from ..aws.call_threads import CallThreads
+    from ..clock import Clock
+    from ..leases.holdings import Holdings
+    from ..leases.lease import Lease
+    from ..options import AcquireOptions
+    from ..wire.layout import LockId
+    from .acquirer import Acquirer
+    from .group_acquirer import GroupAcquirer
+    from .group_plan import GroupAcquisition
+    from .observations import Observations
+    from .plan import Acquisition
+    from .turns import Turns
 
 
 class AsyncAcquirer:
-    def __init__(self, process: ProcessState) -> None:
-        self._process = process
-        self._acquirer = process.acquirer
-        self._group_acquirer = process.group_acquirer
-        self._holdings = process.holdings
-        self._calls = process.calls
-        self._turns = process.turns
-        self._clock = process.clock
+    def __init__(
+        self,
+        *,
+        acquirer: Acquirer,
+        group_acquirer: GroupAcquirer,
+        observations: Observations,
+        holdings: Holdings,
+        calls: CallThreads,
+        turns: Turns,
+        clock: Clock,
+        ensure_open: Callable[[], None],
+    ) -> None:
+        self._acquirer = acquirer
+        self._group_acquirer = group_acquirer
+        self._observations = observations
+        self._holdings = holdings
+        self._calls = calls
+        self._turns = turns
+        self._clock = clock
+        self._ensure_open = ensure_open
 
     async def acquire(self, lock_id: LockId, options: AcquireOptions, timeout: float | None) -> Lease:
         deadline = None if timeout is None else self._clock.monotonic() + timeout
@@ -62,7 +80,7 @@ class AsyncAcquirer:
             if not await self._turns.wait_until_free(self._holdings, plan.lock_id, deadline):
                 self._held_here(plan)
                 return None
-            self._process.ensure_open()  # a closing client ends the wait above, too
+            self._ensure_open()  # a closing client ends the wait above, too
             lease = await self._calls.run(
                 functools.partial(self._acquirer.attempt_while_waiting, plan, options), if_abandoned=_release
             )
@@ -77,7 +95,7 @@ class AsyncAcquirer:
         """The deadline came while another holder of this client, or a coroutine before us, had the lock."""
         holder = self._holdings.holder(plan.lock_id)
         if holder is None:  # a coroutine before us is still waiting for it: the holder is the one it saw
-            observed = self._process.observations.get(plan.lock_id)
+            observed = self._observations.get(plan.lock_id)
             holder = observed.info if observed is not None else None
         plan.held_locally(holder)
 
@@ -95,7 +113,7 @@ class AsyncAcquirer:
             while True:
                 if not await self._wait_until_free_here(plan, deadline):
                     break
-                self._process.ensure_open()
+                self._ensure_open()
                 leases = await self._calls.run(
                     functools.partial(self._group_acquirer.attempt, plan, options), if_abandoned=_release_all
                 )

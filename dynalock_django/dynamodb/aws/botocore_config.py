@@ -15,7 +15,7 @@ from typing import Any
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError
 
-from .exceptions import ConfigurationError
+from ..exceptions import ConfigurationError
 
 # botocore's standard mode: 4 attempts for DynamoDB; throttling backoff is
 # rand(0, 1) * min(1 s * 2**i, 20 s) before retry i+1.

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
+from ..exceptions import ConfigurationError, InvalidLockRequest
 from . import item
-from .exceptions import ConfigurationError, InvalidLockRequest
 from .item import Item
 
 

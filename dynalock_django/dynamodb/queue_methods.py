@@ -13,18 +13,18 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any
 
-from . import item, validation, waiters
+from .aws.store import Refused
 from .clock import Instant
-from .expressions import Expressions
-from .store import Refused
+from .wire import item, validation, waiters
+from .wire.expressions import Expressions
 
 if TYPE_CHECKING:
+    from .aws.store import LockStore
     from .clock import Clock
-    from .item import LockInfo
-    from .layout import LockId, TableLayout
     from .options import CallChecks
     from .process_state import ProcessState
-    from .store import LockStore
+    from .wire.item import LockInfo
+    from .wire.layout import LockId, TableLayout
 
 
 class QueueMethods:
@@ -32,9 +32,9 @@ class QueueMethods:
 
     layout: TableLayout
     clock: Clock
-    _store: LockStore
-    _checks: CallChecks
-    _process: ProcessState
+    store: LockStore
+    call_checks: CallChecks
+    process_state: ProcessState
 
     def join_queue(self, key: str, waiter_id: str, *, name: str, sort_key: str | None = None) -> LockInfo | None:
         """Queue ``waiter_id`` (shown as ``name``) for the lock; the item as it is after.
@@ -46,7 +46,7 @@ class QueueMethods:
         item): the caller sees whether the lock is free. A held item without a
         queue (written by the AWS Java client) costs a second write that starts one.
         """
-        lock_id, name = self._checks.lock_id(key, sort_key), _checked(waiter_id, name)
+        lock_id, name = self.call_checks.lock_id(key, sort_key), _checked(waiter_id, name)
         entry = waiters.entry(name, int(self.clock.time() * 1000))
         exprs = Expressions()
         queue, me = exprs.name(waiters.WAITERS), exprs.name(waiter_id)
@@ -79,7 +79,7 @@ class QueueMethods:
         or was taken out is not put back. Like :meth:`get`, it counts as a read
         for :meth:`available_in`.
         """
-        lock_id = self._checks.lock_id(key, sort_key)
+        lock_id = self.call_checks.lock_id(key, sort_key)
         validation.check_key("waiter_id", waiter_id, waiters.MAX_WAITER_ID_BYTES)
         exprs = Expressions()
         path = f"{exprs.name(waiters.WAITERS)}.{exprs.name(waiter_id)}"
@@ -89,22 +89,22 @@ class QueueMethods:
 
     def leave_queue(self, key: str, waiter_id: str, *, sort_key: str | None = None) -> None:
         """Take ``waiter_id`` out of the lock's queue (one UpdateItem; nothing happens if it is not there)."""
-        lock_id = self._checks.lock_id(key, sort_key)
+        lock_id = self.call_checks.lock_id(key, sort_key)
         validation.check_key("waiter_id", waiter_id, waiters.MAX_WAITER_ID_BYTES)
         exprs = Expressions()
         path = f"{exprs.name(waiters.WAITERS)}.{exprs.name(waiter_id)}"
         request = _request(self.layout, lock_id, exprs, update=f"REMOVE {path}", condition=f"attribute_exists({path})")
         with contextlib.suppress(Refused):  # refused: not queued (any more), nothing to take out
-            self._store.update(request)
+            self.store.update(request)
 
     def _send(self, lock_id: LockId, request: dict[str, Any]) -> LockInfo | None:
         try:
-            stored = self._store.update(request)
+            stored = self.store.update(request)
             current: LockInfo | None = self.layout.parse(stored)
         except Refused as refused:
             current = refused.current
         if current is not None:
-            self._process.observations.saw(lock_id, current, Instant.read(self.clock))
+            self.process_state.observations.saw(lock_id, current, Instant.read(self.clock))
         return current
 
 

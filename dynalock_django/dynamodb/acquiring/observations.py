@@ -27,9 +27,9 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from .clock import Instant
-from .item import LockInfo
-from .layout import LockId
+from ..clock import Instant
+from ..wire.item import LockInfo
+from ..wire.layout import LockId
 
 logger = logging.getLogger("dynalock_django.acquire")
 

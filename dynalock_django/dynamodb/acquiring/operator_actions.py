@@ -11,20 +11,20 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from . import writes
-from .exceptions import LockNotAcquired
-from .item import LockInfo, describe_holder
-from .lease import Lease, lost_message
-from .store import Refused
-from .writes import Stamp
+from ..aws.store import Refused
+from ..exceptions import LockNotAcquired
+from ..leases.lease import Lease, lost_message
+from ..wire import writes
+from ..wire.item import LockInfo, describe_holder
+from ..wire.writes import Stamp
 
 if TYPE_CHECKING:
+    from ..aws.store import LockStore
+    from ..clock import Clock
+    from ..leases.holdings import Holdings
+    from ..options import AcquireOptions
+    from ..wire.layout import TableLayout
     from .acquirer import Acquirer
-    from .clock import Clock
-    from .holdings import Holdings
-    from .layout import TableLayout
-    from .options import AcquireOptions
-    from .store import LockStore
 
 acquire_logger = logging.getLogger("dynalock_django.acquire")
 release_logger = logging.getLogger("dynalock_django.release")

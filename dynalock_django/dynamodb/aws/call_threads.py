@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-from .exceptions import ClientClosed
+from ..exceptions import ClientClosed
 
 T = TypeVar("T")
 

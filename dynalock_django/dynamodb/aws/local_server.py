@@ -4,7 +4,7 @@ moto's own server is threaded, and then two conditional writes can both pass
 their condition: served one request at a time, "check the condition, then
 write" is atomic, as it is in DynamoDB. Needs ``moto[server]``.
 
-    python -m dynalock_django.dynamodb.local_server --port 8765
+    python -m dynalock_django.dynamodb.aws.local_server --port 8765
 
 or, from Python, ``with LocalDynamoDB() as endpoint_url: ...``.
 """

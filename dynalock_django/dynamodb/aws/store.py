@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from . import botocore_errors, item, live_index, validation
-from .cursor import decode_cursor, encode_cursor
-from .exceptions import DynamoDBUnavailable, InvalidLockRequest
-from .expressions import Expressions
-from .item import Item, LockInfo
-from .layout import LockId, TableLayout
+from ..exceptions import DynamoDBUnavailable, InvalidLockRequest
+from ..wire import item, live_index, validation
+from ..wire.cursor import decode_cursor, encode_cursor
+from ..wire.expressions import Expressions
+from ..wire.item import Item, LockInfo
+from ..wire.layout import LockId, TableLayout
+from . import botocore_errors
 
 if TYPE_CHECKING:
     from .connection import Connection

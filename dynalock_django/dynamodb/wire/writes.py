@@ -20,7 +20,7 @@ from .layout import LockId, TableLayout
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
-    from .clock import Clock
+    from ..clock import Clock
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..exceptions import ConfigurationError
 from . import live_index
-from .exceptions import ConfigurationError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import CreateTableInputTypeDef

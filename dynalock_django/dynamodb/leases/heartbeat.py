@@ -9,10 +9,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .exceptions import DynamoDBUnavailable, LockLost, TableNotFound
+from ..exceptions import DynamoDBUnavailable, LockLost, TableNotFound
 
 if TYPE_CHECKING:
-    from .clock import Clock
+    from ..clock import Clock
     from .lease import Lease
 
 logger = logging.getLogger("dynalock_django.heartbeat")

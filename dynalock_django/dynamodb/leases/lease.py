@@ -10,14 +10,14 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from .display import printable
-from .exceptions import DynalockError, LockLost
-from .writes import Detached, Holding, KeptAlive
+from ..exceptions import DynalockError, LockLost
+from ..wire.display import printable
+from ..wire.writes import Detached, Holding, KeptAlive
 
 if TYPE_CHECKING:
-    from .clock import Clock
-    from .item import LockInfo
-    from .waiters import Waiter
+    from ..clock import Clock
+    from ..wire.item import LockInfo
+    from ..wire.waiters import Waiter
 
 logger = logging.getLogger("dynalock_django.heartbeat")
 

@@ -13,19 +13,20 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import botocore_errors, writes
-from .exceptions import DynamoDBError, LockLost
+from ..aws import botocore_errors
+from ..aws.store import Cancelled, Refused, TransactionsUnsupported
+from ..exceptions import DynamoDBError, LockLost
+from ..wire import writes
+from ..wire.waiters import WAITERS, parse_waiters
+from ..wire.writes import Stamp
 from .lease import lost_message
-from .store import Cancelled, Refused, TransactionsUnsupported
-from .waiters import WAITERS, parse_waiters
-from .writes import Stamp
 
 if TYPE_CHECKING:
-    from .clock import Clock
+    from ..aws.store import LockStore
+    from ..clock import Clock
+    from ..wire.layout import TableLayout
     from .holdings import Holdings
-    from .layout import TableLayout
     from .lease import Lease
-    from .store import LockStore
 
 release_logger = logging.getLogger("dynalock_django.release")
 

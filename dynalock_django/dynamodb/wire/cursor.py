@@ -7,7 +7,7 @@ import binascii
 import json
 from typing import Any
 
-from .exceptions import InvalidLockRequest
+from ..exceptions import InvalidLockRequest
 
 
 def encode_cursor(last_evaluated_key: Any) -> str:

@@ -21,14 +21,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from .exceptions import LockTimeout
-from .item import describe_holder
+from ..exceptions import LockTimeout
+from ..wire.item import describe_holder
 
 if TYPE_CHECKING:
-    from .clock import Instant
-    from .exceptions import DynamoDBError
-    from .item import LockInfo
-    from .layout import LockId
+    from ..clock import Instant
+    from ..exceptions import DynamoDBError
+    from ..wire.item import LockInfo
+    from ..wire.layout import LockId
     from .observations import Observations
 
 # The first poll comes quickly (most locks are held briefly), then backs off

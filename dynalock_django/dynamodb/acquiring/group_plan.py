@@ -16,18 +16,18 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
-from .acquisition import FIRST_POLL_SECONDS, Acquisition, Jitter, Write
-from .exceptions import LockTimeout
-from .item import describe_holder
-from .writes import MAX_TRANSACTION_ITEMS
+from ..exceptions import LockTimeout
+from ..wire.item import describe_holder
+from ..wire.writes import MAX_TRANSACTION_ITEMS
+from .plan import FIRST_POLL_SECONDS, Acquisition, Jitter, Write
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from .clock import Instant
-    from .exceptions import DynamoDBError
-    from .item import LockInfo
-    from .layout import LockId
+    from ..clock import Instant
+    from ..exceptions import DynamoDBError
+    from ..wire.item import LockInfo
+    from ..wire.layout import LockId
     from .observations import Observations
 
 

@@ -18,24 +18,25 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from . import botocore_errors, item, writes
-from .acquisition import Acquisition, UnansweredWrites, Write
-from .clock import Instant
-from .exceptions import DynamoDBError, DynamoDBUnavailable
-from .item import LockInfo
-from .lease import Lease, LeaseClient
-from .store import Refused
-from .waiters import WAITERS, Waiter, parse_waiters
-from .writes import KeptAlive, Stamp
+from ..aws import botocore_errors
+from ..aws.store import Refused
+from ..clock import Instant
+from ..exceptions import DynamoDBError, DynamoDBUnavailable
+from ..leases.lease import Lease, LeaseClient
+from ..wire import item, writes
+from ..wire.item import LockInfo
+from ..wire.waiters import WAITERS, Waiter, parse_waiters
+from ..wire.writes import KeptAlive, Stamp
+from .plan import Acquisition, UnansweredWrites, Write
 
 if TYPE_CHECKING:
-    from .clock import Clock
-    from .heartbeat import Heartbeat
-    from .holdings import Holdings
-    from .layout import LockId, TableLayout
+    from ..aws.store import LockStore
+    from ..clock import Clock
+    from ..leases.heartbeat import Heartbeat
+    from ..leases.holdings import Holdings
+    from ..options import AcquireOptions
+    from ..wire.layout import LockId, TableLayout
     from .observations import Observations
-    from .options import AcquireOptions
-    from .store import LockStore
 
 logger = logging.getLogger("dynalock_django.acquire")
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from types import TracebackType
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .lease import Lease, release_at_block_end
+
+if TYPE_CHECKING:
+    from ..aws.call_threads import CallThreads
+    from .lease_writes import LeaseWriter
 
 # How a caller names a lock: its key, or (key, sort_key) on a table with a sort key.
 LockKey = str | tuple[str, str]
@@ -95,3 +100,20 @@ class LeaseGroup:
     def _name(self, lease: Lease) -> LockKey:
         # A lease has a sort key exactly when its table does.
         return lease.key if lease.sort_key is None else (lease.key, lease.sort_key)
+
+
+class GroupRelease:
+    """How a LeaseGroup releases its members, from a thread or from a coroutine."""
+
+    def __init__(self, lease_writer: LeaseWriter, calls: CallThreads) -> None:
+        self._lease_writer = lease_writer
+        self._calls = calls
+
+    def release_all(self, leases: Sequence[Lease], *, best_effort: bool = False) -> bool:
+        return self._lease_writer.release_all(leases, best_effort=best_effort)
+
+    async def arelease_all(self, leases: Sequence[Lease], *, best_effort: bool = False) -> bool:
+        if all(lease.state == "released" for lease in leases):
+            return False
+        release = functools.partial(self.release_all, leases, best_effort=best_effort)
+        return await self._calls.run(release, even_if_cancelled=True)

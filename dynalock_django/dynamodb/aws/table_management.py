@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from . import botocore_errors, live_index, schema
-from .exceptions import TableSchemaError
-from .layout import TableLayout
+from ..exceptions import TableSchemaError
+from ..wire import live_index, schema
+from ..wire.layout import TableLayout
+from . import botocore_errors
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

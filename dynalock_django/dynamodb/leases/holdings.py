@@ -3,7 +3,7 @@
 Threads of one client waiting for a lock another of its threads holds wait
 here, on a condition variable, and send nothing to DynamoDB. Coroutines wait
 on their own event loop instead: they subscribe with :meth:`Holdings.on_free`
-(:mod:`.async_waiting`), and are called back from the thread that ends the lease.
+(:mod:`.turns`), and are called back from the thread that ends the lease.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from .item import LockInfo
+from ..wire.item import LockInfo
 
 if TYPE_CHECKING:
-    from .clock import Clock
-    from .layout import LockId
+    from ..clock import Clock
+    from ..wire.layout import LockId
     from .lease import Lease
 
 

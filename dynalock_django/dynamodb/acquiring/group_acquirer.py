@@ -15,36 +15,55 @@ key taken so far before waiting.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from . import botocore_errors, writes
-from .clock import Instant
-from .exceptions import DynamoDBError, DynamoDBUnavailable
-from .group_acquisition import GroupAcquisition
-from .store import Cancelled, TransactionsUnsupported
-from .writes import Stamp
+from ..aws import botocore_errors
+from ..aws.store import Cancelled, TransactionsUnsupported
+from ..clock import Instant
+from ..exceptions import DynamoDBError, DynamoDBUnavailable
+from ..wire import writes
+from ..wire.writes import Stamp
+from .group_plan import GroupAcquisition
 
 if TYPE_CHECKING:
-    from .layout import LockId
-    from .lease import Lease
-    from .options import AcquireOptions
-    from .process_state import ClientSettings, ProcessState
-    from .store import LockStore
+    from ..aws.store import LockStore
+    from ..clock import Clock
+    from ..leases.holdings import Holdings
+    from ..leases.lease import Lease
+    from ..leases.lease_writes import LeaseWriter
+    from ..options import AcquireOptions
+    from ..wire.layout import LockId, TableLayout
+    from .acquirer import Acquirer
+    from .observations import Observations
 
 
 class GroupAcquirer:
-    def __init__(self, process: ProcessState, settings: ClientSettings, store: LockStore) -> None:
-        self._acquirer = process.acquirer
-        self._lease_writer = process.lease_writer
-        self._observations = process.observations
-        self._holdings = process.holdings
-        self._closed = process.closed
-        self._ensure_open = process.ensure_open
+    def __init__(
+        self,
+        *,
+        acquirer: Acquirer,
+        lease_writer: LeaseWriter,
+        observations: Observations,
+        holdings: Holdings,
+        store: LockStore,
+        layout: TableLayout,
+        clock: Clock,
+        refresh_period: float,
+        closed: threading.Event,
+        ensure_open: Callable[[], None],
+    ) -> None:
+        self._acquirer = acquirer
+        self._lease_writer = lease_writer
+        self._observations = observations
+        self._holdings = holdings
+        self._closed = closed
+        self._ensure_open = ensure_open
         self._store = store
-        self._layout = settings.layout
-        self._clock = settings.clock
-        self._refresh_period = settings.refresh_period
+        self._layout = layout
+        self._clock = clock
+        self._refresh_period = refresh_period
 
     def acquire(self, lock_ids: Sequence[LockId], options: AcquireOptions, timeout: float | None) -> list[Lease]:
         deadline = None if timeout is None else self._clock.monotonic() + timeout

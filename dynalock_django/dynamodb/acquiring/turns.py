@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .clock import Clock
-    from .holdings import Holdings
-    from .layout import LockId
+    from ..clock import Clock
+    from ..leases.holdings import Holdings
+    from ..wire.layout import LockId
 
 
 @dataclass

@@ -18,7 +18,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from .exceptions import DynamoDBError, DynamoDBUnavailable, TableNotFound, TableSchemaError
+from ..exceptions import DynamoDBError, DynamoDBUnavailable, TableNotFound, TableSchemaError
 
 CONDITION_FAILED = "ConditionalCheckFailedException"
 TRANSACTION_CANCELLED = "TransactionCanceledException"
