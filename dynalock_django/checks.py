@@ -255,7 +255,7 @@ def check_table(app_configs: Any = None, **_: Any) -> list[CheckMessage]:
         messages.append(
             Warning(
                 f"The live-locks index of the lock table {client.table_name!r} is {state}: the live-locks "
-                "dashboard and `dynalock list` scan the whole table, released items included.",
+                "live-locks page and `dynalock list` scan the whole table, released items included.",
                 hint="Run: python manage.py dynalock createindex (it waits until the index is ACTIVE)",
                 id="dynalock.W021",
             )

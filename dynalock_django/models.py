@@ -1,9 +1,9 @@
-"""No tables: an unmanaged model gives the admin its dashboard of live locks, and the permissions for it."""
+"""No tables: an unmanaged model gives the admin its live-locks page, and the permissions for it."""
 
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-# Who may take a lock away from its holder: on the live-locks dashboard, or by taking over an edit lock.
+# Who may take a lock away from its holder: on the live-locks page, or by taking over an edit lock.
 FORCE_RELEASE_PERMISSION = "dynalock_django.force_release"
 
 

@@ -78,9 +78,9 @@ USE_TZ = True
 STATIC_URL = "static/"
 LOGIN_URL = "admin:login"
 
-# A Django-layer test that needs DynamoDB is marked dynalock_table: DYNALOCK then points at a table of its own
+# A Django-layer test that needs DynamoDB is marked uses_dynalock: DYNALOCK then points at a table of its own
 # (tests/django/conftest.py). Any other test that reaches for DynamoDB fails at once: this name is invalid, so
 # building the client raises a ConfigurationError that quotes it.
 # Processes a test starts (tests/django/fencing_worker.py) are given its table in DYNALOCK_TEST_SETTINGS.
-NO_TABLE = {"TABLE_NAME": "no table: mark the test dynalock_table"}
+NO_TABLE = {"TABLE_NAME": "no table: mark the test uses_dynalock"}
 DYNALOCK = json.loads(os.environ["DYNALOCK_TEST_SETTINGS"]) if os.environ.get("DYNALOCK_TEST_SETTINGS") else NO_TABLE

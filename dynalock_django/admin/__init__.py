@@ -1,4 +1,4 @@
-"""The admin: the live-locks dashboard (registered when the admin loads this module) and
+"""The admin: the live-locks page (registered when the admin loads this module) and
 ``EditLockMixin``, which serializes staff edits in your own ModelAdmins::
 
     from dynalock_django.admin import EditLockMixin

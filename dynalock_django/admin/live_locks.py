@@ -1,11 +1,11 @@
-"""The admin's live-locks dashboard: who holds what, and force release for those allowed to.
+"""The admin's live-locks page: who holds what, and force release for those allowed to.
 
 Registered on the unmanaged ``Lock`` model (django-rq's pattern): Django's
 own permissions decide who sees it (``dynalock_django.view_lock``) and who may
 take a lock away (``dynalock_django.force_release``). The model has no table,
-so of the admin's URLs only the changelist (the dashboard) is kept; an
+so of the admin's URLs only the changelist (the live-locks page) is kept; an
 object's "change" URL, where the admin log links a release to, leads to the
-dashboard filtered on that key.
+live-locks page filtered on that key.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from django.views.decorators.http import require_http_methods, require_safe
 from ..client import get_client
 from ..conf import dynalock_settings
 from ..dynamodb import DynalockError, DynamoDBError, InvalidLockRequest, LockInfo, LockNotAcquired
-from ..lock_rows import LockRow, ModelFilter, describe, load_page
+from ..live_lock_rows import LockRow, ModelFilter, describe, load_page
 from ..models import FORCE_RELEASE_PERMISSION, Lock
-from .dashboard import dashboard_rows, ordering_link, sidebar
+from .live_locks_page import ordering_link, page_rows, sidebar
 from .staff_messages import staff_message, unavailable_response
 
 if TYPE_CHECKING:  # django-stubs makes ModelAdmin generic; Django's class is not subscriptable
@@ -64,7 +64,7 @@ class LiveLocksAdmin(_ModelAdmin):
         release = require_http_methods(["GET", "HEAD", "POST"])(self.force_release_view)
         return [
             path("", site.admin_view(require_safe(self.changelist_view)), name="dynalock_django_lock_changelist"),
-            path("release/", site.admin_view(release), name="dynalock_django_lock_release"),
+            path("release/", site.admin_view(release), name="dynalock_django_live_locks_release"),
             path(
                 "<path:object_id>/change/",
                 site.admin_view(require_safe(self.lock_change_view)),
@@ -100,7 +100,7 @@ class LiveLocksAdmin(_ModelAdmin):
             "opts": self.opts,
             "title": _("Live locks"),
             "page": page,
-            "rows": dashboard_rows(rows, may_view, self.admin_site, params.get("o", "")),
+            "rows": page_rows(rows, may_view, self.admin_site, params.get("o", "")),
             # The page refreshes its rows alone (?fragment=1), without the sidebar.
             "filters": [] if params.get("fragment") else sidebar(params, rows, _lockable_models(may_view)),
             "held_for_link": ordering_link(params),
@@ -111,10 +111,10 @@ class LiveLocksAdmin(_ModelAdmin):
             **(extra_context or {}),
         }
         template = "rows" if params.get("fragment") else "change_list"
-        return TemplateResponse(request, f"admin/dynalock_django/lock/{template}.html", context)
+        return TemplateResponse(request, f"admin/dynalock_django/live_locks/{template}.html", context)
 
     def lock_change_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """Where the admin log links a lock to: the dashboard, on that key."""
+        """Where the admin log links a lock to: the live-locks page, on that key."""
         if not self.has_view_permission(request):
             raise PermissionDenied
         key, prefix = unquote(object_id), dynalock_settings.KEY_PREFIX
@@ -154,7 +154,7 @@ class LiveLocksAdmin(_ModelAdmin):
         row = describe(lock)
         if not confirmed:
             context |= {"row": row, "holding": _holding(lock), "title": _("Release lock")}
-            return TemplateResponse(request, "admin/dynalock_django/lock/release_confirmation.html", context)
+            return TemplateResponse(request, "admin/dynalock_django/live_locks/release_confirmation.html", context)
         if (form.get("owner", ""), form.get("fencing_token", "")) != _holding(lock):
             return self._changed_hands(request, row)
         try:
@@ -178,7 +178,7 @@ class LiveLocksAdmin(_ModelAdmin):
             request,
             _("The lock changed hands: %(holder)s holds it now. Nothing was released.") % {"holder": now.holder},
         )
-        release_url = reverse(f"{self.admin_site.name}:dynalock_django_lock_release")
+        release_url = reverse(f"{self.admin_site.name}:dynalock_django_live_locks_release")
         return HttpResponseRedirect(f"{release_url}?{urlencode({'key': now.lock.key})}")
 
     def _changelist_url(self) -> str:

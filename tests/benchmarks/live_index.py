@@ -4,7 +4,7 @@
 
 The table holds 10 live locks (taken through the client, so marked live) among
 ``--released`` released items (written 25 at a time with BatchWriteItem). Each row
-is one way to list the live locks: the dashboard's first page and ``dynalock list``
+is one way to list the live locks: the live-locks page's first page and ``dynalock list``
 from the index (today's code), and the same by a scan of the table (what both did
 before the index, and what ``?other_clients=1`` / ``list --other-clients`` do now).
 
@@ -15,7 +15,7 @@ bytes of every item it read (filtered out or not) rounded up to 4 KB, half a uni
 every released item has the same size, so a page's bytes are the returned items' sizes
 plus (ScannedCount - Count) released items.
 
-Walking the dashboard's scan to its last page takes one request per 100 items: on moto
+Walking the live-locks page's scan to its last page takes one request per 100 items: on moto
 each request costs time proportional to the whole table, so only the first
 ``--walk-pages`` pages are timed and the rest extrapolated (labelled in the row), and
 their read units are the timed pages' average (every page reads 100 items of one size).
@@ -39,7 +39,7 @@ from .protocol import print_table
 
 LIVE = 10
 BATCH = 25
-DASHBOARD = "/admin/dynalock_django/lock/"
+LIVE_LOCKS = "/admin/dynalock_django/lock/"
 
 
 class ScanMeter:
@@ -127,9 +127,9 @@ def main() -> None:
         browser = Client()
         browser.force_login(admin)
         rows = [
-            dashboard_first_page(browser, meter, "index (now)", {}),
-            dashboard_first_page(browser, meter, "table scan (before)", {"other_clients": "1"}),
-            dashboard_walk(browser, meter, args.walk_pages, args.released),
+            live_locks_first_page(browser, meter, "index (now)", {}),
+            live_locks_first_page(browser, meter, "table scan (before)", {"other_clients": "1"}),
+            live_locks_walk(browser, meter, args.walk_pages, args.released),
             command(meter, "index (now)", []),
             command(meter, "table scan (before), --page-size 1000", ["--other-clients", "--page-size", "1000"]),
         ]
@@ -142,26 +142,33 @@ def live_rows(response: Any) -> int:
     return sum(1 for row in response.context["page"].rows if is_live_job(row.lock.key))
 
 
-def dashboard_first_page(browser: Any, meter: ScanMeter, source: str, params: dict[str, str]) -> tuple[str, ...]:
+def live_locks_first_page(browser: Any, meter: ScanMeter, source: str, params: dict[str, str]) -> tuple[str, ...]:
     times, shown = [], 0
     for _ in range(5):
         meter.reset()
         started = time.perf_counter()
-        response = browser.get(DASHBOARD, params)
+        response = browser.get(LIVE_LOCKS, params)
         times.append((time.perf_counter() - started) * 1000)
         assert response.status_code == 200
         shown = live_rows(response)
     median = f"{statistics.median(times):.1f} (median of 5)"
-    return ("dashboard, first page", source, median, str(meter.requests), f"{meter.read_units:g}", f"{shown} of {LIVE}")
+    return (
+        "live locks, first page",
+        source,
+        median,
+        str(meter.requests),
+        f"{meter.read_units:g}",
+        f"{shown} of {LIVE}",
+    )
 
 
-def dashboard_walk(browser: Any, meter: ScanMeter, walk_pages: int, released: int) -> tuple[str, ...]:
+def live_locks_walk(browser: Any, meter: ScanMeter, walk_pages: int, released: int) -> tuple[str, ...]:
     """Every page of the scan, to the last: only then are all the live locks shown."""
     meter.reset()
     pages, shown, seconds, params = 0, 0, 0.0, {"other_clients": "1"}
     while True:
         started = time.perf_counter()
-        response = browser.get(DASHBOARD, params)
+        response = browser.get(LIVE_LOCKS, params)
         seconds += time.perf_counter() - started
         pages += 1
         shown += live_rows(response)
@@ -179,7 +186,7 @@ def dashboard_walk(browser: Any, meter: ScanMeter, walk_pages: int, released: in
             f"{meter.read_units / pages * total:g} (idem)",
             f"{shown} in the first {pages} pages",
         )
-    return ("dashboard, every page", "table scan (before)", *row)
+    return ("live locks, every page", "table scan (before)", *row)
 
 
 def command(meter: ScanMeter, source: str, args: list[str]) -> tuple[str, ...]:

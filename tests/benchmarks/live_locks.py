@@ -1,4 +1,4 @@
-"""How long the admin's live-locks dashboard takes to render, by the number of locks in the table.
+"""How long the admin's live-locks page takes to render, by the number of locks in the table.
 
     python -m tests.benchmarks.live_locks [--sizes 10 1000 10000]
 

@@ -14,7 +14,7 @@ from dynalock_django.payload import LockData
 
 from ..dynamodb_support import make_dynamodb
 
-DASHBOARD = "/admin/dynalock_django/lock/"
+LIVE_LOCKS = "/admin/dynalock_django/lock/"
 RELEASE = "/admin/dynalock_django/lock/release/"
 # What the support desk's editors may do: everything with customers, their addresses and notes.
 DESK_EDITOR = tuple(
@@ -55,7 +55,7 @@ def put_item(item: dict[str, Any], *, live: bool = True) -> None:
     """Write a raw item into the lock table, as someone else (or an attacker) could.
 
     ``live``: with the live-locks index's key (``liveLockKey``), as our clients mark a held lock and as
-    an attacker could, so the default dashboard lists it; without, as the AWS Java client writes.
+    an attacker could, so the default live-locks page lists it; without, as the AWS Java client writes.
     """
     marked = {"liveLockKey": item["key"], **item} if live and "S" in item.get("key", {}) else item
     get_client().dynamodb.put_item(TableName=dynalock_settings.TABLE_NAME, Item=marked)

@@ -17,14 +17,14 @@ from .admin_support import DESK_EDITOR
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """``@pytest.mark.dynalock_table`` (or a module's ``pytestmark``) gives each of its tests the ``dynalock`` fixture.
+    """``@pytest.mark.uses_dynalock`` (or a module's ``pytestmark``) gives each of its tests the ``dynalock`` fixture.
 
     Set up first, as a fixture the test names would be. Tests without it get no table: their DYNALOCK
     (tests/settings.py) names none, so one that reaches for DynamoDB fails at once.
     """
     for item in items:
         names = getattr(item, "fixturenames", None)
-        if item.get_closest_marker("dynalock_table") and names is not None and "dynalock" not in names:
+        if item.get_closest_marker("uses_dynalock") and names is not None and "dynalock" not in names:
             item.fixturenames = ["dynalock", *names]  # type: ignore[attr-defined]
 
 

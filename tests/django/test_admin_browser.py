@@ -27,7 +27,7 @@ from testproject.desk.models import Customer
 from .admin_support import DESK_EDITOR, logged_in
 from .browser import CHROMIUM, launch_chromium
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.dynalock_table]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.uses_dynalock]
 
 EDIT_LEASE = 3.0  # the page renews every second
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
@@ -209,13 +209,13 @@ def test_a_second_tab_of_the_same_user_can_take_over(staff_page, live_server, cu
     assert first.locator("input[name=_save]").is_disabled()
 
 
-def test_force_release_from_the_dashboard_shows_on_alices_page_and_in_the_log(staff_page, live_server, customer):
+def test_force_release_from_the_live_locks_page_shows_on_alices_page_and_in_the_log(staff_page, live_server, customer):
     alice = staff_page("alice")
     alice.goto(change_url(live_server, customer))
     carol = staff_page("carol", "view_lock", "force_release")
     carol.goto(f"{live_server.url}/admin/dynalock_django/lock/")
     assert "Acme Corporation" in carol.locator("#result_list").inner_text()
-    screenshot(carol, "dashboard")
+    screenshot(carol, "live-locks")
     carol.click("text=Release…")
     carol.click("input[type=submit]")
     carol.wait_for_url("**/admin/dynalock_django/lock/")
@@ -319,7 +319,7 @@ def test_an_idle_page_never_saves_over_what_someone_saved_meanwhile(staff_page, 
     assert customer.name == "Bob's Acme"
 
 
-def test_the_dashboard_fits_1280_pixels_with_times_on_one_line(staff_page, live_server, customer):
+def test_the_live_locks_page_fits_1280_pixels_with_times_on_one_line(staff_page, live_server, customer):
     alice = staff_page("alice")
     alice.goto(change_url(live_server, customer))
     long_keys = [f"nightly-billing-for-a-rather-long-account-name-{number:03d}-{'x' * 40}" for number in range(3)]
@@ -345,7 +345,7 @@ def test_the_dashboard_fits_1280_pixels_with_times_on_one_line(staff_page, live_
         assert height < 30  # one line each
     assert carol.locator("#changelist-filter").is_visible()
     assert carol.locator("#result_list a", has_text="alice").get_attribute("href").startswith("/admin/auth/user/")
-    screenshot(carol, "dashboard-1280")
+    screenshot(carol, "live-locks-1280")
 
 
 def test_a_merge_changes_nothing_while_bob_edits_one_then_merges_once_he_leaves(staff_page, live_server, customer):

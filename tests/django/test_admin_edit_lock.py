@@ -26,7 +26,7 @@ from .admin_support import DESK_EDITOR, logged_in
 from .testapp.admin import TagAdmin
 from .testapp.models import Tag, Ticket
 
-pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
+pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
 
 @pytest.fixture
@@ -317,7 +317,7 @@ def test_take_over_of_a_holding_that_changed_since_the_confirmation_changes_noth
     assert not LogEntry.objects.exists()
 
 
-def test_a_force_release_from_the_dashboard_is_told_to_the_holders_page(alice, carol, customer):
+def test_a_force_release_from_the_live_locks_page_is_told_to_the_holders_page(alice, carol, customer):
     alices = logged_in(alice)
     ticket = ticket_of(open_page(alices, customer))
     held = stored(customer)

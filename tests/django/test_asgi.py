@@ -20,7 +20,7 @@ from testproject.desk.models import Customer
 from ..dynamodb_support import PATIENCE
 from .processes import ROOT, manage_py_environment, wait_for
 
-pytestmark = [pytest.mark.dynalock_table, pytest.mark.slow]
+pytestmark = [pytest.mark.uses_dynalock, pytest.mark.slow]
 
 REQUESTS = 200
 

@@ -26,7 +26,7 @@ from .test_admin_edit_lock import (
     ticket_of,
 )
 
-pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
+pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from .test_admin_browser import (  # noqa: F401 (fixtures, and helpers)
     staff_page,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.dynalock_table]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.uses_dynalock]
 
 
 def edit_lock_requests(page: Any) -> list[str]:

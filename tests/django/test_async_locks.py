@@ -16,7 +16,7 @@ from dynalock_django.keys import key_for_instance
 
 from .testapp.models import Account
 
-pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
+pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
 
 def test_coroutines_take_a_key_in_turn_while_the_default_executor_stays_free():

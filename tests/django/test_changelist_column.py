@@ -15,7 +15,7 @@ from ..dynamodb_support import FaultInjector
 from .admin_support import held_by_user, logged_in
 from .testapp.models import Tag
 
-pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
+pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
 CUSTOMERS = "/admin/desk/customer/"
 EDITOR = ("view_customer", "change_customer")

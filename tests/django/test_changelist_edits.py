@@ -13,7 +13,7 @@ from .admin_support import browser, with_token
 from .testapp.admin import TicketAdmin
 from .testapp.models import Tag, Ticket
 
-pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
+pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
 EDITOR = [f"{action}_{model}" for model in ("tag", "ticket") for action in ("view", "change", "add", "delete")]
 

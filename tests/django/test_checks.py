@@ -114,13 +114,13 @@ def test_plain_check_never_calls_dynamodb(configured):
         assert client_module._client is None
 
 
-@pytest.mark.dynalock_table
+@pytest.mark.uses_dynalock
 def test_deploy_check_passes_for_a_good_table():
     assert check_table() == []
     assert checks.run_checks(include_deployment_checks=True, tags=["dynalock"]) == []
 
 
-@pytest.mark.dynalock_table
+@pytest.mark.uses_dynalock
 def test_e020_missing_table_says_run_createtable(dynalock):
     with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": "no-such-table"}):
         [message] = check_table()
@@ -128,7 +128,7 @@ def test_e020_missing_table_says_run_createtable(dynalock):
     assert "dynalock createtable" in message.hint
 
 
-@pytest.mark.dynalock_table
+@pytest.mark.uses_dynalock
 def test_e021_a_table_with_another_key_schema(dynalock):
     name = unique("wrong-schema")
     make_dynamodb(dynalock["ENDPOINT_URL"]).create_table(
@@ -148,7 +148,7 @@ def test_e022_an_unreachable_endpoint(configured):
     assert message.id == "dynalock.E022"
 
 
-@pytest.mark.dynalock_table
+@pytest.mark.uses_dynalock
 def test_w020_a_table_without_ttl_is_the_only_finding(dynalock):
     name = unique("no-ttl")
     LockClient(make_dynamodb(dynalock["ENDPOINT_URL"]), name, ttl_attribute=None).create_table()
@@ -157,7 +157,7 @@ def test_w020_a_table_without_ttl_is_the_only_finding(dynalock):
     assert ids == ["dynalock.W020"]
 
 
-@pytest.mark.dynalock_table
+@pytest.mark.uses_dynalock
 def test_w021_a_table_without_the_live_locks_index(dynalock):
     name = unique("no-index")
     dynamodb = make_dynamodb(dynalock["ENDPOINT_URL"])

@@ -21,7 +21,7 @@ from dynalock_django.payload import LockData
 from ..dynamodb_support import FaultInjector, unique
 from .testapp.models import Account
 
-pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
+pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
 
 def test_createtable_is_idempotent_and_shows_progress(dynalock):

@@ -20,7 +20,7 @@ from dynalock_django.payload import LockData
 from ..dynamodb_support import LEASE
 from .testapp.models import Account, Tag
 
-pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table, pytest.mark.urls(__name__)]
+pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock, pytest.mark.urls(__name__)]
 
 
 @requires_lock(Account)

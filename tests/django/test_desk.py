@@ -12,7 +12,7 @@ from dynalock_django.keys import key_for_instance
 from dynalock_django.payload import LockData
 from testproject.desk.models import Customer
 
-pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
+pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
 
 @pytest.fixture

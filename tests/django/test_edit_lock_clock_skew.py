@@ -18,7 +18,7 @@ from ..protocol.fake_clock import OffsetClock
 from .admin_support import DESK_EDITOR, logged_in
 from .test_admin_edit_lock import edit_lock_url, open_page, ticket_of
 
-pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
+pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
 EDIT_LEASE = 2.0
 SKEW = 0.5

@@ -16,7 +16,7 @@ from ..dynamodb_support import FaultInjector
 from .admin_support import browser, with_token
 from .testapp.models import Tag, Topic
 
-pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
+pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
 EDITOR = [f"{action}_{model}" for model in ("tag", "topic", "group") for action in ("view", "change", "delete")]
 

@@ -15,7 +15,7 @@ from testproject.desk.models import Customer
 from ..dynamodb_support import RequestCounter
 from .admin_support import PATIENT, browser, held, logged_in, with_token
 
-pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
+pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
 CHANGELIST = "/admin/desk/customer/"
 

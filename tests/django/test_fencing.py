@@ -19,7 +19,7 @@ from dynalock_django.exceptions import ConfigurationError, StaleFencingToken
 from ..dynamodb_support import HEARTBEAT
 from .testapp.models import Account, Tag
 
-pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
+pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
 
 def test_a_write_under_an_older_token_raises_and_changes_nothing(other_holder):

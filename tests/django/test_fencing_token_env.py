@@ -47,7 +47,7 @@ def test_writes_are_fenced_with_a_bare_token_as_with_a_lease():
         fenced_save(account, True)
 
 
-@pytest.mark.dynalock_table
+@pytest.mark.uses_dynalock
 def test_the_command_is_told_the_token_of_the_lease_it_runs_under(tmp_path):
     told = tmp_path / "token"
     script = f"import os, pathlib; pathlib.Path({str(told)!r}).write_text(os.environ[{FENCING_TOKEN_ENV!r}])"

@@ -1,4 +1,4 @@
-"""Force release from the dashboard: only a CSRF-checked POST releases, and only the holding confirmed."""
+"""Force release from the live-locks page: only a CSRF-checked POST releases, and only the holding confirmed."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from dynalock_django.keys import key_for_name
 from ..dynamodb_support import FaultInjector
 from .admin_support import RELEASE, browser, held_by, release_form, with_token
 
-pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
+pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
 
 @pytest.fixture

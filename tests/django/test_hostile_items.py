@@ -1,6 +1,6 @@
 """Items written by someone else: dates past the calendar, keys no row has, escape sequences, forged log lines.
 
-Every reader — the dashboard, its fragment, the release page, the change page's
+Every reader — the live-locks page, its fragment, the release page, the change page's
 banner, ``manage.py dynalock`` — shows them, escaped, instead of failing.
 """
 
@@ -19,9 +19,9 @@ from dynalock_django.exceptions import InvalidLockRequest
 from dynalock_django.keys import key_for_instance
 from testproject.desk.models import Customer
 
-from .admin_support import DASHBOARD, RELEASE, browser, put_item
+from .admin_support import LIVE_LOCKS, RELEASE, browser, put_item
 
-pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
+pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
 LAST_MILLISECOND = "253402300799999"  # 9999-12-31T23:59:59.999Z: any zone east of UTC is past year 9999
 
@@ -55,8 +55,8 @@ def test_dates_past_year_9999_and_endless_leases_are_shown_and_can_be_cleared(ca
     key = key_for_instance(customer)
     put_item(overflowing(key))
     client = browser(carol)
-    assert client.get(DASHBOARD).status_code == 200
-    assert client.get(DASHBOARD, {"fragment": "1", "status": "all"}).status_code == 200
+    assert client.get(LIVE_LOCKS).status_code == 200
+    assert client.get(LIVE_LOCKS, {"fragment": "1", "status": "all"}).status_code == 200
     assert client.get(RELEASE, {"key": key}).status_code == 200
     banner = client.get(f"/admin/desk/customer/{customer.pk}/change/")
     assert banner.status_code == 200
@@ -71,7 +71,7 @@ def test_out_of_range_integer_pks_are_refused_and_such_keys_still_list(carol):
     with pytest.raises(InvalidLockRequest, match="not a valid primary key for Customer"):
         lock_model(Customer, "99999999999999999999999")
     put_item(overflowing("desk.customer:99999999999999999999999"))  # written by hand, or by an older version
-    page = browser(carol).get(DASHBOARD)
+    page = browser(carol).get(LIVE_LOCKS)
     assert page.status_code == 200
     assert "desk.customer:99999999999999999999999" in page.content.decode()
     assert "desk.customer:99999999999999999999999" in dynalock_output("list")

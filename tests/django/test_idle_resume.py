@@ -11,7 +11,7 @@ from dynalock_django.fencing import fenced_save
 from .admin_support import browser, logged_in, with_token
 from .test_admin_edit_lock import change_url, customer_form, edit_lock_url, stored, ticket_of
 
-pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
+pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
 
 @pytest.fixture

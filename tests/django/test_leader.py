@@ -15,7 +15,7 @@ from dynalock_django.leader import EXIT_LEASE_LOST, run_while_leader
 
 from ..dynamodb_support import HEARTBEAT, LEASE
 
-pytestmark = pytest.mark.dynalock_table
+pytestmark = pytest.mark.uses_dynalock
 
 
 def test_a_second_leadership_times_out_while_the_first_is_held():

@@ -1,4 +1,4 @@
-"""The dashboard and `dynalock list` read live locks from the live-locks index; other clients' locks by a full scan."""
+"""The live-locks page and `dynalock list` read live locks from the index; other clients' locks by a full scan."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from dynalock_django.client import get_client
 
 from ..dynamodb_support import create_bare_table, unique
 from ..java_client import JavaLockClient
-from .admin_support import DASHBOARD, logged_in
+from .admin_support import LIVE_LOCKS, logged_in
 
-pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
+pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
 
 class ScanRecorder:
@@ -45,16 +45,16 @@ def dynalock_list(*args):
     return out.getvalue()
 
 
-def test_a_dashboard_page_is_one_scan_of_the_index(viewer):
+def test_a_live_locks_page_is_one_scan_of_the_index(viewer):
     client = logged_in(viewer)
     lease = lock_key("nightly").acquire()
     recorder = ScanRecorder()
-    page = client.get(DASHBOARD)
+    page = client.get(LIVE_LOCKS)
     assert recorder.indexes == ["liveLocks"]
     assert page.context["page"].from_index
     assert "nightly" in page.content.decode()
     lease.release()
-    assert "nightly" not in client.get(DASHBOARD).content.decode()
+    assert "nightly" not in client.get(LIVE_LOCKS).content.decode()
     assert recorder.indexes == ["liveLocks", "liveLocks"]
 
 
@@ -63,11 +63,11 @@ def test_released_locks_and_other_clients_locks_cost_a_scan_of_the_table(viewer,
     JavaLockClient(get_client().dynamodb, dynalock["TABLE_NAME"]).acquire_new(key)
     client = logged_in(viewer)
     recorder = ScanRecorder()
-    assert key not in client.get(DASHBOARD).content.decode()  # the Java client keeps no live mark
-    found = client.get(DASHBOARD, {"other_clients": "1"})
+    assert key not in client.get(LIVE_LOCKS).content.decode()  # the Java client keeps no live mark
+    found = client.get(LIVE_LOCKS, {"other_clients": "1"})
     assert key in found.content.decode()
     assert not found.context["page"].from_index
-    client.get(DASHBOARD, {"status": "all"})
+    client.get(LIVE_LOCKS, {"status": "all"})
     assert recorder.indexes == ["liveLocks", None, None]
 
 
@@ -92,7 +92,7 @@ def test_the_list_command_reads_the_index_and_scans_on_request(dynalock):
     assert "held-job" not in dynalock_list()
 
 
-def test_without_the_index_the_dashboard_and_the_command_scan_and_say_so(viewer, dynalock, caplog):
+def test_without_the_index_the_live_locks_page_and_the_command_scan_and_say_so(viewer, dynalock, caplog):
     name = unique("no-index")
     create_bare_table(get_client().dynamodb, name)
     with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": name}):
@@ -101,7 +101,7 @@ def test_without_the_index_the_dashboard_and_the_command_scan_and_say_so(viewer,
         call_command("dynalock", "describe", stdout=described)
         assert "none (listings scan the table; run createindex)" in described.getvalue()
         with caplog.at_level(logging.WARNING, logger="dynalock_django.listing"):
-            page = logged_in(viewer).get(DASHBOARD)
+            page = logged_in(viewer).get(LIVE_LOCKS)
             assert "held-job" in dynalock_list()
         assert "held-job" in page.content.decode()
         assert not page.context["page"].from_index
@@ -111,7 +111,7 @@ def test_without_the_index_the_dashboard_and_the_command_scan_and_say_so(viewer,
         call_command("dynalock", "createindex", stdout=created)  # moto adds it at once; DynamoDB takes minutes
         assert "Creating index 'liveLocks'" in created.getvalue()
         assert "the live-locks index is ready" in created.getvalue()
-        again = logged_in(viewer).get(DASHBOARD)
+        again = logged_in(viewer).get(LIVE_LOCKS)
         assert again.context["page"].from_index
         assert "held-job" in again.content.decode()
         lease.release()

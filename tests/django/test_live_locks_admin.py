@@ -1,4 +1,4 @@
-"""The admin's live-locks dashboard and force release: permissions, CSRF, what it shows."""
+"""The admin's live-locks page and force release: permissions, CSRF, what it shows."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from dynalock_django.keys import key_for_instance
 from dynalock_django.payload import LockData
 
 from ..dynamodb_support import HEARTBEAT
-from .admin_support import DASHBOARD, RELEASE, logged_in, put_item
+from .admin_support import LIVE_LOCKS, RELEASE, logged_in, put_item
 
-pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
+pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
 
 @pytest.fixture
@@ -35,22 +35,22 @@ def confirmed(client, key):
 
 
 def test_anonymous_users_go_to_the_login_page(client):
-    assert client.get(DASHBOARD).status_code == 302
+    assert client.get(LIVE_LOCKS).status_code == 302
 
 
 def test_staff_without_the_view_permission_are_refused(make_staff):
-    assert logged_in(make_staff("sam")).get(DASHBOARD).status_code == 403
+    assert logged_in(make_staff("sam")).get(LIVE_LOCKS).status_code == 403
 
 
 def test_non_staff_with_the_permission_are_refused(make_staff):
     user = make_staff("nina", "view_lock", is_staff=False)
-    assert logged_in(user).get(DASHBOARD).status_code == 302
+    assert logged_in(user).get(LIVE_LOCKS).status_code == 302
 
 
-def test_the_dashboard_shows_who_holds_what_with_a_link_to_the_object(viewer, customer, django_user_model):
+def test_the_live_locks_page_shows_who_holds_what_with_a_link_to_the_object(viewer, customer, django_user_model):
     alice = django_user_model.objects.create_user("alice")
     with lock_object(customer, purpose="edit", user=alice) as lease, lock_key("nightly-billing", purpose="job"):
-        page = logged_in(viewer).get(DASHBOARD)
+        page = logged_in(viewer).get(LIVE_LOCKS)
     assert page.status_code == 200
     html = page.content.decode()
     assert f'href="/admin/desk/customer/{customer.pk}/change/"' in html
@@ -61,13 +61,13 @@ def test_the_dashboard_shows_who_holds_what_with_a_link_to_the_object(viewer, cu
     assert "Release…" not in html  # no force-release permission
 
 
-def test_the_dashboard_filters_by_model_holder_and_key(viewer, customer, django_user_model):
+def test_the_live_locks_page_filters_by_model_holder_and_key(viewer, customer, django_user_model):
     bob = django_user_model.objects.create_user("bob")
     with lock_object(customer, user=bob), lock_key("nightly-billing"), lock_key("nightly-reports"):
         client = logged_in(viewer)
-        by_model = client.get(DASHBOARD, {"model": "desk.customer"}).content.decode()
-        by_holder = client.get(DASHBOARD, {"holder": "bob"}).content.decode()
-        by_key = client.get(DASHBOARD, {"q": "nightly-r"}).content.decode()
+        by_model = client.get(LIVE_LOCKS, {"model": "desk.customer"}).content.decode()
+        by_holder = client.get(LIVE_LOCKS, {"holder": "bob"}).content.decode()
+        by_key = client.get(LIVE_LOCKS, {"q": "nightly-r"}).content.decode()
     assert "Acme" in by_model
     assert "nightly" not in by_model
     assert "Acme" in by_holder
@@ -84,7 +84,7 @@ def test_the_live_locks_page_pages_through_the_table_with_dynamodbs_cursor(viewe
     client = logged_in(viewer)
     seen, params = set(), {}
     for _ in range(5):
-        page = client.get(DASHBOARD, params)
+        page = client.get(LIVE_LOCKS, params)
         seen |= {f"job-{i}" for i in range(5) if f"job-{i}<" in page.content.decode()}
         if page.context["page"].next_cursor is None:
             break
@@ -97,8 +97,8 @@ def test_the_live_locks_page_pages_through_the_table_with_dynamodbs_cursor(viewe
 def test_released_locks_are_hidden_unless_asked_for(viewer):
     lock_key("done-job").acquire().release()
     client = logged_in(viewer)
-    assert "done-job" not in client.get(DASHBOARD).content.decode()
-    assert "done-job" in client.get(DASHBOARD, {"status": "all"}).content.decode()
+    assert "done-job" not in client.get(LIVE_LOCKS).content.decode()
+    assert "done-job" in client.get(LIVE_LOCKS, {"status": "all"}).content.decode()
 
 
 @pytest.mark.parametrize("live", [True, False])
@@ -106,23 +106,23 @@ def test_a_malformed_item_is_shown_as_such(viewer, live):
     """Marked live, the index lists it; written by another client (unmarked), the "other clients" filter finds it."""
     put_item({"key": {"S": "garbage"}, "leaseDuration": {"S": "soon"}}, live=live)
     client = logged_in(viewer)
-    html = client.get(DASHBOARD, {} if live else {"other_clients": "1"}).content.decode()
+    html = client.get(LIVE_LOCKS, {} if live else {"other_clients": "1"}).content.decode()
     assert "garbage" in html
     assert "malformed" in html
-    assert ("garbage" in client.get(DASHBOARD).content.decode()) is live
+    assert ("garbage" in client.get(LIVE_LOCKS).content.decode()) is live
 
 
 def test_the_fragment_is_the_table_alone_for_the_auto_refresh(viewer):
     with lock_key("job"):
-        fragment = logged_in(viewer).get(DASHBOARD, {"fragment": "1"})
-    assert fragment.templates[0].name == "admin/dynalock_django/lock/rows.html"
+        fragment = logged_in(viewer).get(LIVE_LOCKS, {"fragment": "1"})
+    assert fragment.templates[0].name == "admin/dynalock_django/live_locks/rows.html"
     assert b"<html" not in fragment.content
     assert b"job" in fragment.content
 
 
 def test_a_missing_table_is_said_on_the_page(viewer, dynalock):
     with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": "no-such-table"}):
-        page = logged_in(viewer).get(DASHBOARD)
+        page = logged_in(viewer).get(LIVE_LOCKS)
     assert page.status_code == 200
     assert b"createtable" in page.content or b"does not exist" in page.content
 
@@ -179,7 +179,7 @@ def test_releasing_a_lock_nobody_holds_says_so(releaser):
 
 def test_a_holder_named_in_lock_data_is_shown(viewer, other_holder):
     held = other_holder.acquire("report", data=LockData(username="dora", purpose="export").to_bytes())
-    html = logged_in(viewer).get(DASHBOARD).content.decode()
+    html = logged_in(viewer).get(LIVE_LOCKS).content.decode()
     assert "dora" in html
     assert "export" in html
     held.release()
@@ -194,20 +194,20 @@ def test_objects_of_models_the_viewer_may_not_view_stay_unnamed(make_staff, cust
     boss = make_staff("the-boss-username", is_superuser=True)
     lock_only = make_staff("lena", "view_lock")
     with lock_object(boss, purpose="audit"), lock_object(customer):
-        page = logged_in(lock_only).get(DASHBOARD)
+        page = logged_in(lock_only).get(LIVE_LOCKS)
         html = page.content.decode()
         assert key_for_instance(boss) in html  # the key alone
         assert "the-boss-username" not in html
         assert f"/admin/auth/user/{boss.pk}/" not in html
         assert "Acme" not in html
         assert model_choices(page) == ["All"]
-        seen = logged_in(make_staff("cora", "view_lock", "view_customer")).get(DASHBOARD)
+        seen = logged_in(make_staff("cora", "view_lock", "view_customer")).get(LIVE_LOCKS)
         assert "Acme" in seen.content.decode()
         assert "the-boss-username" not in seen.content.decode()
         assert model_choices(seen) == ["All", "Customers (1)"]  # the models on the page, with their counts
 
 
-def test_the_dashboard_shows_only_this_projects_keys_unless_configured(viewer, dynalock):
+def test_the_live_locks_page_shows_only_this_projects_keys_unless_configured(viewer, dynalock):
     for key in ("crm:ours", "billing:theirs"):  # two applications sharing the table
         put_item(
             {
@@ -218,9 +218,9 @@ def test_the_dashboard_shows_only_this_projects_keys_unless_configured(viewer, d
             }
         )
     with override_settings(DYNALOCK={**dynalock, "KEY_PREFIX": "crm:"}):
-        scoped = logged_in(viewer).get(DASHBOARD).content.decode()
+        scoped = logged_in(viewer).get(LIVE_LOCKS).content.decode()
     with override_settings(DYNALOCK={**dynalock, "KEY_PREFIX": "crm:", "ADMIN_SHOWS_ALL_KEYS": True}):
-        unscoped = logged_in(viewer).get(DASHBOARD).content.decode()
+        unscoped = logged_in(viewer).get(LIVE_LOCKS).content.decode()
     assert "crm:ours" in scoped
     assert "billing:theirs" not in scoped
     assert "crm:ours" in unscoped
@@ -233,22 +233,22 @@ def test_links_quote_the_pk_so_they_open_the_locked_row(make_staff):
     viewer = make_staff("tess", "view_lock", "view_tag")
     quoted, slashed = Tag.objects.create(slug="x_2Fy"), Tag.objects.create(slug="x/y")
     with lock_object(quoted):
-        html = logged_in(viewer).get(DASHBOARD).content.decode()
+        html = logged_in(viewer).get(LIVE_LOCKS).content.decode()
     assert 'href="/admin/testapp/tag/x_5F2Fy/change/"' in html
     assert slashed.slug == "x/y"
     assert 'href="/admin/testapp/tag/x_2Fy/change/"' not in html  # that is the row "x/y"
 
 
-def test_the_lock_models_inherited_admin_urls_are_gone_and_log_links_lead_to_the_dashboard(releaser):
+def test_the_lock_models_inherited_admin_urls_are_gone_and_log_links_lead_to_the_live_locks_page(releaser):
     lease = lock_key("nightly/billing").acquire()
     client = logged_in(releaser)
     key = "nightly_2Fbilling"  # as the admin quotes it into a URL
     for suffix in ("history/", "delete/"):
-        assert client.get(f"{DASHBOARD}{key}/{suffix}").status_code == 404
-    assert client.get(f"{DASHBOARD}add/").status_code in (302, 404)  # never the add form
+        assert client.get(f"{LIVE_LOCKS}{key}/{suffix}").status_code == 404
+    assert client.get(f"{LIVE_LOCKS}add/").status_code in (302, 404)  # never the add form
     client.post(RELEASE, confirmed(client, "nightly/billing"))
     entry = LogEntry.objects.get()
-    assert entry.get_admin_url() == f"{DASHBOARD}{key}/change/"
+    assert entry.get_admin_url() == f"{LIVE_LOCKS}{key}/change/"
     landing = client.get(entry.get_admin_url(), follow=True)
     assert landing.status_code == 200
     assert landing.context["params"]["q"] == "nightly/billing"
@@ -262,7 +262,7 @@ def test_an_unmapped_dynamodb_error_shows_a_reference_not_its_text(viewer, caplo
     faults = FaultInjector(get_client().dynamodb)
     secret = "arn:aws:dynamodb:us-east-1:123456789012:table/dynalock is not authorized"
     faults.fail("Scan", "ValidationException", message=secret)
-    page = logged_in(viewer).get(DASHBOARD)
+    page = logged_in(viewer).get(LIVE_LOCKS)
     html = page.content.decode()
     assert "DynamoDB refused the request. Reference:" in html
     assert "123456789012" not in html

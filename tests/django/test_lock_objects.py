@@ -17,7 +17,7 @@ from dynalock_django.payload import LockData
 from .admin_support import held
 from .testapp.models import Account
 
-pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
+pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from dynalock_django.payload import LockData
 from ..dynamodb_support import HEARTBEAT, LEASE
 from .testapp.models import Account
 
-pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
+pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
 
 @pytest.fixture

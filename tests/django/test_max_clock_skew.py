@@ -13,7 +13,7 @@ from dynalock_django.locks import lock_key
 from ..dynamodb_support import HEARTBEAT, LEASE, RequestCounter, make_dynamodb
 from ..protocol.fake_clock import OffsetClock
 
-pytestmark = pytest.mark.dynalock_table
+pytestmark = pytest.mark.uses_dynalock
 
 
 @pytest.mark.parametrize("good", [None, 0, 0.5, 2])

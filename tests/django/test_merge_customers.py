@@ -16,7 +16,7 @@ from testproject.desk.models import Address, Customer, Note
 from ..dynamodb_support import RequestCounter
 from .admin_support import DESK_EDITOR, PATIENT, browser, logged_in, with_token
 
-pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
+pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
 CHANGELIST = "/admin/desk/customer/"
 

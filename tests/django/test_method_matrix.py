@@ -26,10 +26,10 @@ from dynalock_django.client import get_client
 from dynalock_django.keys import key_for_instance
 from testproject.desk.models import Customer
 
-from .admin_support import DASHBOARD, RELEASE, browser, held_by, table_items, with_token
+from .admin_support import LIVE_LOCKS, RELEASE, browser, held_by, table_items, with_token
 from .testapp.models import Account, Tag
 
-pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table, pytest.mark.urls(__name__)]
+pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock, pytest.mark.urls(__name__)]
 
 
 @requires_lock(Account)
@@ -138,13 +138,13 @@ def targets(users: dict[str, Any]) -> dict[str, Callable[[], Target]]:
         return Target(f"/accounts/{account.pk}/deposit/")
 
     return {
-        "dashboard": lambda: Target(DASHBOARD),
-        "dashboard fragment": lambda: Target(f"{DASHBOARD}?fragment=1&status=all"),
+        "live locks": lambda: Target(LIVE_LOCKS),
+        "live locks fragment": lambda: Target(f"{LIVE_LOCKS}?fragment=1&status=all"),
         "force release": force_release,
-        "lock change (log link)": lambda: Target(f"{DASHBOARD}nightly/change/"),
-        "lock history": lambda: Target(f"{DASHBOARD}nightly/history/"),
-        "lock delete": lambda: Target(f"{DASHBOARD}nightly/delete/"),
-        "lock add": lambda: Target(f"{DASHBOARD}add/"),
+        "lock change (log link)": lambda: Target(f"{LIVE_LOCKS}nightly/change/"),
+        "lock history": lambda: Target(f"{LIVE_LOCKS}nightly/history/"),
+        "lock delete": lambda: Target(f"{LIVE_LOCKS}nightly/delete/"),
+        "lock add": lambda: Target(f"{LIVE_LOCKS}add/"),
         "edit-locked change page": change_page,
         "edit-locked delete page": delete_page,
         "edit lock renew": edit_lock("renew"),

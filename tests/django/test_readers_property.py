@@ -4,7 +4,7 @@ Hypothesis writes items no client would write — every attribute type, empty
 and huge strings, control characters, numbers at and past every limit,
 attributes missing or foreign — under arbitrary keys, and at the keys of an
 edited customer and of an account behind ``@requires_lock``. Then it renders
-the dashboard and its fragment, the release confirmation, the change page's
+the live-locks page and its fragment, the release confirmation, the change page's
 banner and status endpoint, ``manage.py dynalock list/show/describe/release``
 (text and ``--json``) and the 423 response: nothing raises, nothing answers
 500, HTML stays escaped and terminal text stays printable.
@@ -34,10 +34,10 @@ from dynalock_django.conf import dynalock_settings
 from dynalock_django.keys import key_for_instance
 from dynalock_django.payload import LockData
 
-from .admin_support import DASHBOARD, RELEASE, browser, put_item
+from .admin_support import LIVE_LOCKS, RELEASE, browser, put_item
 from .testapp.models import Account
 
-pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table, pytest.mark.urls(__name__)]
+pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock, pytest.mark.urls(__name__)]
 
 
 @requires_lock(Account)
@@ -191,10 +191,10 @@ def test_every_reader_survives_any_item_and_escapes_it(customer, make_staff, dja
             put_item({**item, "key": {"S": at}})
         try:
             pages = [
-                staff_client.get(DASHBOARD, {"status": "all"}),
-                staff_client.get(DASHBOARD, {"fragment": "1", "status": "all"}),
-                staff_client.get(DASHBOARD, {"q": key[:20]}),
-                staff_client.get(DASHBOARD, {"q": key[:20], "other_clients": "1"}),
+                staff_client.get(LIVE_LOCKS, {"status": "all"}),
+                staff_client.get(LIVE_LOCKS, {"fragment": "1", "status": "all"}),
+                staff_client.get(LIVE_LOCKS, {"q": key[:20]}),
+                staff_client.get(LIVE_LOCKS, {"q": key[:20], "other_clients": "1"}),
                 staff_client.get(RELEASE, {"key": key}),
                 staff_client.get(change_page),
             ]

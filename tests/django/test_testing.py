@@ -1,6 +1,6 @@
 """dynalock_django.testing on its own: each helper gives a test a working lock table of its own.
 
-Nothing here has the suite's table (no ``dynalock_table`` marker): what passes here is
+Nothing here has the suite's table (no ``uses_dynalock`` marker): what passes here is
 the helpers' doing. The last test runs them in a project of a user's, in a process of
 its own, without this suite's conftest, settings or AWS variables.
 """

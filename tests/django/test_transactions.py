@@ -16,7 +16,7 @@ from dynalock_django.keys import key_for_instance
 from ..dynamodb_support import HEARTBEAT
 from .testapp.models import Account
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.dynalock_table]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.uses_dynalock]
 
 
 class Rollback(Exception):

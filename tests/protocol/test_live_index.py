@@ -108,7 +108,7 @@ def test_live_locks_lists_held_locks_only(make_client):
 
 
 def test_an_expired_lock_stays_listed_until_someone_takes_it(make_client):
-    """Its holder stopped renewing: the item is not released, so it is listed (the dashboard calls it dead)."""
+    """Its holder stopped renewing: the item is not released, so it is listed (the live-locks page calls it dead)."""
     first, second, key = make_client(), make_client(), unique("expired")
     first.acquire(key, owner_name=TAB, keep_alive=False, lease_duration=LEASE)  # nobody renews it
     assert [lock.owner_name for lock in first.live_locks(key_prefix=key)] == [TAB]

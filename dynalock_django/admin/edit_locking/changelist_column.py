@@ -21,7 +21,7 @@ from django.utils.translation import gettext as _
 from ...client import get_client
 from ...dynamodb import DynamoDBError, LockInfo
 from ...keys import key_for_instance
-from ...lock_rows import describe
+from ...live_lock_rows import describe
 from ..staff_messages import staff_message
 from .tickets import is_users_tab
 

@@ -21,7 +21,7 @@ from ...conf import dynalock_settings
 from ...dynamodb import TTL_UNAVAILABLE, DynalockError, LockNotAcquired, TableNotFound, printable
 from ...keys import key_for_model, model_label
 from ...leader import EXIT_LEASE_LOST, run_while_leader
-from ...lock_rows import LockRow, describe_rows, read_page
+from ...live_lock_rows import LockRow, describe_rows, read_page
 
 
 class Command(BaseCommand):

@@ -1,4 +1,4 @@
-// The live-locks dashboard: refresh the table in place every few seconds (no full page reload),
+// The live-locks page: refresh the table in place every few seconds (no full page reload),
 // and not while the tab is hidden.
 "use strict";
 (function () {

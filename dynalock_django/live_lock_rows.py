@@ -1,4 +1,4 @@
-"""Locks described for people: rows of the live-locks dashboard and of ``manage.py dynalock list``.
+"""Locks described for people: rows of the live-locks page and of ``manage.py dynalock list``.
 
 Times come from the holders' wall clocks (display only): "time left" is an
 estimate, and a lock whose holder stopped renewing long ago is "dead" (shown

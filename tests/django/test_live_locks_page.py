@@ -1,4 +1,4 @@
-"""The live-locks dashboard for support staff: relative times, holders linked to users, the filter sidebar, sorting."""
+"""The live-locks page for support staff: relative times, holders linked to users, the filter sidebar, sorting."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from dynalock_django import lock_object
-from dynalock_django.admin.dashboard import ago
+from dynalock_django.admin.live_locks_page import ago
 
-from .admin_support import DASHBOARD, held_by_user, logged_in
+from .admin_support import LIVE_LOCKS, held_by_user, logged_in
 
-pytestmark = [pytest.mark.django_db, pytest.mark.dynalock_table]
+pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
 
 @pytest.fixture
@@ -52,7 +52,7 @@ def test_a_time_the_holder_did_not_give_is_a_question_mark():
 
 def test_held_since_is_relative_with_the_exact_time_on_hover(viewer):
     held_since("job-a", 3)
-    [(exact, relative)] = held_cells(logged_in(viewer).get(DASHBOARD).content.decode())
+    [(exact, relative)] = held_cells(logged_in(viewer).get(LIVE_LOCKS).content.decode())
     assert relative == "3 min ago"
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \w+", exact)
 
@@ -61,14 +61,14 @@ def test_locks_sort_by_how_long_they_have_been_held(viewer):
     for key, minutes in (("job-short", 1), ("job-long", 30), ("job-middle", 10)):
         held_since(key, minutes)
     client = logged_in(viewer)
-    longest_first = client.get(DASHBOARD, {"o": "held"})
+    longest_first = client.get(LIVE_LOCKS, {"o": "held"})
     assert [relative for _, relative in held_cells(longest_first.content.decode())] == [
         "30 min ago",
         "10 min ago",
         "1 min ago",
     ]
     assert 'href="?o=-held"' in longest_first.content.decode()  # the header's link turns the order round
-    shortest_first = client.get(DASHBOARD, {"o": "-held"})
+    shortest_first = client.get(LIVE_LOCKS, {"o": "-held"})
     assert [relative for _, relative in held_cells(shortest_first.content.decode())] == [
         "1 min ago",
         "10 min ago",
@@ -80,14 +80,14 @@ def test_holders_link_to_their_users_for_viewers_who_may_see_users(viewer, make_
     dora = django_user_model.objects.create_user("dora")
     held_since("job-a", 1, user_id=str(dora.pk))
     link = f'href="/admin/auth/user/{dora.pk}/change/"'
-    assert link not in logged_in(viewer).get(DASHBOARD).content.decode()
+    assert link not in logged_in(viewer).get(LIVE_LOCKS).content.decode()
     support = make_staff("sam", "view_lock", "view_user")
-    assert link in logged_in(support).get(DASHBOARD).content.decode()
+    assert link in logged_in(support).get(LIVE_LOCKS).content.decode()
 
 
 def test_a_user_id_from_the_table_is_quoted_into_the_link(make_staff):
     held_since("job-a", 1, user_id='"><script>x</script>')
-    html = logged_in(make_staff("sam", "view_lock", "view_user")).get(DASHBOARD).content.decode()
+    html = logged_in(make_staff("sam", "view_lock", "view_user")).get(LIVE_LOCKS).content.decode()
     assert "<script>x" not in html
     assert 'href="/admin/auth/user/_22_3E_3Cscript_3Ex_3C_2Fscript_3E/change/"' in html
 
@@ -96,7 +96,7 @@ def test_the_sidebar_filters_by_model_state_and_holder(make_staff, customer):
     viewer = make_staff("cora", "view_lock", "view_customer", "view_tag")  # no tag is locked: not offered
     held_since("job-a", 1, username="dora")
     with lock_object(customer, user=viewer):
-        page = logged_in(viewer).get(DASHBOARD)
+        page = logged_in(viewer).get(LIVE_LOCKS)
         by_model, by_state, by_holder = page.context["filters"]
         assert [(c.display, c.query_string, c.selected) for c in by_model.choices] == [
             ("All", "?", True),
@@ -108,7 +108,7 @@ def test_the_sidebar_filters_by_model_state_and_holder(make_staff, customer):
         assert '<nav id="changelist-filter"' in html
         assert '<li class="selected"><a href="?">All</a></li>' in html
 
-        only_dora = logged_in(viewer).get(DASHBOARD, {"holder": "dora", "o": "held"})
+        only_dora = logged_in(viewer).get(LIVE_LOCKS, {"holder": "dora", "o": "held"})
         by_holder = only_dora.context["filters"][2]
         assert [(c.display, c.query_string, c.selected) for c in by_holder.choices] == [
             ("All", "?o=held", False),

@@ -1,6 +1,6 @@
-"""What the live-locks dashboard shows around its rows: relative times, holders linked to users, the filter sidebar.
+"""What the live-locks page shows around its rows: relative times, holders linked to users, the filter sidebar.
 
-The rows come from :mod:`dynalock_django.lock_rows` (one DynamoDB page);
+The rows come from :mod:`dynalock_django.live_lock_rows` (one DynamoDB page);
 sorting, the per-model counts and the holders offered as filters are of
 that page.
 """
@@ -18,13 +18,13 @@ from django.http import QueryDict
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from ..lock_rows import LockRow, ModelFilter, admin_change_url
+from ..live_lock_rows import LockRow, ModelFilter, admin_change_url
 
 HELD_FOR = "held"  # the ``o`` parameter: longest held first; "-held" shortest first
 
 
 @dataclass(frozen=True)
-class DashboardRow:
+class LiveLocksPageRow:
     row: LockRow
     held_for: float | None  # seconds, by the holder's clock
     held_since: str  # "3 min ago"
@@ -59,9 +59,9 @@ def ago(moment: datetime | None, now: datetime) -> str:
     return ngettext("%(count)d day ago", "%(count)d days ago", seconds // 86400) % {"count": seconds // 86400}
 
 
-def dashboard_rows(
+def page_rows(
     rows: list[LockRow], may_view: ModelFilter, admin_site: admin.AdminSite, ordering: str
-) -> list[DashboardRow]:
+) -> list[LiveLocksPageRow]:
     """The page's rows for display, sorted by how long they have been held when ``ordering`` asks.
 
     Holders link to their users for viewers who ``may_view`` users in this admin.
@@ -74,7 +74,7 @@ def dashboard_rows(
         return admin_change_url(user_model, user_id, admin_site) if links_users else None
 
     shown = [
-        DashboardRow(
+        LiveLocksPageRow(
             row,
             (now - row.lock.acquired_at).total_seconds() if row.lock.acquired_at else None,
             ago(row.lock.acquired_at, now),
