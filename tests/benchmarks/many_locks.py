@@ -16,7 +16,8 @@ import time
 from collections.abc import Callable
 
 from dynalock_django.dynamodb import LockClient, writes
-from dynalock_django.dynamodb.wire.writes import KeptAlive, Stamp
+from dynalock_django.dynamodb.wire.conditions import KeptAlive
+from dynalock_django.dynamodb.wire.writes import Stamp
 
 from ..dynamodb_support import RequestCounter, make_dynamodb, unique
 from .protocol import endpoint, print_table

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from dynalock_django.dynamodb import Lease
 from dynalock_django.dynamodb.clock import Instant
+from dynalock_django.dynamodb.leases.lease_record import LeaseRecord
 
 # A step below any timing rule's resolution, exact in binary floating point: `now + rule - TICK + TICK == now + rule`.
 TICK = 2.0**-10
@@ -55,8 +56,7 @@ class NoClient:
 
 def held_lease(clock: FakeClock, *, lease_duration: float = 20.0, key: str = "k", keep_alive: bool = True) -> Lease:
     """A lease granted by a write that started now."""
-    return Lease(
-        NoClient(),
+    record = LeaseRecord(
         clock,
         key=key,
         sort_key=None,
@@ -69,3 +69,4 @@ def held_lease(clock: FakeClock, *, lease_duration: float = 20.0, key: str = "k"
         acquired_at=datetime.fromtimestamp(clock.time()),
         keep_alive=keep_alive,
     )
+    return Lease(NoClient(), record)

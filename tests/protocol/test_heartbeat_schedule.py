@@ -6,6 +6,7 @@ import pytest
 
 from dynalock_django.dynamodb import DynamoDBUnavailable
 from dynalock_django.dynamodb.leases.heartbeat import IDLE_WAKE_SECONDS, Heartbeat
+from dynalock_django.dynamodb.leases.lease import record_of
 
 from .fake_clock import TICK, FakeClock, held_lease
 
@@ -25,11 +26,11 @@ class Recorder:
         self.renewed.append(self.clock.monotonic())
         if self.failing is not None:
             raise self.failing
-        lease.renewed(f"v{len(self.renewed)}", self.clock.monotonic(), lease.lease_duration)
+        record_of(lease).renewed(f"v{len(self.renewed)}", self.clock.monotonic(), lease.lease_duration)
 
     def expire(self, lease, reason: str) -> None:
         self.expired.append((self.clock.monotonic(), reason))
-        lease.mark_lost(reason, superseded=False)
+        record_of(lease).mark_lost(reason, superseded=False)
 
 
 @pytest.fixture
@@ -100,7 +101,7 @@ def test_after_a_successful_write_the_schedule_counts_from_it_again(clock):
     heartbeat.beat()
     heartbeat.beat()  # two failures in a row
     clock.advance(1.0)
-    lease.renewed("manual", clock.now, LEASE)  # a manual extend() succeeded meanwhile
+    record_of(lease).renewed("manual", clock.now, LEASE)  # a manual extend() succeeded meanwhile
 
     assert heartbeat.beat() == clock.now + PERIOD
 
@@ -163,18 +164,18 @@ def test_the_next_wake_is_the_earliest_renewal_of_all_leases(clock):
     second = held_lease(clock, lease_duration=LEASE, key="second")
     heartbeat = heartbeat_for(clock, recorder, [second, first])
 
-    assert heartbeat.beat() == first.valid_from + PERIOD
+    assert heartbeat.beat() == record_of(first).valid_from + PERIOD
 
 
 def test_safe_time_counts_from_the_start_of_the_last_successful_write(clock):
     lease = held_lease(clock, lease_duration=LEASE)  # its write started now
     clock.advance(3.0)  # the answer took 3 s to come back
     assert lease.remaining() == LEASE - 3.0
-    assert lease.safe_until == lease.valid_from + LEASE
+    assert lease.safe_until == record_of(lease).valid_from + LEASE
 
     started = clock.now
     clock.advance(1.5)
-    lease.renewed("v1", started, LEASE)
+    record_of(lease).renewed("v1", started, LEASE)
     assert lease.remaining() == LEASE - 1.5
 
     clock.advance(LEASE - 1.5)

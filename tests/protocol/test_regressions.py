@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dynalock_django.dynamodb import LockLost
+from dynalock_django.dynamodb.leases.lease import record_of
 
 from ..dynamodb_support import LEASE
 
@@ -18,7 +19,7 @@ def test_a_release_that_finds_the_lock_taken_over_reports_the_lease_lost(make_cl
     lost, released = [], []
     lease.add_lost_callback(lost.append)
     lease.add_release_callback(released.append)
-    with lease.write_lock:  # the heartbeat cannot renew: as if the process were stopped
+    with record_of(lease).write_lock:  # the heartbeat cannot renew: as if the process were stopped
         taken = other.acquire(key, timeout=5 * LEASE)
         with pytest.raises(LockLost):
             lease.release()

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from dynalock_django.dynamodb import LockLost
+from dynalock_django.dynamodb.leases.lease import record_of
 
 from ..dynamodb_support import HEARTBEAT, LEASE, RequestCounter
 
@@ -98,7 +99,7 @@ def test_close_releases_held_leases_and_stops_the_heartbeat(make_client, key):
 def test_release_after_safe_time_ran_out_but_nobody_took_it_succeeds(make_client, dynamodb, key):
     client = make_client(dynamodb)
     lease = client.acquire(key)
-    with lease.write_lock:  # the heartbeat cannot renew it: as if the process were stopped
+    with record_of(lease).write_lock:  # the heartbeat cannot renew it: as if the process were stopped
         time.sleep(LEASE + 0.1)
     assert not lease.is_held()
     assert lease.release() is True

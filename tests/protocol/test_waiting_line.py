@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from dynalock_django.dynamodb import InvalidLockRequest, LockInfo, LockNotAcquired, writes
+from dynalock_django.dynamodb.wire.conditions import Detached, KeptAlive
 from dynalock_django.dynamodb.wire.item import OWNER_NAME
 from dynalock_django.dynamodb.wire.layout import TableLayout
 from dynalock_django.dynamodb.wire.waiters import MAX_WAITERS, WAITERS
-from dynalock_django.dynamodb.wire.writes import Detached, KeptAlive, Stamp
+from dynalock_django.dynamodb.wire.writes import Stamp
 
 from ..dynamodb_support import RequestCounter
 

@@ -23,10 +23,12 @@ from ..aws.store import Refused
 from ..clock import Instant
 from ..exceptions import DynamoDBError, DynamoDBUnavailable
 from ..leases.lease import Lease, LeaseClient
+from ..leases.lease_record import LeaseRecord
 from ..wire import item, writes
+from ..wire.conditions import KeptAlive
 from ..wire.item import LockInfo
 from ..wire.waiters import WAITERS, Waiter, parse_waiters
-from ..wire.writes import KeptAlive, Stamp
+from ..wire.writes import Stamp
 from .plan import Acquisition, UnansweredWrites, Write
 
 if TYPE_CHECKING:
@@ -116,8 +118,7 @@ class Acquirer:
         waiters: tuple[Waiter, ...] = (),
     ) -> Lease:
         """The lease a write that started at ``started`` won; the heartbeat renews it unless detached."""
-        lease = Lease(
-            self._client,
+        record = LeaseRecord(
             self._clock,
             key=lock_id[0],
             sort_key=lock_id[1],
@@ -131,6 +132,7 @@ class Acquirer:
             keep_alive=options.keep_alive,
             waiters=waiters,
         )
+        lease = Lease(self._client, record)
         if options.on_lost is not None:
             lease.add_lost_callback(options.on_lost)
         self._observations.forget(lock_id)
@@ -145,8 +147,7 @@ class Acquirer:
 
     def handle(self, lock_id: LockId, *, owner_name: str, fencing_token: int, lease_duration: float) -> Lease:
         """A lease on a detached lock granted elsewhere; nothing is known about it until it is renewed."""
-        return Lease(
-            self._client,
+        record = LeaseRecord(
             self._clock,
             key=lock_id[0],
             sort_key=lock_id[1],
@@ -159,6 +160,7 @@ class Acquirer:
             acquired_at=None,
             keep_alive=False,
         )
+        return Lease(self._client, record)
 
     def plan(self, lock_id: LockId, deadline: float | None) -> Acquisition:
         return Acquisition(lock_id, self._observations, refresh_period=self._refresh_period, deadline=deadline)

@@ -1,7 +1,7 @@
 """Acting on someone else's lock, as read: releasing it (an operator) or taking it now (an operator or a user).
 
 Both are one conditional write on the holding that was read: its owner and
-fencing token, which heartbeats do not change (:func:`.writes._same_holding`).
+fencing token, which heartbeats do not change (:func:`.conditions.same_holding`).
 If the lock changed hands or was released since the read, LockNotAcquired is
 raised and nothing changes.
 """
@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from ..aws.store import Refused
 from ..exceptions import LockNotAcquired
-from ..leases.lease import Lease, lost_message
+from ..leases.lease import Lease, record_of
+from ..leases.lease_record import lost_message
 from ..wire import writes
 from ..wire.item import LockInfo, describe_holder
 from ..wire.writes import Stamp
@@ -75,8 +76,8 @@ class OperatorActions:
         replaced = self._holdings.get(lock_id)
         if replaced is not None:
             # This very client held it: that lease ends now, not at a heartbeat that would never come.
-            with replaced.write_lock:
-                self._holdings.forget(replaced, lost=(lost_message(replaced, taken), taken))
+            with record_of(replaced).write_lock:
+                self._holdings.forget(replaced, lost=(lost_message(replaced.key, taken), taken))
         return self._acquirer.grant(
             lock_id, stamp.version, taken.fencing_token, stamp.started, options, waiters=taken.waiters
         )

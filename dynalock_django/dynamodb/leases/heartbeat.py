@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..exceptions import DynamoDBUnavailable, LockLost, TableNotFound
+from .lease import record_of
 
 if TYPE_CHECKING:
     from ..clock import Clock
@@ -47,13 +48,13 @@ class RenewalSchedule:
 
     def renewal_at(self, lease: Lease) -> float:
         failures = self._current_failures(lease)
-        return failures.retry_at if failures else lease.valid_from + self._period
+        return failures.retry_at if failures else record_of(lease).valid_from + self._period
 
     def failed(self, lease: Lease, error: BaseException, now: float) -> int:
         """Record a failed renewal; the number of failures in a row."""
         count = 1 + (failures.count if (failures := self._current_failures(lease)) else 0)
         delay = min(self._period, FIRST_RETRY_SECONDS * 2.0**count) * self._jitter(0.5, 1.0)
-        self._failures[lease] = _Failures(lease.valid_from, count, now + delay, error)
+        self._failures[lease] = _Failures(record_of(lease).valid_from, count, now + delay, error)
         return count
 
     def last_error(self, lease: Lease) -> BaseException | None:
@@ -67,7 +68,7 @@ class RenewalSchedule:
 
     def _current_failures(self, lease: Lease) -> _Failures | None:
         failures = self._failures.get(lease)
-        return failures if failures is not None and failures.valid_from == lease.valid_from else None
+        return failures if failures is not None and failures.valid_from == record_of(lease).valid_from else None
 
 
 class Heartbeat:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from ..wire.item import LockInfo
+from .lease import record_of
 
 if TYPE_CHECKING:
     from ..clock import Clock
@@ -62,9 +63,9 @@ class Holdings:
         for wake in listeners:
             wake()
         if released:
-            lease.mark_released()
+            record_of(lease).mark_released()
         elif lost is not None:
-            lease.mark_lost(lost[0], lost[1], superseded=superseded)
+            record_of(lease).mark_lost(lost[0], lost[1], superseded=superseded)
 
     def wake_waiters(self) -> None:
         """The client closed: the threads waiting here stop waiting."""

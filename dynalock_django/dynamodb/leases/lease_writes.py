@@ -1,8 +1,8 @@
 """Every write to a granted lease: its renewals (the heartbeat's and ``extend``'s), its expiry, its release.
 
-Each write is conditioned on the lease's holding (:meth:`.Lease.holding`) and
-made under the lease's ``write_lock``; what it finds changes the lease's state
-through the lease's own methods.
+Each write is conditioned on the lease's holding (:meth:`.LeaseRecord.holding`)
+and made under its record's ``write_lock``; what it finds changes the lease's
+state through the record's own methods.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from ..exceptions import DynamoDBError, LockLost
 from ..wire import writes
 from ..wire.waiters import WAITERS, parse_waiters
 from ..wire.writes import Stamp
-from .lease import lost_message
+from .lease import record_of
+from .lease_record import lost_message
 
 if TYPE_CHECKING:
     from ..aws.store import LockStore
@@ -49,43 +50,45 @@ class LeaseWriter:
 
     def renew(self, lease: Lease, lease_duration: float | None = None) -> None:
         """One conditional write: a new version and lease. LockLost (reported) if the lock is no longer ours."""
-        duration = lease.lease_duration if lease_duration is None else lease_duration
-        with lease.write_lock:
-            if lease.keep_alive:
+        record = record_of(lease)
+        duration = record.lease_duration if lease_duration is None else lease_duration
+        with record.write_lock:
+            if record.keep_alive:
                 lease.ensure_held()
-            stamp = Stamp.new(lease.owner_name, duration, self._clock)
-            request = writes.renew(self._layout, lease.lock_id, stamp, holding=lease.holding())
+            stamp = Stamp.new(record.owner_name, duration, self._clock)
+            request = writes.renew(self._layout, record.lock_id, stamp, holding=record.holding())
             try:
                 returned = self._store.update(request)
                 queue = parse_waiters(returned[WAITERS]) if WAITERS in returned else None
             except Refused as refused:
                 current = refused.current
                 if not stamp.landed_in(current):
-                    message = lost_message(lease, current)
+                    message = lost_message(lease.key, current)
                     self._holdings.forget(lease, lost=(message, current))
                     raise LockLost(f"Lost lock {lease.key!r}: {message}.", current) from refused
                 queue = current.waiters
             except DynamoDBError as error:
                 if botocore_errors.may_have_landed(error):
-                    lease.add_unanswered_version(stamp.version)
+                    record.add_unanswered_version(stamp.version)
                 raise
-            lease.renewed(stamp.version, stamp.started, duration, queue)
+            record.renewed(stamp.version, stamp.started, duration, queue)
 
     def expire(self, lease: Lease, reason: str) -> None:
         """Report the lease lost because its safe time ran out (unless a renewal just landed)."""
-        with lease.write_lock:
+        with record_of(lease).write_lock:
             if lease.safe_until <= self._clock.monotonic():
                 self._holdings.forget(lease, lost=(reason, None), superseded=False)
 
     def release(self, lease: Lease, *, best_effort: bool = False) -> bool:
         """Release ``lease``; see :meth:`.LockClient.release`."""
-        if not lease.belongs_to_this_process:
-            error = LockLost(f"Lease {lease.key!r} belongs to process {lease.process_id}, not this one (after fork).")
+        record = record_of(lease)
+        if not record.belongs_to_this_process:
+            error = LockLost(f"Lease {lease.key!r} belongs to process {record.process_id}, not this one (after fork).")
             return _release_failed(error, best_effort)
-        with lease.write_lock:
-            if lease.state == "released":
+        with record.write_lock:
+            if record.state == "released":
                 return False
-            if lease.superseded:
+            if record.superseded:
                 error = LockLost(f"Cannot release {lease.key!r}: {lease.lost_reason}.", lease.lost_to)
                 return _release_failed(error, best_effort)
             was_held = lease.is_held()
@@ -141,11 +144,12 @@ class LeaseWriter:
 
     def _release_together(self, leases: Sequence[Lease]) -> bool:
         """One transaction releasing all ``leases``; False (nothing changed, or may have) to release them one by one."""
-        if len(leases) < 2 or not all(lease.belongs_to_this_process for lease in leases):
+        records = [record_of(lease) for lease in leases]
+        if len(leases) < 2 or not all(record.belongs_to_this_process for record in records):
             return False
         with contextlib.ExitStack() as locked:
-            for lease in leases:
-                locked.enter_context(lease.write_lock)
+            for record in records:
+                locked.enter_context(record.write_lock)
             if not all(lease.is_held() for lease in leases):
                 return False
             stamps = [Stamp.new(lease.owner_name, lease.lease_duration, self._clock) for lease in leases]
@@ -159,8 +163,8 @@ class LeaseWriter:
             except DynamoDBError as error:
                 release_logger.debug("Releasing %d leases together failed (%s): one by one", len(leases), error)
                 if botocore_errors.may_have_landed(error):
-                    for lease, stamp in zip(leases, stamps, strict=True):
-                        lease.add_unanswered_version(stamp.version)
+                    for record, stamp in zip(records, stamps, strict=True):
+                        record.add_unanswered_version(stamp.version)
                 return False
             for lease in leases:
                 self._holdings.forget(lease, released=True)
@@ -169,7 +173,7 @@ class LeaseWriter:
         return True
 
     def _release_request(self, lease: Lease, stamp: Stamp) -> dict[str, Any]:
-        holding = lease.holding()
+        holding = record_of(lease).holding()
         if self._delete_on_release:
             return writes.delete(self._layout, lease.lock_id, holding=holding)
         return writes.release(self._layout, lease.lock_id, stamp, holding=holding)
@@ -196,7 +200,7 @@ class LeaseWriter:
             and (current.owner_name, current.fencing_token) == (lease.owner_name, lease.fencing_token)
         ):
             return _Released.ALREADY
-        return LockLost(f"Cannot release {lease.key!r}: {lost_message(lease, current)}.", current)
+        return LockLost(f"Cannot release {lease.key!r}: {lost_message(lease.key, current)}.", current)
 
 
 def _release_failed(error: DynamoDBError | LockLost, best_effort: bool) -> bool:

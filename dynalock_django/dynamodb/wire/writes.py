@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from . import item, waiters
+from . import conditions, item, waiters
+from .conditions import Detached, Holding
 from .expressions import Expressions, update_expression
 from .item import LockInfo
 from .layout import LockId, TableLayout
@@ -51,25 +52,6 @@ class Stamp:
         return current is not None and current.raw_version == {"S": self.version}
 
 
-@dataclass(frozen=True)
-class KeptAlive:
-    """A holding whose every version since its grant this process wrote (see :func:`_still_held`)."""
-
-    owner_name: str
-    versions: tuple[str, ...]  # the last confirmed one, then any whose answer was lost
-
-
-@dataclass(frozen=True)
-class Detached:
-    """A holding its owner renews from elsewhere (``keep_alive=False``; see :func:`_still_held`)."""
-
-    owner_name: str
-    fencing_token: int
-
-
-Holding = KeptAlive | Detached
-
-
 def new_version() -> str:
     """A record version number: a new random UUID at every write, as the Java client writes them."""
     return str(uuid.uuid4())
@@ -97,14 +79,14 @@ def acquire(
     exprs = Expressions()
     bad_token = observed is not None and observed.bad_fencing_token
     if observed is not None and bad_token:
-        same_item = _version_is(exprs, observed.raw_version)
-        condition = same_item if may_take_over else f"{same_item} AND {_released(exprs)}"
+        same_item = conditions.version_is(exprs, observed.raw_version)
+        condition = same_item if may_take_over else f"{same_item} AND {conditions.released(exprs)}"
     else:
-        free = [f"attribute_not_exists({exprs.name(layout.partition_key_name)})", _released(exprs)]
+        free = [f"attribute_not_exists({exprs.name(layout.partition_key_name)})", conditions.released(exprs)]
         if observed is not None and may_take_over:
-            free.append(_version_is(exprs, observed.raw_version))
+            free.append(conditions.version_is(exprs, observed.raw_version))
         if pending:
-            free.append(f"({_owned_version(exprs, stamp.owner_name, pending)})")
+            free.append(f"({conditions.owned_version(exprs, stamp.owner_name, pending)})")
         token, number = exprs.name(item.FENCING_TOKEN), exprs.string("N")
         condition = f"({' OR '.join(free)}) AND (attribute_not_exists({token}) OR attribute_type({token}, {number}))"
     return {
@@ -135,9 +117,9 @@ def take_over(
     """
     exprs = Expressions()
     lock_id = (lock.key, lock.sort_key)
-    condition = _same_holding(exprs, lock)
+    condition = conditions.same_holding(exprs, lock)
     if unchanged:
-        condition = f"{_version_is(exprs, lock.raw_version)} AND {condition}"
+        condition = f"{conditions.version_is(exprs, lock.raw_version)} AND {condition}"
     return {
         "TableName": layout.table_name,
         "Key": layout.key(lock_id),
@@ -163,7 +145,7 @@ def renew(layout: TableLayout, lock_id: LockId, stamp: Stamp, *, holding: Holdin
     the next ask is one write.
     """
     exprs = Expressions()
-    condition = _still_held(exprs, holding, renewal=True)
+    condition = conditions.still_held(exprs, holding, renewal=True)
     sets = [*_stamp_sets(exprs, layout, stamp, acquired=False), _live(exprs, lock_id), _queue_kept(exprs)]
     return {
         "TableName": layout.table_name,
@@ -179,12 +161,12 @@ def renew(layout: TableLayout, lock_id: LockId, stamp: Stamp, *, holding: Holdin
 def release(layout: TableLayout, lock_id: LockId, stamp: Stamp, *, holding: Holding) -> dict[str, Any]:
     """Mark our lock released, keeping the item (and so its fencing token), and take it out of the live-locks index."""
     exprs = Expressions()
-    sets = [*_stamp_sets(exprs, layout, stamp, acquired=False), _released(exprs)]
+    sets = [*_stamp_sets(exprs, layout, stamp, acquired=False), conditions.released(exprs)]
     return {
         "TableName": layout.table_name,
         "Key": layout.key(lock_id),
         "UpdateExpression": update_expression(sets, [exprs.name(item.LIVE_LOCK_KEY)]),
-        "ConditionExpression": _still_held(exprs, holding),
+        "ConditionExpression": conditions.still_held(exprs, holding),
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         **exprs.params(),
     }
@@ -196,7 +178,7 @@ def delete(layout: TableLayout, lock_id: LockId, *, holding: Holding) -> dict[st
     return {
         "TableName": layout.table_name,
         "Key": layout.key(lock_id),
-        "ConditionExpression": _still_held(exprs, holding),
+        "ConditionExpression": conditions.still_held(exprs, holding),
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         **exprs.params(),
     }
@@ -208,7 +190,7 @@ def force_release(
     """An operator releases someone else's lock, as long as it is still the holding they read."""
     exprs = Expressions()
     sets = [
-        _released(exprs),
+        conditions.released(exprs),
         f"{exprs.name(item.RECORD_VERSION_NUMBER)} = {exprs.string(version)}",
         f"{exprs.name(item.RELEASED_BY)} = {exprs.string(released_by)}",
     ]
@@ -218,7 +200,7 @@ def force_release(
         "TableName": layout.table_name,
         "Key": layout.key((lock.key, lock.sort_key)),
         "UpdateExpression": update_expression(sets, [exprs.name(item.LIVE_LOCK_KEY)]),
-        "ConditionExpression": _same_holding(exprs, lock),
+        "ConditionExpression": conditions.same_holding(exprs, lock),
         "ReturnValues": "ALL_NEW",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         **exprs.params(),
@@ -307,71 +289,3 @@ def _queue_kept(exprs: Expressions) -> str:
 def _live(exprs: Expressions, lock_id: LockId) -> str:
     """``liveLockKey = key``: the item is in the sparse live-locks index until a release removes it."""
     return f"{exprs.name(item.LIVE_LOCK_KEY)} = {exprs.string(lock_id[0])}"
-
-
-def _released(exprs: Expressions) -> str:
-    """``isReleased = "1"``: as a condition, the lock is released; in SET, release it."""
-    return f"{exprs.name(item.IS_RELEASED)} = {exprs.string(item.IS_RELEASED_VALUE)}"
-
-
-def _owned_version(exprs: Expressions, owner_name: str, versions: list[str]) -> str:
-    owner = f"{exprs.name(item.OWNER_NAME)} = {exprs.string(owner_name)}"
-    return f"{exprs.one_of(item.RECORD_VERSION_NUMBER, versions)} AND {owner}"
-
-
-def _still_held(exprs: Expressions, holding: Holding, *, renewal: bool = False) -> str:
-    """The item still is ``holding``: the condition of every renewal and release of a lease.
-
-    A lease its own client keeps alive (``KeptAlive``) is recognised as the
-    AWS Java client recognises its locks: by its owner and a record version
-    this process wrote. Every write stamps a new version, a release too, so a
-    match also means nobody released it since; a renewal checks the release
-    mark all the same, as it always has.
-
-    A detached lease (``keep_alive=False``, ``Detached``) is renewed by its
-    owner from elsewhere, such as a browser tab through whichever server
-    answers, so its version changes between this process's writes and cannot
-    recognise it. Its owner and fencing token can: they change only when the
-    lock changes hands. A release keeps both, so the release mark is always
-    checked, and a retried renewal passes again: it is idempotent.
-    """
-    if isinstance(holding, Detached):
-        return f"{_owner_and_token(exprs, holding.owner_name, holding.fencing_token)} AND {_not_released(exprs)}"
-    condition = _owned_version(exprs, holding.owner_name, list(holding.versions))
-    return f"{condition} AND {_not_released(exprs)}" if renewal else condition
-
-
-def _owner_and_token(exprs: Expressions, owner_name: str, fencing_token: int) -> str:
-    """One holding, whatever its renewals: owner and fencing token change only when the lock changes hands."""
-    owner = f"{exprs.name(item.OWNER_NAME)} = {exprs.string(owner_name)}"
-    return f"{owner} AND {exprs.name(item.FENCING_TOKEN)} = {exprs.number(fencing_token)}"
-
-
-def _not_released(exprs: Expressions) -> str:
-    return f"attribute_not_exists({exprs.name(item.IS_RELEASED)})"
-
-
-def _same_holding(exprs: Expressions, lock: LockInfo) -> str:
-    """The holding ``lock`` was read in, still unreleased.
-
-    Heartbeats change the record version every few seconds, so an operator's
-    read would go stale at once; owner and fencing token change only when the
-    lock changes hands. Items without a usable token (the Java client's,
-    malformed ones) fall back to the exact version.
-    """
-    conditions = []
-    if lock.fencing_token is not None and not lock.bad_fencing_token and lock.owner_name is not None:
-        conditions.append(_owner_and_token(exprs, lock.owner_name, lock.fencing_token))
-    else:
-        conditions.append(_version_is(exprs, lock.raw_version))
-    if not lock.is_released:
-        conditions.append(_not_released(exprs))
-    return " AND ".join(conditions)
-
-
-def _version_is(exprs: Expressions, raw_version: Any) -> str:
-    """The item still carries exactly this stored version (or still has none), whatever its type."""
-    name = exprs.name(item.RECORD_VERSION_NUMBER)
-    if raw_version is None:
-        return f"attribute_not_exists({name})"
-    return f"{name} = {exprs.value(raw_version)}"

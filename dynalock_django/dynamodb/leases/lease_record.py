@@ -1,0 +1,170 @@
+"""The protocol's side of one lease: what its writes are conditioned on and change, and who hears when it ends.
+
+A :class:`~.lease.Lease` is the holder's handle; this record is what the
+lease writes (:mod:`.lease_writes`), the heartbeat and this process's
+holdings read and change, each write under the record's ``write_lock``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Literal
+
+from ..wire.conditions import Detached, Holding, KeptAlive
+from ..wire.display import printable
+
+if TYPE_CHECKING:
+    from ..clock import Clock
+    from ..wire.item import LockInfo
+    from ..wire.layout import LockId
+    from ..wire.waiters import Waiter
+
+logger = logging.getLogger("dynalock_django.heartbeat")
+
+State = Literal["held", "released", "lost"]
+# Told that the lease ended; the handle binds itself (Lease.add_lost_callback), so a record needs no handle.
+Callback = Callable[[], None]
+
+
+class LeaseRecord:
+    """One lease as the protocol keeps it (its holder's handle is a :class:`~.lease.Lease`)."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        key: str,
+        sort_key: str | None,
+        owner_name: str,
+        version: str | None,
+        fencing_token: int,
+        data: bytes | None,
+        lease_duration: float,
+        valid_from: float,
+        acquired_at: datetime | None,
+        keep_alive: bool,
+        waiters: tuple[Waiter, ...] = (),
+    ) -> None:
+        self.clock = clock
+        self.key = key
+        self.sort_key = sort_key
+        self.owner_name = owner_name
+        self.fencing_token = fencing_token
+        self.data = data
+        self.lease_duration = lease_duration
+        self.acquired_at = acquired_at
+        self.keep_alive = keep_alive
+        # Who asked for the lock next, first asked first, as the grant or a detached lease's last renewal found them.
+        self.waiters = waiters
+        # The version we last confirmed, then versions we tried to write whose
+        # outcome is unknown: the next write is conditioned on any of them.
+        # A handle on a lock granted elsewhere has written none yet.
+        self.versions: list[str] = [version] if version is not None else []
+        # The monotonic time the last successful write to this lease started (its lease counts from there).
+        self.valid_from = valid_from
+        self.state: State = "held"
+        # Lost because another writer changed the item (not merely expired):
+        # a release would only fail its condition, so it is not attempted.
+        self.superseded = False
+        self.lost_reason: str | None = None
+        self.lost_to: LockInfo | None = None
+        self.process_id = os.getpid()
+        # Serializes writes to this lease (heartbeat, extend, release); re-entrant
+        # because an on_lost callback may release the lease it is told about.
+        self.write_lock = threading.RLock()
+        self.lost = threading.Event()
+        self._lost_callbacks: list[Callback] = []
+        self._release_callbacks: list[Callback] = []
+
+    @property
+    def lock_id(self) -> LockId:
+        return (self.key, self.sort_key)
+
+    @property
+    def record_version_number(self) -> str | None:
+        return self.versions[0] if self.versions else None
+
+    @property
+    def safe_until(self) -> float:
+        """The monotonic time at which the holder must stop trusting the lease."""
+        return self.valid_from + self.lease_duration
+
+    def remaining(self) -> float:
+        """Seconds the holder may still rely on the lock; 0 once lost or released, and in a forked child."""
+        if self.state != "held" or not self.belongs_to_this_process:
+            return 0.0
+        return max(0.0, self.safe_until - self.clock.monotonic())
+
+    @property
+    def belongs_to_this_process(self) -> bool:
+        """False in a forked child: the parent's leases stay the parent's."""
+        return self.process_id == os.getpid()
+
+    def holding(self) -> Holding:
+        """How this lease's writes recognise its holding (the rule is :func:`.conditions.still_held`'s)."""
+        if self.keep_alive:
+            return KeptAlive(self.owner_name, tuple(self.versions))
+        return Detached(self.owner_name, self.fencing_token)
+
+    def add_unanswered_version(self, version: str) -> None:
+        """A write of ``version`` got no answer: it may have landed, so later writes accept it too."""
+        self.versions.append(version)
+
+    def renewed(
+        self, version: str, started: float, lease_duration: float, waiters: tuple[Waiter, ...] | None = None
+    ) -> None:
+        """A renewal that started at ``started`` (monotonic) stored ``version`` (and found ``waiters``, if told)."""
+        if waiters is not None:
+            self.waiters = waiters
+        self.versions = [version]
+        self.valid_from = started
+        self.lease_duration = lease_duration
+
+    def add_lost_callback(self, callback: Callback) -> None:
+        self._lost_callbacks.append(callback)
+        if self.lost.is_set():
+            self._run_callback(callback)
+
+    def add_release_callback(self, callback: Callback) -> None:
+        self._release_callbacks.append(callback)
+
+    def mark_released(self) -> None:
+        self.state = "released"
+        for callback in list(self._release_callbacks):
+            self._run_callback(callback)
+
+    def mark_lost(self, reason: str, current: LockInfo | None = None, *, superseded: bool) -> None:
+        """Report the lease lost (once): ``on_lost`` callbacks run, ``wait_until_lost()`` returns."""
+        if self.state != "held":
+            return
+        self.state = "lost"
+        self.superseded = superseded
+        self.lost_reason = reason
+        self.lost_to = current
+        # A kept-alive lease lost is news for this process; a detached one's owner is told by the caller.
+        level = logging.WARNING if self.keep_alive else logging.INFO
+        logger.log(level, "Lost lock %r (token %s): %s", self.key, self.fencing_token, reason)
+        self.lost.set()
+        for callback in list(self._lost_callbacks):
+            self._run_callback(callback)
+
+    def _run_callback(self, callback: Callback) -> None:
+        try:
+            callback()
+        except Exception:
+            # A broken callback must not stop the heartbeat of other leases, nor a release.
+            logger.exception("Lease callback %r for %r raised", callback, self.key)
+
+
+def lost_message(key: str, current: LockInfo | None) -> str:
+    """Why the lease on ``key`` is gone, as found in ``current`` (the item now, None when deleted)."""
+    if current is None:
+        return f"the lock item {key!r} was deleted by someone else"
+    if current.is_released:
+        by = f" by {printable(current.released_by)}" if current.released_by else ""
+        return f"the lock {key!r} was released{by}"
+    return f"the lock {key!r} was taken over by {current.owner_name!r}"
