@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.package-lock.json
 PYTEST_ARGS ?=
 
-.PHONY: test lint demo bench chaos clean
+.PHONY: test test-fast lint demo bench chaos clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,11 @@ $(NODE_STAMP): package.json package-lock.json
 ## it fails under the [tool.coverage.report] fail_under of pyproject.toml.
 test: lint $(NODE_STAMP)
 	$(BIN)/python -m pytest --cov --cov-report=term --durations=15 $(PYTEST_ARGS)
+
+## The minute-by-minute loop: the suite without the slow tests (multi-process, browser, the installed package,
+## the short chaos run), no lint and no coverage gate. `make test` runs everything.
+test-fast: $(STAMP) $(NODE_STAMP)
+	$(BIN)/python -m pytest -m "not slow" -q $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

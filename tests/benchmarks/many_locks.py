@@ -15,7 +15,8 @@ import statistics
 import time
 from collections.abc import Callable
 
-from dynalock_django.dynamodb import LockClient, writes
+from dynalock_django.dynamodb import LockClient
+from dynalock_django.dynamodb.wire import writes
 from dynalock_django.dynamodb.wire.conditions import KeptAlive
 from dynalock_django.dynamodb.wire.writes import Stamp
 
