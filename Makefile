@@ -32,11 +32,12 @@ test: lint $(NODE_STAMP)
 test-fast: $(STAMP) $(NODE_STAMP)
 	$(BIN)/python -m pytest -m "not slow" -q $(PYTEST_ARGS)
 
+# Each virtualenv keeps its own lint caches, so two legs can lint side by side (.ci/run).
 lint: $(STAMP)
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
-	$(BIN)/mypy
-	$(BIN)/lint-imports
+	$(BIN)/ruff check --cache-dir $(VENV)/.ruff_cache .
+	$(BIN)/ruff format --cache-dir $(VENV)/.ruff_cache --check .
+	$(BIN)/mypy --cache-dir $(VENV)/.mypy_cache
+	$(BIN)/lint-imports --cache-dir $(VENV)/.import_linter_cache
 
 ## The support-desk test project on an embedded local DynamoDB endpoint: http://127.0.0.1:8000/
 demo: $(STAMP)
