@@ -37,10 +37,12 @@ app.conf.update(
 
 
 def record(name: str, seconds: float) -> int | None:
-    """Work for ``seconds``, then write the run's line; the token the run held."""
+    """Work for ``seconds`` (none once the test has killed a worker), then write the run's line; its token."""
     token = current_token()
     started = time.monotonic()
     path = os.environ.get(RUNS)
+    if path and Path(path + ".killed").exists():
+        seconds = 0
     if path:
         with Path(path + ".started").open("a") as started_file:
             started_file.write(f"{name} {os.getpid()} {token}\n")
