@@ -1,6 +1,7 @@
 """Tasks the tests run: plain functions, Django Tasks (Django 6, or the django-tasks backport) and Celery.
 
-Each records its runs as lines in the file named by ``DYNALOCK_TEST_RUNS`` (when set):
+Each records its runs (and, through ``task_skipped``, its skips) as lines in the file named by
+``DYNALOCK_TEST_RUNS`` (when set):
 ``name start_monotonic end_monotonic token pid`` — the monotonic clock is the machine's,
 shared by every process, so runs of several workers can be checked for overlaps.
 """
@@ -14,6 +15,7 @@ from typing import Any
 
 from celery import Celery
 
+from dynalock_django.signals import task_skipped
 from dynalock_django.tasks import current_token, lock_task
 
 try:
@@ -51,6 +53,17 @@ def record(name: str, seconds: float) -> int | None:
         with Path(path).open("a") as runs:
             runs.write(f"{name} {started} {time.monotonic()} {token} {os.getpid()}\n")
     return token
+
+
+def write_skip(sender: str, *, task: str, holder: Any, **kwargs: Any) -> None:
+    """Every skip in a worker process, from the ``task_skipped`` signal: ``task pid holder_token``."""
+    path = os.environ.get(RUNS)
+    if path:
+        with Path(path + ".skipped").open("a") as skipped:
+            skipped.write(f"{task} {os.getpid()} {getattr(holder, 'fencing_token', None)}\n")
+
+
+task_skipped.connect(write_skip)
 
 
 @lock_task()

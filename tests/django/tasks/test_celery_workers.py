@@ -73,8 +73,12 @@ def test_copies_of_a_task_never_overlap_and_every_skip_is_recorded(worker, tmp_p
             sender.send_task(JOB, args=(account, 0.3))
     skipped = Path(str(runs) + ".skipped")
     total = sum(sent.values())
-    wait_until(lambda: count_lines(runs) + count_lines(skipped) >= total, 60, "not every copy ran or skipped",
-               tmp_path / "worker.log")
+    wait_until(
+        lambda: count_lines(runs) + count_lines(skipped) >= total,
+        60,
+        "not every copy ran or skipped",
+        tmp_path / "worker.log",
+    )
 
     done = read_runs(runs)
     assert len(done) + count_lines(skipped) == total

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import socket
@@ -84,7 +85,7 @@ def overlaps(runs: list[Run]) -> int:
     found = 0
     for same in by_name.values():
         same.sort(key=lambda run: run.started)
-        found += sum(1 for before, after in zip(same, same[1:], strict=False) if after.started < before.ended)
+        found += sum(1 for before, after in itertools.pairwise(same) if after.started < before.ended)
     return found
 
 
@@ -93,6 +94,4 @@ def tokens_increase(runs: list[Run]) -> bool:
     by_name: dict[str, list[Run]] = defaultdict(list)
     for run in sorted(runs, key=lambda run: run.started):
         by_name[run.name].append(run)
-    return all(
-        all(a.token < b.token for a, b in zip(same, same[1:], strict=False)) for same in by_name.values()
-    )
+    return all(all(a.token < b.token for a, b in itertools.pairwise(same)) for same in by_name.values())
