@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on first use
     from .client import get_client as get_client
     from .decorators import requires_lock as requires_lock
+    from .exceptions import AlreadyQueued as AlreadyQueued
     from .exceptions import DynalockError as DynalockError
     from .exceptions import LockLost as LockLost
     from .exceptions import LockNotAcquired as LockNotAcquired
     from .exceptions import LockTimeout as LockTimeout
     from .exceptions import StaleFencingToken as StaleFencingToken
     from .exceptions import TableNotFound as TableNotFound
+    from .exceptions import TaskLocked as TaskLocked
     from .fencing import FencingTokenField as FencingTokenField
     from .fencing import fenced_refresh as fenced_refresh
     from .fencing import fenced_save as fenced_save
@@ -51,6 +53,8 @@ _LAZY: dict[str, str] = {
     "LockLost": ".exceptions",
     "StaleFencingToken": ".exceptions",
     "TableNotFound": ".exceptions",
+    "TaskLocked": ".exceptions",
+    "AlreadyQueued": ".exceptions",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -4,7 +4,9 @@
     ├── ConfigurationError       a setting or option is invalid (the message names the fix)
     ├── InvalidLockRequest       unsaved instance, not a model, bad key or data
     ├── LockNotAcquired          .holder: the lock item in the way (LockInfo)
-    │   └── LockTimeout
+    │   ├── LockTimeout
+    │   │   └── TaskLocked       a run-once task met a live holder (on_conflict="raise", or "wait" timed out)
+    │   └── AlreadyQueued        enqueue_unique(): a copy with the same key is still queued
     ├── LockLost                 .current: what replaced our lock, when known
     ├── StaleFencingToken        a fenced write lost to a newer holder's write; nothing changed
     ├── ClientClosed
@@ -42,7 +44,16 @@ class StaleFencingToken(DynalockError):
         self.stored_token = stored_token
 
 
+class TaskLocked(LockTimeout):
+    """A task decorated with ``lock_task`` did not run: another live run holds its key (``.holder``)."""
+
+
+class AlreadyQueued(LockNotAcquired):
+    """``enqueue_unique`` refused: a copy of the task with the same key is queued and not yet started."""
+
+
 __all__ = [
+    "AlreadyQueued",
     "ClientClosed",
     "ConfigurationError",
     "DynalockError",
@@ -55,4 +66,5 @@ __all__ = [
     "StaleFencingToken",
     "TableNotFound",
     "TableSchemaError",
+    "TaskLocked",
 ]

@@ -12,6 +12,10 @@ keeps a readable start of its encoded pk, cut there, followed by ``#`` and
 the SHA-256 of the whole key it would have been: stable, collision-resistant,
 and every key that fits is unchanged. ``#`` never occurs in an encoded pk, so
 such a key is recognised; it names its model but not the row.
+
+A run-once task's key (``dynalock_django.tasks``) reads like its call,
+``KEY_PREFIX + "dotted.name(arg=value,...)"``, its arguments encoded so the key
+holds no ``:`` (it reads back as a name), and is shortened the same way.
 """
 
 from __future__ import annotations
@@ -91,6 +95,18 @@ def key_for_name(name: str) -> str:
     if not isinstance(name, str) or not name:
         raise InvalidLockRequest(f"A lock name must be a non-empty string, not {name!r}.")
     return f"{dynalock_settings.KEY_PREFIX}{name}"
+
+
+def key_for_task(name: str, arguments: str, *, queued: bool = False) -> str:
+    """The key of a run-once task called with ``arguments`` (ASCII, encoded by the caller): ``name(arguments)``.
+
+    ``queued`` gives the key of its marker while a copy waits in a queue. A key
+    over DynamoDB's limit is shortened as a row's is, so any arguments fit.
+    """
+    if not isinstance(name, str) or not name:
+        raise InvalidLockRequest(f"A task's name must be a non-empty string, not {name!r}.")
+    head = f"{dynalock_settings.KEY_PREFIX}{'queued ' if queued else ''}{name}("
+    return _fitting(head, f"{arguments})")
 
 
 def parse_key(key: str) -> ParsedKey:

@@ -1,0 +1,221 @@
+"""``lock_task``: a task's function runs only while it holds its key's lease; one run at a time per key.
+
+The lease is heartbeated by the process's client for as long as the function
+runs, so there is no time-to-live to guess: a long run keeps it, a killed
+worker's stops being renewed and is taken over once its lease has passed.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import inspect
+import logging
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar, cast
+
+from .. import signals
+from ..client import get_client
+from ..dynamodb import Lease, LockInfo, printable
+from ..exceptions import ConfigurationError, LockTimeout, TaskLocked
+from ..payload import LockData
+from . import frameworks
+from .holder_watch import acquire_unless_alive
+from .queue_markers import release_queued_marker
+from .task_keys import KeySpec, TaskKeys
+
+logger = logging.getLogger("dynalock_django.tasks")
+
+F = TypeVar("F", bound=Callable[..., Any])
+OnConflict = Literal["skip", "raise", "wait"]
+ON_CONFLICT = ("skip", "raise", "wait")
+
+_token: contextvars.ContextVar[int | None] = contextvars.ContextVar("dynalock_task_token", default=None)
+
+
+def current_token() -> int | None:
+    """The fencing token of the ``lock_task`` run in progress; None outside one."""
+    return _token.get()
+
+
+class LockedTask:
+    """What ``lock_task`` was given for one function, and how a call of it runs."""
+
+    def __init__(
+        self,
+        function: Callable[..., Any],
+        *,
+        key: KeySpec,
+        on_conflict: OnConflict,
+        timeout: float | None,
+        lease_duration: float | None,
+        unique_while_queued: bool,
+        queued_lease: float | None,
+    ) -> None:
+        self.function = function
+        self.keys = TaskKeys(function, key)
+        self.name = self.keys.name
+        self.on_conflict = on_conflict
+        self.timeout = timeout
+        self.lease_duration = lease_duration
+        self.unique_while_queued = unique_while_queued
+        self.queued_lease = queued_lease
+
+    def __repr__(self) -> str:
+        return f"<LockedTask {self.name} on_conflict={self.on_conflict!r}>"
+
+    def run(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Call the function holding its key's lease; None (skip) or TaskLocked when a live run holds it."""
+        injected = bool(args) and frameworks.is_injected(args[0])
+        key = self.keys.run_key(args, kwargs, injected=injected)
+        run = frameworks.current_run(args)
+        if self.unique_while_queued:
+            # This copy left the queue: the next enqueue may put another in.
+            release_queued_marker(self.keys.queued_key(args, kwargs, injected=injected), task=self.name)
+        taken = self._take(key, run)
+        if not isinstance(taken, Lease):
+            return self._conflict(key, taken)
+        with taken:
+            reset = _token.set(taken.fencing_token)
+            try:
+                return self.function(*args, **kwargs)
+            finally:
+                _token.reset(reset)
+
+    def _take(self, key: str, run: frameworks.TaskRun | None) -> Lease | LockInfo | None:
+        client = get_client()
+        extra: dict[str, Any] = {"task": self.name}
+        if run is not None:
+            extra.update(task_id=run.task_id, attempt=run.attempt)
+        data = LockData(purpose="task", extra=extra).to_bytes()
+        if self.on_conflict == "wait":
+            try:
+                return client.acquire(key, timeout=self.timeout, data=data, lease_duration=self.lease_duration)
+            except LockTimeout as error:
+                raise TaskLocked(
+                    f"Task {self.name} waited {self.timeout}s for {key!r}: another run still holds it.", error.holder
+                ) from error
+        return acquire_unless_alive(
+            client,
+            key,
+            data=data,
+            lease_duration=self.lease_duration,
+            waits_for=functools.partial(_is_earlier_attempt, run),
+        )
+
+    def _conflict(self, key: str, holder: LockInfo | None) -> None:
+        if self.on_conflict == "raise":
+            raise TaskLocked(f"Task {self.name} not run: {key!r} is held by a live run ({_who(holder)}).", holder)
+        logger.info("Task %s skipped: %s is held by %s", printable(self.name), printable(key), _who(holder))
+        signals.task_skipped.send(sender=key, task=self.name, holder=holder)
+        return None
+
+
+def _is_earlier_attempt(run: frameworks.TaskRun | None, holder: LockInfo) -> bool:
+    """The holder is an earlier attempt of this very task (a retry meets it as it lets go)."""
+    held = LockData.from_bytes(holder.data)
+    if run is None or held is None:
+        return False
+    attempt = held.extra.get("attempt")
+    return held.extra.get("task_id") == run.task_id and isinstance(attempt, int) and attempt < run.attempt
+
+
+def _who(holder: LockInfo | None) -> str:
+    if holder is None:
+        return "a holder that could not be read"
+    held = LockData.from_bytes(holder.data)
+    who = held.holder if held is not None else (holder.owner_name or "an unknown owner")
+    return f"{printable(who)}, token {holder.fencing_token}"
+
+
+def lock_task(
+    key: KeySpec = None,
+    *,
+    on_conflict: OnConflict = "skip",
+    timeout: float | None = None,
+    lease_duration: float | None = None,
+    unique_while_queued: bool = False,
+    queued_lease: float | None = None,
+) -> Callable[[F], F]:
+    """Run the decorated task function on one worker at a time per key (see docs/django/tasks.md).
+
+    Put it under the framework's decorator: ``@task`` / ``@app.task`` / ``@shared_task`` above, ``@lock_task()``
+    below. ``on_conflict``: "skip" (return None, send ``task_skipped``), "raise" (TaskLocked) or "wait" (up
+    to ``timeout`` seconds, then TaskLocked). ``unique_while_queued`` makes :func:`enqueue_unique` refuse a
+    second copy while one waits in the queue, for at most ``queued_lease`` seconds.
+    """
+    _check_options(on_conflict, timeout, lease_duration, unique_while_queued, queued_lease)
+
+    def decorate(function: F) -> F:
+        _check_function(function)
+        locked = LockedTask(
+            function,
+            key=key,
+            on_conflict=on_conflict,
+            timeout=timeout,
+            lease_duration=lease_duration,
+            unique_while_queued=unique_while_queued,
+            queued_lease=queued_lease,
+        )
+
+        @functools.wraps(function)
+        def run_locked(*args: Any, **kwargs: Any) -> Any:
+            return locked.run(args, kwargs)
+
+        run_locked.dynalock_task = locked  # type: ignore[attr-defined]  # how enqueue_unique finds it
+        return cast(F, run_locked)
+
+    return decorate
+
+
+def locked_task_of(task: Any) -> LockedTask | None:
+    """The LockedTask under a framework's task object, or of a decorated function; None when there is none."""
+    found = getattr(frameworks.decorated_function(task), "dynalock_task", None)
+    return found if isinstance(found, LockedTask) else None
+
+
+def _check_function(function: Any) -> None:
+    if hasattr(function, "enqueue") or hasattr(function, "apply_async"):
+        raise ConfigurationError(
+            f"@lock_task got a framework's task object ({type(function).__name__}), not a function: put "
+            "@lock_task() below @task / @app.task / @shared_task, right above the def."
+        )
+    if not callable(function):
+        raise ConfigurationError(f"@lock_task decorates a function, not {function!r}.")
+    if inspect.iscoroutinefunction(function):
+        raise ConfigurationError(
+            f"@lock_task does not take coroutine functions ({function.__qualname__} is async def): "
+            "make the task a plain def."
+        )
+
+
+def _check_options(
+    on_conflict: Any, timeout: Any, lease_duration: Any, unique_while_queued: Any, queued_lease: Any
+) -> None:
+    if on_conflict not in ON_CONFLICT:
+        raise ConfigurationError(f"lock_task(on_conflict={on_conflict!r}): use one of {', '.join(ON_CONFLICT)}.")
+    if on_conflict == "wait" and timeout is None:
+        raise ConfigurationError(
+            'lock_task(on_conflict="wait") needs timeout=, the most seconds a run waits for the key.'
+        )
+    if on_conflict != "wait" and timeout is not None:
+        raise ConfigurationError(f'lock_task(timeout=...) applies only to on_conflict="wait", not {on_conflict!r}.')
+    _check_seconds("timeout", timeout, allow_zero=True)
+    _check_seconds("lease_duration", lease_duration, allow_zero=False)
+    if unique_while_queued and queued_lease is None:
+        raise ConfigurationError(
+            "lock_task(unique_while_queued=True) needs queued_lease=, the most seconds a copy may wait in the "
+            "queue (a copy lost there frees its key after that)."
+        )
+    if not unique_while_queued and queued_lease is not None:
+        raise ConfigurationError("lock_task(queued_lease=...) applies only with unique_while_queued=True.")
+    _check_seconds("queued_lease", queued_lease, allow_zero=False)
+
+
+def _check_seconds(name: str, value: Any, *, allow_zero: bool) -> None:
+    if value is None:
+        return
+    valid = isinstance(value, int | float) and not isinstance(value, bool) and value == value  # not NaN
+    if not valid or value < 0 or (value == 0 and not allow_zero) or value == float("inf"):
+        bound = "0 or more" if allow_zero else "more than 0"
+        raise ConfigurationError(f"lock_task({name}={value!r}): give a finite number of seconds, {bound}.")

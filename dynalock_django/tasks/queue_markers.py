@@ -1,0 +1,47 @@
+"""Enqueue-time uniqueness: a marker lock held from the enqueue until a worker starts the copy.
+
+The marker is a *detached* lease (no process renews it): ``queued_lease``
+seconds after the enqueue it may be taken over, so a copy lost in the queue
+(a broker that dropped it, a worker that died before starting it) frees its
+key then. The worker that starts the copy releases the marker, whoever's it
+is: only one marker per key exists at a time, and it can be the marker of a
+later enqueue only if this copy's own had already run out (see the docs).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from ..client import get_client
+from ..dynamodb import Lease, printable
+from ..exceptions import LockNotAcquired
+from ..payload import LockData
+
+logger = logging.getLogger("dynalock_django.tasks")
+
+# Every marker's owner name starts so: a worker releases only markers, never a lock someone took by hand.
+MARKER_OWNER = "dynalock-queued "
+
+
+def take_queued_marker(queued_key: str, *, task: str, queued_lease: float | None) -> Lease | None:
+    """The marker of a copy about to be enqueued (a detached lease), or None when one is queued already."""
+    return get_client().try_acquire(
+        queued_key,
+        data=LockData(purpose="queued task", extra={"task": task}).to_bytes(),
+        owner_name=f"{MARKER_OWNER}{uuid.uuid4()}",
+        lease_duration=queued_lease,
+        keep_alive=False,
+    )
+
+
+def release_queued_marker(queued_key: str, *, task: str) -> None:
+    """A worker starts a copy: free its key's marker, so the next enqueue may queue another."""
+    client = get_client()
+    marker = client.get(queued_key)
+    if marker is None or marker.is_released or not (marker.owner_name or "").startswith(MARKER_OWNER):
+        return
+    try:
+        client.force_release(marker, released_by=f"dynalock_django.tasks: {task} started")
+    except LockNotAcquired:  # released or replaced meanwhile: another copy started, or was enqueued after ours
+        logger.debug("Queued marker %s changed before its task started", printable(queued_key))
