@@ -11,8 +11,8 @@ from dynalock_django.dynamodb import (
     InvalidLockRequest,
     TableNotFound,
     TableSchemaError,
-    live_index,
 )
+from dynalock_django.dynamodb.wire import live_index
 from dynalock_django.dynamodb.wire.item import MAX_ITEM_BYTES, item_size
 
 from ..dynamodb_support import LEASE, RequestCounter, create_bare_table, unique

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dynalock_django.dynamodb import InvalidLockRequest, LockInfo, LockNotAcquired, writes
+from dynalock_django.dynamodb import InvalidLockRequest, LockInfo, LockNotAcquired
+from dynalock_django.dynamodb.wire import writes
 from dynalock_django.dynamodb.wire.item import OWNER_NAME
 from dynalock_django.dynamodb.wire.layout import TableLayout
 from dynalock_django.dynamodb.wire.waiters import MAX_WAITERS, WAITERS
