@@ -189,7 +189,7 @@ def _check_number(name: str, text: str) -> list[str]:
     digits = len("".join(map(str, number.as_tuple().digits)).strip("0") or "0")  # significant (no rounding)
     if digits > NUMBER_DIGITS:
         return [f"{name!r}: a number of {digits} significant digits, over {NUMBER_DIGITS}"]
-    if number != 0 and not NUMBER_MIN_POSITIVE <= abs(number) <= NUMBER_MAX:
+    if number != 0 and not NUMBER_MIN_POSITIVE <= number.copy_abs() <= NUMBER_MAX:  # abs() would round to 28 digits
         return [f"{name!r}: {text[:40]} is outside DynamoDB's range (1E-130 to 9.99...E+125)"]
     return []
 

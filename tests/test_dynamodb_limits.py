@@ -59,7 +59,7 @@ def test_a_request_past_a_limit_is_named(operation, params, problem):
 
 def test_requests_at_the_limits_pass():
     at_limits = [
-        ("UpdateItem", update("k" * 2048, ExpressionAttributeValues={":n": {"N": "9" * 38}, ":s": {"N": "-1E-130"}})),
+        ("UpdateItem", update("k" * 2048, ExpressionAttributeValues={":n": {"N": "9" * 38}, ":s": {"N": "-1E-130"}, ":m": {"N": "-9.9999999999999999999999999999999999999E+125"}})),
         ("GetItem", {"TableName": "locks", "Key": {"key": {"S": "k"}, "sortKey": {"S": "s" * 1024}}}),
         ("PutItem", {"TableName": "locks", "Item": {"key": {"S": "k"}, "d": {"B": b"x" * (400 * 1024 - 5)}}}),
         ("UpdateItem", update(ConditionExpression="#o IN (" + ", ".join(f":v{i}" for i in range(100)) + ")")),
