@@ -24,7 +24,11 @@ def update(key: str = "k", **params: object) -> dict[str, object]:
         ("UpdateItem", update("é" * 1025), "partition key value of 2050 bytes"),
         ("GetItem", {"TableName": "locks", "Key": {"key": {"S": "k"}, "sortKey": {"S": "s" * 1025}}}, "sort key"),
         ("PutItem", {"TableName": "locks", "Item": {"key": {"S": "k"}, "d": {"B": b"x" * 400 * 1024}}}, "an item of"),
-        ("UpdateItem", update(ConditionExpression="attribute_exists(#k) AND " * 200 + "true"), "ConditionExpression of"),
+        (
+            "UpdateItem",
+            update(ConditionExpression="attribute_exists(#k) AND " * 200 + "true"),
+            "ConditionExpression of",
+        ),
         (
             "UpdateItem",
             update(
@@ -45,10 +49,19 @@ def update(key: str = "k", **params: object) -> dict[str, object]:
         ("TransactWriteItems", {"TransactItems": [{"Update": update()}, {"ConditionCheck": update()}]}, "same item"),
         (
             "TransactWriteItems",
-            {"TransactItems": [{"Put": {"TableName": "locks", "Item": {"key": {"S": f"k{i}"}, "d": {"B": b"x" * 399_000}}}} for i in range(11)]},
+            {
+                "TransactItems": [
+                    {"Put": {"TableName": "locks", "Item": {"key": {"S": f"k{i}"}, "d": {"B": b"x" * 399_000}}}}
+                    for i in range(11)
+                ]
+            },
             "a transaction of",
         ),
-        ("BatchGetItem", {"RequestItems": {"locks": {"Keys": [{"key": {"S": f"k{i}"}} for i in range(101)]}}}, "101 keys"),
+        (
+            "BatchGetItem",
+            {"RequestItems": {"locks": {"Keys": [{"key": {"S": f"k{i}"}} for i in range(101)]}}},
+            "101 keys",
+        ),
         ("CreateTable", {"TableName": "no", "AttributeDefinitions": []}, "table name"),
     ],
 )
@@ -59,7 +72,17 @@ def test_a_request_past_a_limit_is_named(operation, params, problem):
 
 def test_requests_at_the_limits_pass():
     at_limits = [
-        ("UpdateItem", update("k" * 2048, ExpressionAttributeValues={":n": {"N": "9" * 38}, ":s": {"N": "-1E-130"}, ":m": {"N": "-9.9999999999999999999999999999999999999E+125"}})),
+        (
+            "UpdateItem",
+            update(
+                "k" * 2048,
+                ExpressionAttributeValues={
+                    ":n": {"N": "9" * 38},
+                    ":s": {"N": "-1E-130"},
+                    ":m": {"N": "-9.9999999999999999999999999999999999999E+125"},
+                },
+            ),
+        ),
         ("GetItem", {"TableName": "locks", "Key": {"key": {"S": "k"}, "sortKey": {"S": "s" * 1024}}}),
         ("PutItem", {"TableName": "locks", "Item": {"key": {"S": "k"}, "d": {"B": b"x" * (400 * 1024 - 5)}}}),
         ("UpdateItem", update(ConditionExpression="#o IN (" + ", ".join(f":v{i}" for i in range(100)) + ")")),

@@ -109,8 +109,7 @@ payloads = st.one_of(
     st.fixed_dictionaries(
         {},
         optional={
-            name: json_values
-            for name in ("dynalock", "username", "user_id", "purpose", "host", "pid", "tab", "extra")
+            name: json_values for name in ("dynalock", "username", "user_id", "purpose", "host", "pid", "tab", "extra")
         },
     ).map(lambda fields: ("{" + ",".join(f'"{name}":{text}' for name, text in fields.items()) + "}").encode()),
 )
