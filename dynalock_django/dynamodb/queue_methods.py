@@ -44,7 +44,8 @@ class QueueMethods:
         others wait keeps its line. Joining again starts the wait anew. When
         refused, nothing is written and the item is returned as found (None: no
         item): the caller sees whether the lock is free. A held item without a
-        queue (written by the AWS Java client) costs a second write that starts one.
+        queue (written by the AWS Java client), or with a ``waiters`` attribute
+        that is not a map (written by hand), costs a second write that starts one.
         """
         lock_id, name = self.call_checks.lock_id(key, sort_key), _checked(waiter_id, name)
         entry = waiters.entry(name, int(self.clock.time() * 1000))
@@ -56,7 +57,7 @@ class QueueMethods:
             lock_id,
             exprs,
             update=f"SET {queue}.{me} = {exprs.value(entry)}",
-            condition=f"attribute_exists({queue}) AND {room} AND attribute_exists({exprs.name(item.OWNER_NAME)})",
+            condition=f"{_a_map(exprs, queue)} AND {room} AND attribute_exists({exprs.name(item.OWNER_NAME)})",
         )
         current = self._send(lock_id, join)
         if current is None or current.is_released or current.waiters or current.is_malformed:
@@ -68,7 +69,8 @@ class QueueMethods:
             lock_id,
             exprs,
             update=f"SET {queue} = {exprs.value({'M': {waiter_id: entry}})}",
-            condition=f"attribute_not_exists({queue}) AND {_held(exprs)}",
+            # Not a map: a path into it would be a ValidationException for every ask; start a new queue.
+            condition=f"(attribute_not_exists({queue}) OR NOT {_a_map(exprs, queue)}) AND {_held(exprs)}",
         )
         return self._send(lock_id, start)
 
@@ -115,6 +117,10 @@ def _checked(waiter_id: str, name: str) -> str:
         name = name[: waiters.MAX_NAME_CHARS]
     validation.check_key("waiter name", name, waiters.MAX_NAME_CHARS * 4)
     return name
+
+
+def _a_map(exprs: Expressions, queue: str) -> str:
+    return f"attribute_type({queue}, {exprs.string('M')})"
 
 
 def _held(exprs: Expressions) -> str:

@@ -62,11 +62,37 @@ HOSTILE = [
     "x" * 5000,
 ]
 texts = st.one_of(st.sampled_from(HOSTILE), st.text(max_size=20))
+# DynamoDB's own range: 38 significant digits, magnitudes 1E-130 to 9.99...E+125.
 numbers = st.one_of(
     st.sampled_from(
-        ["0", "-1", "1.5", "999999999999999999", "253402300799999", "-253402300799999", "1E+125", "9" * 38]
+        [
+            "0",
+            "-1",
+            "1.5",
+            "999999999999999999",
+            "253402300799999",
+            "-253402300799999",
+            "1E+125",
+            "9" * 38,
+            "9.9999999999999999999999999999999999999E+125",
+            "-9.9999999999999999999999999999999999999E+125",
+            "1E-130",
+            "-1E-130",
+            "1" + "0" * 125,
+        ]
     ),
+    st.integers(-(10**125), 10**125).filter(lambda number: len(str(abs(number)).rstrip("0")) <= 38).map(str),
     st.integers(-(10**20), 10**20).map(str),
+)
+# JSON numbers past a float (1e400), Infinity and NaN (Python's json writes and reads them), and any type.
+JSON_ODDITIES = ["1e400", "-1e400", "Infinity", "-Infinity", "NaN", "1e308", "1" + "0" * 125, '"1e400"', "[1]", "{}"]
+json_values = st.one_of(
+    st.sampled_from(JSON_ODDITIES),
+    st.none().map(lambda _: "null"),
+    st.booleans().map(json.dumps),
+    texts.map(json.dumps),
+    st.integers().map(str),
+    st.floats().map(lambda number: json.dumps(number)),
 )
 payloads = st.one_of(
     st.binary(max_size=40),
@@ -79,6 +105,13 @@ payloads = st.one_of(
         texts,
         st.one_of(st.integers(), st.sampled_from(["x", "1e999"])),
     ),
+    # Each field of the payload of any JSON type or value, written as raw text.
+    st.fixed_dictionaries(
+        {},
+        optional={
+            name: json_values for name in ("dynalock", "username", "user_id", "purpose", "host", "pid", "tab", "extra")
+        },
+    ).map(lambda fields: ("{" + ",".join(f'"{name}":{text}' for name, text in fields.items()) + "}").encode()),
 )
 scalars = st.one_of(
     texts.map(lambda text: {"S": text}),
@@ -111,11 +144,15 @@ WELL_TYPED = {
     # The queue of waiters: entries under any id, with any name and times (the holder's page and
     # the read-only page name the first live one).
     "waiters": st.dictionaries(
-        texts,
+        texts.filter(bool),
         st.one_of(
             st.fixed_dictionaries(
-                {"name": texts.map(lambda text: {"S": text})},
-                optional={"since": epoch_ms, "seen": st.one_of(now_ms, epoch_ms)},
+                {"name": st.one_of(texts.map(lambda text: {"S": text}), values)},
+                optional={
+                    "since": st.one_of(epoch_ms, values),
+                    "seen": st.one_of(now_ms, epoch_ms, values),
+                    "foreign": values,
+                },
             ).map(lambda entry: {"M": entry}),
             values,
         ),
@@ -146,6 +183,20 @@ OVERFLOWING = {
     "recordVersionNumber": {"S": "1"},
     "acquiredAt": LAST_MILLISECOND,
     "renewedAt": LAST_MILLISECOND,
+}
+# Strings at the size budget: an item just inside DynamoDB's 400 KB, in the attributes pages show.
+AT_THE_BUDGET = {
+    "ownerName": {"S": MARKUP * 12_000},
+    "leaseDuration": {"S": "60000"},
+    "recordVersionNumber": {"S": "v" * 90_000},
+    "data": {"B": LockData(username=MARKUP * 8_000, purpose="p" * 60_000).to_bytes()},
+    "releasedBy": {"S": "r" * 15_000},
+}
+HOSTILE_PAYLOAD = {
+    "ownerName": {"S": "someone"},
+    "leaseDuration": {"S": "60000"},
+    "recordVersionNumber": {"S": "1"},
+    "data": {"B": b'{"dynalock":1,"pid":1e400,"username":"u","host":Infinity,"tab":NaN,"extra":[1]}'},
 }
 MARKED_UP = {
     "ownerName": {"S": MARKUP},
@@ -185,6 +236,12 @@ def test_every_reader_survives_any_item_and_escapes_it(customer, make_staff, dja
     @given(item=items, key=keys)
     @example(item=OVERFLOWING, key="desk.customer:99999999999999999999999")
     @example(item=MARKED_UP, key=MARKUP)
+    @example(item=AT_THE_BUDGET, key=MARKUP)
+    @example(item={**HOSTILE_PAYLOAD, "data": {"B": b'{"dynalock":1,"pid":1e400}'}}, key="desk.customer:1")
+    @example(item={**HOSTILE_PAYLOAD, "data": {"B": b'{"dynalock":1,"pid":Infinity}'}}, key="x")
+    @example(item=HOSTILE_PAYLOAD, key="y")
+    @example(item={**OVERFLOWING, "renewedAt": {"N": "1700000000000"}}, key="z")
+    @example(item={**MARKED_UP, "waiters": {"S": "not a map"}}, key="w")
     def check(item: dict[str, Any], key: str) -> None:
         written = [key, *fixed_keys]
         for at in written:

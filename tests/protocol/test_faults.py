@@ -13,7 +13,11 @@ from ..dynamodb_support import LEASE, PATIENCE, FaultInjector, RequestCounter, m
 RETRYING_BOTOCORE = {"retries": {"mode": "standard", "total_max_attempts": 2}, "read_timeout": 0.2}
 
 
-@pytest.mark.parametrize(("code", "status"), [("ThrottlingException", 400), ("InternalServerError", 500)])
+@pytest.mark.parametrize(
+    ("code", "status"),
+    # ReplicatedWriteConflictException: a strongly consistent global table's refusal while another region writes.
+    [("ThrottlingException", 400), ("InternalServerError", 500), ("ReplicatedWriteConflictException", 400)],
+)
 def test_acquire_retries_transient_errors_within_its_timeout(make_client, dynamodb, key, code, status):
     client = make_client(dynamodb)
     faults = FaultInjector(dynamodb)

@@ -125,7 +125,7 @@ def test_the_queue_is_capped(make_client, dynamodb, table_name, key):
         {"M": {"x" * 300: {"M": {"name": {"S": "long id"}, "since": {"N": "1"}, "seen": {"N": "1"}}}}},
     ],
 )
-def test_a_hostile_queue_reads_as_no_waiters(make_client, dynamodb, table_name, key, stored):
+def test_a_hostile_queue_reads_as_no_waiters_and_an_ask_still_joins(make_client, dynamodb, table_name, key, stored):
     client = make_client()
     lease = client.acquire(key, keep_alive=False, owner_name=TAB)
     dynamodb.update_item(
@@ -138,6 +138,9 @@ def test_a_hostile_queue_reads_as_no_waiters(make_client, dynamodb, table_name, 
     info = client.get(key)
     assert info.waiters == ()
     assert not info.is_malformed
+    # A queue of the wrong type was a ValidationException (a 503 for every "Ask to edit"): now the ask
+    # starts the queue anew; within a map, the ask is added beside what it cannot read.
+    assert [waiter.waiter_id for waiter in client.join_queue(key, "bob", name="Bob").waiters] == ["bob"]
     lease.release()
 
 

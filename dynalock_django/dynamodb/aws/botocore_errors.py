@@ -32,8 +32,13 @@ _THROTTLING_CODES = frozenset(
         "LimitExceededException",
         # A transaction with the same ClientRequestToken is still running: ours, resent.
         "TransactionInProgressException",
+        # A global table with strong multi-region consistency (MRSC) refused the write because another
+        # region was writing the same item at that moment: nothing was written, trying again may succeed.
+        "ReplicatedWriteConflictException",
     }
 )
+# DynamoDB's words for a request whose key does not fit the table's key schema (DynamoDB Local says the second).
+_KEY_SCHEMA_MESSAGES = ("key element does not match the schema", "One of the required keys was not given a value")
 _NETWORK_ERRORS = (ConnectionError, HTTPClientError, ReadTimeoutError, ConnectionClosedError, EndpointConnectionError)
 
 
@@ -71,7 +76,7 @@ def translate(error: BaseException, *, table_name: str) -> DynamoDBError:
             "Create it with LockClient.create_table() or `manage.py dynalock createtable`.",
             error,
         )
-    if code == "ValidationException" and "key element does not match the schema" in str(error):
+    if code == "ValidationException" and any(message in str(error) for message in _KEY_SCHEMA_MESSAGES):
         return TableSchemaError(
             f"DynamoDB table {table_name!r} has a different key schema than this client expects "
             "(partition_key_name / sort_key_name). Point the client at a lock table, or "
