@@ -20,10 +20,10 @@ IMPORT = re.compile(r"from dynalock_django\.dynamodb import ([\w, ]+)")
 
 
 def defined_in_the_package() -> dict[str, object]:
-    """Every public top-level name of every module of the protocol package."""
+    """Every public top-level name of every module of the protocol package, its wings' modules included."""
     names: dict[str, object] = {}
-    for module_info in pkgutil.iter_modules(protocol.__path__):
-        module = importlib.import_module(f"{protocol.__name__}.{module_info.name}")
+    for module_info in pkgutil.walk_packages(protocol.__path__, prefix=f"{protocol.__name__}."):
+        module = importlib.import_module(module_info.name)
         for name, value in vars(module).items():
             if not name.startswith("_") and getattr(value, "__module__", module.__name__) == module.__name__:
                 names.setdefault(name, value)
