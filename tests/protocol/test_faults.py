@@ -74,9 +74,7 @@ def test_try_acquire_whose_connection_closed_reads_once_and_returns_the_lease(ma
     lease.release()
 
 
-def test_try_acquire_whose_answer_timed_out_raises_at_once_and_cleans_up_in_the_background(
-    make_client, dynamodb, key
-):
+def test_try_acquire_whose_answer_timed_out_raises_at_once_and_cleans_up_in_the_background(make_client, dynamodb, key):
     client, other = make_client(dynamodb), make_client()
     faults = FaultInjector(dynamodb)
     counter = RequestCounter(dynamodb)

@@ -139,13 +139,18 @@ class GroupAcquirer:
 
     def _attempt(self, plan: GroupAcquisition, options: AcquireOptions, taken: list[Lease]) -> bool:
         """One round; True when every chunk was taken (into ``taken``)."""
-        for lock_id in plan.to_read(self._clock.monotonic()):
-            try:
-                current = self._store.read(lock_id)
+        to_read = plan.to_read(self._clock.monotonic())
+        if to_read:
+            try:  # one GetItem for one key, one BatchGetItem per 100 for more
+                found = (
+                    {to_read[0]: self._store.read(to_read[0])} if len(to_read) == 1 else self._store.read_many(to_read)
+                )
             except DynamoDBUnavailable as error:
-                plan.failed([lock_id], error)  # so the round backs off, as a failed write does
+                plan.failed(to_read, error)  # so the round backs off, as a failed write does
                 raise
-            plan.found(lock_id, current, Instant.read(self._clock))
+            seen = Instant.read(self._clock)
+            for lock_id, current in found.items():
+                plan.found(lock_id, current, seen)
         if plan.to_read(self._clock.monotonic()):
             return False
         for chunk in plan.chunks:
