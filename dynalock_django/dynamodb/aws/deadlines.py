@@ -89,9 +89,12 @@ def _stop_retries(
         no_answer = timed_out(caught_exception)
         if not may_retry(attempts=attempts, timed_out=no_answer, now=time.monotonic(), deadline=deadline):
             raise caught_exception
-    elif response is not None and _retryable(*response):
-        if not may_retry(attempts=attempts, timed_out=False, now=time.monotonic(), deadline=deadline):
-            raise ClientError(response[1], operation.name)
+    elif (
+        response is not None
+        and _retryable(*response)
+        and not may_retry(attempts=attempts, timed_out=False, now=time.monotonic(), deadline=deadline)
+    ):
+        raise ClientError(response[1], operation.name)
     # Otherwise botocore's handler decides: an answer it does not retry (a success, a refusal) goes its normal way.
 
 
