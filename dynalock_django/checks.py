@@ -49,6 +49,26 @@ def check_settings(app_configs: Any = None, **_: Any) -> list[CheckMessage]:
     messages += _clock_skew(values["MAX_CLOCK_SKEW"])
     messages += _boto_config(values)
     messages += _simple_types(values)
+    messages += _outage(values)
+    return messages
+
+
+def _outage(values: dict[str, Any]) -> list[CheckMessage]:
+    """The circuit breaker's settings."""
+    messages: list[CheckMessage] = []
+    threshold, cool_down = values["BREAKER_THRESHOLD"], values["BREAKER_COOL_DOWN"]
+    threshold_ok = threshold is None or (
+        isinstance(threshold, int) and not isinstance(threshold, bool) and threshold > 0
+    )
+    if not threshold_ok or not (_is_number(cool_down) and 0 < cool_down < math.inf):
+        messages.append(
+            Error(
+                "DYNALOCK['BREAKER_THRESHOLD'] must be a positive integer or None, and BREAKER_COOL_DOWN a positive "
+                f"number of seconds; not {threshold!r} and {cool_down!r}.",
+                hint="The defaults: 3 calls without an answer in a row, then 5.0 s of failing at once.",
+                id="dynalock.E019",
+            )
+        )
     return messages
 
 

@@ -51,6 +51,8 @@ def get_client() -> LockClient:
                 owner_name=dynalock_settings.OWNER_NAME,
                 delete_on_release=dynalock_settings.DELETE_ON_RELEASE,
                 max_clock_skew=dynalock_settings.MAX_CLOCK_SKEW,
+                breaker_threshold=dynalock_settings.BREAKER_THRESHOLD,
+                breaker_cool_down=dynalock_settings.BREAKER_COOL_DOWN,
             )
         return _client
 

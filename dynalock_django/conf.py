@@ -40,6 +40,9 @@ DEFAULTS: dict[str, Any] = {
     "ADMIN_SHOWS_ALL_KEYS": False,
     # @requires_lock's contention response names the holder to anonymous requests too.
     "SHOW_HOLDER_TO_ANONYMOUS": False,
+    # Calls in a row without an answer from DynamoDB after which calls fail at once (None: never), and for how long.
+    "BREAKER_THRESHOLD": 3,
+    "BREAKER_COOL_DOWN": 5.0,
 }
 
 
@@ -120,6 +123,15 @@ class DynalockSettings:
     @property
     def SHOW_HOLDER_TO_ANONYMOUS(self) -> bool:
         return bool(self._get("SHOW_HOLDER_TO_ANONYMOUS"))
+
+    @property
+    def BREAKER_THRESHOLD(self) -> int | None:
+        value = self._get("BREAKER_THRESHOLD")
+        return None if value is None else int(value)
+
+    @property
+    def BREAKER_COOL_DOWN(self) -> float:
+        return float(self._get("BREAKER_COOL_DOWN"))
 
 
 dynalock_settings = DynalockSettings()

@@ -5,7 +5,9 @@ On contention the view does not run: the response is ``CONTENTION_STATUS``
 for JSON clients and from the ``dynalock_django/locked.html`` template
 otherwise. Who holds it (a user, or a host and process) and for what are told
 to logged-in users only, unless ``SHOW_HOLDER_TO_ANONYMOUS``. A missing object
-is a 404. The lease is on ``request.lock_lease``.
+is a 404. The lease is on ``request.lock_lease``. When DynamoDB does not
+answer, the response is 503 with ``Retry-After`` (the circuit breaker's
+cool-down when it is open), not a 500.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from django.views import View
 
 from .conf import dynalock_settings
 from .dynamodb import LockInfo
-from .exceptions import LockNotAcquired
+from .exceptions import DynamoDBUnavailable, LockNotAcquired
 from .locks import KeyLock, lock_object
 from .payload import LockData
 
@@ -33,6 +35,8 @@ V = TypeVar("V", bound=Callable[..., Any])
 
 # A day: an item can claim a lease of millions of years, and no client should be told to wait that long.
 MAX_RETRY_AFTER = 24 * 3600
+# Retry-After of a 503 when DynamoDB failed without the circuit breaker saying when to come back.
+UNAVAILABLE_RETRY_AFTER = 5
 
 
 def requires_lock(
@@ -74,6 +78,8 @@ def requires_lock(
                         return await view(*args, **kwargs)
                 except LockNotAcquired as refused:
                     return locked_response(request, refused.holder, status)
+                except DynamoDBUnavailable as unavailable:
+                    return unavailable_response(request, unavailable)
 
             return cast(V, async_locked)
 
@@ -87,6 +93,8 @@ def requires_lock(
                     return view(*args, **kwargs)
             except LockNotAcquired as refused:
                 return locked_response(request, refused.holder, status)
+            except DynamoDBUnavailable as unavailable:
+                return unavailable_response(request, unavailable)
 
         return cast(V, locked)
 
@@ -111,6 +119,19 @@ def locked_response(request: HttpRequest, holder: LockInfo | None, status: int |
         response = JsonResponse({"error": "locked", **context}, status=status)
     else:
         response = TemplateResponse(request, "dynalock_django/locked.html", context, status=status)
+    response["Retry-After"] = str(retry_after)
+    return response
+
+
+def unavailable_response(request: HttpRequest, error: DynamoDBUnavailable) -> HttpResponse:
+    """503 Service Unavailable, with ``Retry-After``: the lock service did not answer (not a 500)."""
+    retry_after = max(1, math.ceil(getattr(error, "retry_after", UNAVAILABLE_RETRY_AFTER)))
+    message = "The lock service is not answering. Try again in a minute."
+    response: HttpResponse
+    if _wants_json(request):
+        response = JsonResponse({"error": "unavailable", "retry_after": retry_after}, status=503)
+    else:
+        response = HttpResponse(message, status=503, content_type="text/plain; charset=utf-8")
     response["Retry-After"] = str(retry_after)
     return response
 

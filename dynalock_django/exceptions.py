@@ -11,7 +11,8 @@
     ├── StaleFencingToken        a fenced write lost to a newer holder's write; nothing changed
     ├── ClientClosed
     └── DynamoDBError            .original: the botocore error
-        ├── DynamoDBUnavailable  throttling, 5xx, network errors that outlasted the retries
+        ├── DynamoDBUnavailable  throttling, 5xx, time-outs, network errors that outlasted the retries
+        │   └── CircuitOpen      failed at once: DynamoDB did not answer the last calls (.retry_after)
         ├── TableNotFound        run ``manage.py dynalock createtable``
         └── TableSchemaError
 
@@ -21,6 +22,7 @@ Errors raised inside a ``with lock_object(...)`` block are never swallowed.
 from __future__ import annotations
 
 from .dynamodb import (
+    CircuitOpen,
     ClientClosed,
     ConfigurationError,
     DynalockError,
@@ -54,6 +56,7 @@ class AlreadyQueued(LockNotAcquired):
 
 __all__ = [
     "AlreadyQueued",
+    "CircuitOpen",
     "ClientClosed",
     "ConfigurationError",
     "DynalockError",

@@ -19,7 +19,7 @@ from typing import Any
 import boto3
 from botocore.awsrequest import AWSResponse
 from botocore.config import Config
-from botocore.exceptions import ReadTimeoutError
+from botocore.exceptions import ConnectionClosedError, ReadTimeoutError
 from botocore.httpsession import URLLib3Session
 
 from dynalock_django.dynamodb import LockClient
@@ -147,10 +147,15 @@ class FaultInjector:
     ) -> None:
         self._add(operation, lambda request: error_response(code, status, message, **fields), times)
 
-    def lose_response(self, operation: str, times: int = 1) -> None:
+    def lose_response(self, operation: str, times: int = 1, *, timed_out: bool = True) -> None:
+        """Send for real, then lose the answer: as a read time-out (botocore does not retry it: the lock
+        client's rule), or, ``timed_out=False``, as a connection closed before the answer (botocore retries)."""
+
         def send_then_lose(request: Any) -> Any:
             self._http.send(request)
-            raise ReadTimeoutError(endpoint_url=request.url)
+            if timed_out:
+                raise ReadTimeoutError(endpoint_url=request.url)
+            raise ConnectionClosedError(endpoint_url=request.url)
 
         self._add(operation, send_then_lose, times)
 

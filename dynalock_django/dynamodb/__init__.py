@@ -15,6 +15,7 @@ from .aws.local_server import LocalDynamoDB
 from .aws.store import ScanPage
 from .clock import Clock, SystemClock
 from .exceptions import (
+    CircuitOpen,
     ClientClosed,
     ConfigurationError,
     DynalockError,
@@ -40,6 +41,7 @@ __all__ = [
     "MAX_PARTITION_KEY_BYTES",
     "RECOMMENDED_CONFIG",
     "TTL_UNAVAILABLE",
+    "CircuitOpen",
     "ClientClosed",
     "Clock",
     "ConfigurationError",

@@ -76,6 +76,18 @@ class DynamoDBUnavailable(DynamoDBError):
     """DynamoDB kept answering with throttling, server errors or time-outs."""
 
 
+class CircuitOpen(DynamoDBUnavailable):
+    """DynamoDB did not answer the last calls: this one failed at once, without a request.
+
+    ``retry_after``: seconds until the client's circuit breaker lets a call probe DynamoDB again;
+    ``original``: the botocore error of the last call that got no answer.
+    """
+
+    def __init__(self, message: str, original: BaseException | None, *, retry_after: float) -> None:
+        super().__init__(message, original)
+        self.retry_after = retry_after
+
+
 class TableNotFound(DynamoDBError):
     """The lock table does not exist (or is not visible with these credentials)."""
 

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 
 from . import fork_safety
 from .async_methods import AsyncMethods
-from .aws import botocore_config
+from .aws import botocore_config, deadlines
+from .aws.breaker import DEFAULT_COOL_DOWN, DEFAULT_THRESHOLD, CircuitBreaker
 from .aws.connection import ClientFactory, Connection
 from .aws.store import LockStore
 from .clock import SYSTEM_CLOCK, Clock, Instant
@@ -50,6 +51,10 @@ class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, Queue
 
     One client runs one heartbeat thread for all its leases. It is safe to share between threads; a
     process normally needs just one. ``max_clock_skew``: see :meth:`acquire` and docs/guarantees.md.
+
+    Every call works to a deadline, and after ``breaker_threshold`` calls in a row without an answer
+    from DynamoDB, calls fail at once (CircuitOpen) for ``breaker_cool_down`` seconds: see
+    docs/operations.md.
     """
 
     def __init__(
@@ -66,6 +71,8 @@ class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, Queue
         delete_on_release: bool = False,
         ttl_attribute: str | None = "ttl",
         max_clock_skew: float | None = None,
+        breaker_threshold: int | None = DEFAULT_THRESHOLD,
+        breaker_cool_down: float = DEFAULT_COOL_DOWN,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         check_client_options(
@@ -78,6 +85,7 @@ class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, Queue
             ttl_attribute,
             max_clock_skew,
         )
+        validation.check_breaker(breaker_threshold, breaker_cool_down)
         self.layout = TableLayout(validate_table_name(table_name), partition_key_name, sort_key_name, ttl_attribute)
         self.lease_duration = float(lease_duration)
         self.heartbeat_period = float(heartbeat_period)
@@ -94,7 +102,8 @@ class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, Queue
             owner_name=lambda: self.owner_name,
         )
         self._connection = Connection(dynamodb, on_new_client=self._check_retry_budget)
-        self.store = LockStore(self._connection, self.layout)
+        self.breaker = CircuitBreaker(clock, threshold=breaker_threshold, cool_down=float(breaker_cool_down))
+        self.store = LockStore(self._connection, self.layout, self.breaker)
         self.process_state = ProcessState(self, self.store, closed=False)
         fork_safety.reset_in_forked_child(self, LockClient._after_fork_in_child)
 
@@ -313,6 +322,7 @@ class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, Queue
         # The parent's leases, heartbeat thread and connections stay the
         # parent's: the child starts empty, under a new owner name.
         self._connection.after_fork_in_child()
+        self.breaker.after_fork_in_child()
         if not self._owner_name_given:
             self.owner_name = default_owner_name()
         self.process_state = ProcessState(self, self.store, closed=self.process_state.closed.is_set())
@@ -321,6 +331,7 @@ class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, Queue
         return self.process_state.closed
 
     def _check_retry_budget(self, dynamodb: DynamoDBClient) -> None:
+        deadlines.install(dynamodb)
         botocore_config.warn_if_too_slow(
             dynamodb.meta.config, lease_duration=self.lease_duration, heartbeat_period=self.heartbeat_period
         )

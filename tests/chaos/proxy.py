@@ -3,7 +3,8 @@
 Each request draws one fate from a seeded random generator: pass, added
 latency, connection dropped before forwarding, forwarded but the response
 lost (the write *was* applied), a 500, or a throttling error. ``down(seconds)``
-makes the endpoint unreachable for a while.
+makes the endpoint unreachable for a while; ``hang(seconds)`` makes it accept
+requests and never answer them (a brownout: each is held, unanswered, then dropped).
 """
 
 from __future__ import annotations
@@ -48,9 +49,13 @@ class FaultProxy:
         self.upstream = urlparse(upstream)
         self.rates = rates
         self.injected: collections.Counter[str] = collections.Counter()
+        self.request_sizes: collections.defaultdict[str, list[int]] = collections.defaultdict(
+            list
+        )  # bytes, by operation
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._down_until = 0.0
+        self._hang_until = 0.0
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
@@ -69,9 +74,24 @@ class FaultProxy:
         with self._lock:
             self._down_until = time.monotonic() + seconds
 
+    def hang(self, seconds: float) -> None:
+        """Accept every request for ``seconds`` and answer none (each is dropped when the hang ends)."""
+        with self._lock:
+            self._hang_until = time.monotonic() + seconds
+
+    def _hang_left(self) -> float:
+        with self._lock:
+            return self._hang_until - time.monotonic()
+
     def _fate(self, operation: str) -> str:
         with self._lock:
-            fate = "down" if time.monotonic() < self._down_until else self.rates.draw(self._rng, operation)
+            now = time.monotonic()
+            if now < self._hang_until:
+                fate = "hang"
+            elif now < self._down_until:
+                fate = "down"
+            else:
+                fate = self.rates.draw(self._rng, operation)
             if fate != "pass":
                 self.injected[fate] += 1
             return fate
@@ -87,8 +107,14 @@ class FaultProxy:
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                fate = proxy._fate(self.headers.get("X-Amz-Target", "").rsplit(".", 1)[-1])
-                if fate in ("drop", "down"):
+                operation = self.headers.get("X-Amz-Target", "").rsplit(".", 1)[-1]
+                with proxy._lock:
+                    proxy.request_sizes[operation].append(len(body))
+                fate = proxy._fate(operation)
+                if fate == "hang":
+                    while (left := proxy._hang_left()) > 0:
+                        time.sleep(min(left, 0.05))
+                if fate in ("drop", "down", "hang"):
                     self.close_connection = True
                     self.connection.close()
                     return

@@ -77,6 +77,9 @@ def test_e002_unknown_key_suggests_the_close_one(configured):
         ({"SHOW_HOLDER_TO_ANONYMOUS": 1}, "dynalock.E016"),
         ({"BOTO_CONFIG": {}}, "dynalock.W001"),  # botocore's defaults: 60 s time-outs x 4 attempts
         ({"DELETE_ON_RELEASE": True}, "dynalock.W002"),
+        ({"BREAKER_THRESHOLD": 0}, "dynalock.E019"),
+        ({"BREAKER_THRESHOLD": "3"}, "dynalock.E019"),
+        ({"BREAKER_COOL_DOWN": 0}, "dynalock.E019"),
     ],
 )
 def test_each_bad_value_has_its_id_and_a_hint(configured, changes, expected):

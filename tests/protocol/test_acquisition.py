@@ -6,7 +6,14 @@ import pytest
 
 from dynalock_django.dynamodb import DynamoDBUnavailable, LockInfo
 from dynalock_django.dynamodb.acquiring.observations import Observations
-from dynalock_django.dynamodb.acquiring.plan import FIRST_POLL_SECONDS, Acquisition, Read, UnansweredWrites, Write
+from dynalock_django.dynamodb.acquiring.plan import (
+    FIRST_POLL_SECONDS,
+    MAX_UNANSWERED,
+    Acquisition,
+    Read,
+    UnansweredWrites,
+    Write,
+)
 
 from .fake_clock import TICK, FakeClock
 
@@ -200,3 +207,33 @@ def test_an_unanswered_write_that_landed_is_ours_from_when_it_started(clock):
     assert unanswered.landed_in(item("mine", owner="someone else"), "me") is None
     assert unanswered.landed_in(item("mine", owner="me"), "me") == 100.0
     assert not unanswered  # answered now
+
+
+def test_lost_answers_stay_few_past_the_cap_the_lock_is_read_first(clock, observations):
+    acquisition = plan(observations)
+    for n in range(MAX_UNANSWERED):
+        step = acquisition.next_step(clock.now)
+        assert isinstance(step, Write)
+        assert len(step.unanswered) == n  # each write's condition accepts the versions lost before it
+        acquisition.unanswered.add(f"mine-{n}", clock.now)
+        acquisition.failed(DynamoDBUnavailable("answer lost"))
+    assert acquisition.next_step(clock.now) == Read()
+
+
+def test_a_read_showing_one_of_ours_keeps_that_version_only_and_writes_again(clock, observations):
+    acquisition = plan(observations)
+    for n in range(MAX_UNANSWERED):
+        acquisition.unanswered.add(f"mine-{n}", clock.now)
+    acquisition.found(item("mine-2", owner="me"), clock.instant())
+    assert acquisition.unanswered.versions() == ("mine-2",)
+    assert acquisition.next_step(clock.now) == Write(observed=None, may_take_over=False, unanswered=("mine-2",))
+    assert acquisition.delay(clock.now) == 0.0
+
+
+def test_an_answer_showing_none_of_ours_forgets_them_all(clock, observations):
+    acquisition = plan(observations)
+    for n in range(MAX_UNANSWERED):
+        acquisition.unanswered.add(f"mine-{n}", clock.now)
+    acquisition.found(item("theirs"), clock.instant())
+    assert not acquisition.unanswered
+    assert acquisition.next_step(clock.now) == Read()  # held by them, not ours to take yet

@@ -8,7 +8,7 @@ import pytest
 
 from dynalock_django.dynamodb import DynamoDBError, DynamoDBUnavailable, LockClient
 
-from ..dynamodb_support import LEASE, PATIENCE, FaultInjector, RequestCounter, make_dynamodb
+from ..dynamodb_support import LEASE, PATIENCE, FaultInjector, RequestCounter, make_dynamodb, wait_for
 
 RETRYING_BOTOCORE = {"retries": {"mode": "standard", "total_max_attempts": 2}, "read_timeout": 0.2}
 
@@ -57,25 +57,38 @@ def test_a_write_retried_inside_botocore_that_fails_its_condition_is_recognised_
     client = make_client(dynamodb, lease_duration=3, heartbeat_period=0.5)
     faults = FaultInjector(dynamodb)
     counter = RequestCounter(dynamodb)
-    faults.lose_response("UpdateItem", times=1)
+    faults.lose_response("UpdateItem", times=1, timed_out=False)
     lease = client.acquire(key, timeout=5)
     # the applied write + botocore's retry, refused because the item is now ours
     assert counter.calls["UpdateItem"] == 2
     assert client.get(key).record_version_number == lease.record_version_number
-    faults.lose_response("UpdateItem", times=1)  # the release, this time
+    faults.lose_response("UpdateItem", times=1, timed_out=False)  # the release, this time
     assert lease.release() is True
     assert client.get(key).is_released
 
 
-def test_try_acquire_whose_answer_was_lost_reads_once_and_returns_the_lease(make_client, dynamodb, key):
+def test_try_acquire_whose_connection_closed_reads_once_and_returns_the_lease(make_client, dynamodb, key):
     client = make_client(dynamodb)
     faults = FaultInjector(dynamodb)
     counter = RequestCounter(dynamodb)
-    faults.lose_response("UpdateItem", times=1)
+    faults.lose_response("UpdateItem", times=1, timed_out=False)
     lease = client.try_acquire(key)
     assert lease is not None
-    assert dict(counter.calls) == {"UpdateItem": 1, "GetItem": 1}
+    assert dict(counter.calls) == {"UpdateItem": 1, "GetItem": 1}  # no retry inside botocore: an answer now
     lease.release()
+
+
+def test_try_acquire_whose_answer_timed_out_raises_at_once_and_cleans_up_in_the_background(make_client, dynamodb, key):
+    client, other = make_client(dynamodb), make_client()
+    faults = FaultInjector(dynamodb)
+    counter = RequestCounter(dynamodb)
+    faults.lose_response("UpdateItem", times=1)
+    with pytest.raises(DynamoDBUnavailable):
+        client.try_acquire(key)
+    # Asking again after a time-out would wait as long again: the write that landed is released behind the caller.
+    wait_for(lambda: counter.calls["UpdateItem"] == 2, PATIENCE)
+    wait_for(lambda: client.get(key).is_released, PATIENCE)
+    assert other.try_acquire(key) is not None
 
 
 def test_try_acquire_when_dynamodb_is_down_raises_instead_of_saying_held(make_client, dynamodb, key):

@@ -7,10 +7,19 @@ Waiting costs consistent GetItems; threads of one client waiting for each
 other send nothing. Writes whose answer was lost are resolved by their
 version (a later write's condition, or one read), and released on the way
 out when they cannot be.
+
+Deadlines: no request starts after the call's deadline (start + timeout;
+``try_acquire``'s is its start), except one that follows an answer (a retry
+at once of a lock found free, a read resolving a write whose answer was lost
+without a time-out); botocore retries no time-out and starts no retry past
+it (:mod:`..aws.deadlines`). Cleaning up after writes whose answer was lost
+never keeps a caller past its deadline: it goes to a background thread.
+While the circuit breaker is open a wait ends at once (CircuitOpen).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import threading
@@ -18,10 +27,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ..aws import botocore_errors
+from ..aws import botocore_errors, deadlines
 from ..aws.store import Refused
 from ..clock import Instant
-from ..exceptions import DynamoDBError, DynamoDBUnavailable
+from ..exceptions import CircuitOpen, DynamoDBError, DynamoDBUnavailable
 from ..leases.lease import Lease, LeaseClient
 from ..leases.lease_record import LeaseRecord
 from ..wire import item, writes
@@ -86,19 +95,22 @@ class Acquirer:
                     break
                 self._closed.wait(delay)
         finally:
-            self.abandon(lock_id, plan.unanswered, options)
+            self.clean_up(plan, options)
         raise plan.gave_up(timeout)
 
     def try_acquire(self, lock_id: LockId, options: AcquireOptions) -> Lease | None:
         if self._holdings.get(lock_id) is not None:
             return None  # held by this very client: no need to ask DynamoDB
-        plan = self.plan(lock_id, deadline=None)
+        plan = self.plan(lock_id, deadline=self._clock.monotonic())  # an answer now: no retry inside botocore
         try:
             lease = self.attempt(plan, options)
             if lease is None and plan.retry_at_once:  # released or deleted as we asked, or takeable: one more try
                 lease = self.attempt(plan, options)
-        except DynamoDBUnavailable:
-            resolved = self._resolve_unanswered(lock_id, plan.unanswered, options)
+        except DynamoDBUnavailable as unavailable:
+            if not plan.unanswered or not _answered_at_once(unavailable):
+                self.clean_up(plan, options)
+                raise  # a time-out: asking again would wait as long, past the deadline
+            resolved = self._resolve_unanswered(plan, options)
             if isinstance(resolved, Lease):
                 return resolved
             if resolved is None or resolved.is_released:
@@ -166,19 +178,40 @@ class Acquirer:
         return Acquisition(lock_id, self._observations, refresh_period=self._refresh_period, deadline=deadline)
 
     def attempt_while_waiting(self, plan: Acquisition, options: AcquireOptions) -> Lease | None:
-        """An attempt of a wait: DynamoDB being unavailable is told to the plan (it backs off), not raised."""
+        """An attempt of a wait: DynamoDB being unavailable is told to the plan (it backs off), not raised.
+
+        CircuitOpen is raised: DynamoDB did not answer the last calls, so the wait ends at once.
+        """
         try:
             return self.attempt(plan, options)
+        except CircuitOpen:
+            raise
         except DynamoDBUnavailable as unavailable:
             plan.failed(unavailable)
             return None
 
     def attempt(self, plan: Acquisition, options: AcquireOptions) -> Lease | None:
         """The plan's next step: the lease if it won the lock, None when the plan was told what it found."""
-        step = plan.next_step(self._clock.monotonic())
-        if isinstance(step, Write):
-            return self._write(plan, step, options)
-        current = self._store.read(plan.lock_id)
+        now = self._clock.monotonic()
+        step = plan.next_step(now)
+        with deadlines.within(plan.seconds_left(now)):
+            if isinstance(step, Write):
+                return self._write(plan, step, options)
+            current = self._store.read(plan.lock_id)
+        started = plan.unanswered.landed_in(current, options.owner_name)
+        if started is not None:  # a write of ours whose answer was lost landed: the lock is ours since it started
+            assert current is not None
+            assert current.record_version_number is not None
+            assert current.fencing_token is not None  # landed_in checked it
+            plan.unanswered.clear()
+            return self.grant(
+                plan.lock_id,
+                current.record_version_number,
+                current.fencing_token,
+                started,
+                options,
+                waiters=current.waiters,
+            )
         plan.found(current, Instant.read(self._clock))
         return None
 
@@ -224,18 +257,18 @@ class Acquirer:
             plan.lock_id, stamp.version, fencing_token, stamp.started, options, taken_over=taken_over, waiters=queue
         )
 
-    def _resolve_unanswered(
-        self, lock_id: LockId, unanswered: UnansweredWrites, options: AcquireOptions
-    ) -> Lease | LockInfo | None:
+    def _resolve_unanswered(self, plan: Acquisition, options: AcquireOptions) -> Lease | LockInfo | None:
         """After a failure whose outcome is unknown, read once: if our version is stored, the lock is ours.
 
         Returns the lease, the item that is there instead, or None when it
-        cannot be told (then our possible writes are abandoned).
+        cannot be told (then our possible writes are cleaned up).
         """
+        lock_id, unanswered = plan.lock_id, plan.unanswered
         try:
-            current = self._store.read(lock_id)
+            with deadlines.within(plan.seconds_left(self._clock.monotonic())):
+                current = self._store.read(lock_id)
         except DynamoDBError:
-            self.abandon(lock_id, unanswered, options)
+            self.clean_up(plan, options)
             return None
         if current is None:
             return None
@@ -248,6 +281,18 @@ class Acquirer:
         return self.grant(
             lock_id, current.record_version_number, current.fencing_token, started, options, waiters=current.waiters
         )
+
+    def clean_up(self, plan: Acquisition, options: AcquireOptions) -> None:
+        """Release what unanswered writes may have left: now if the deadline allows, else in the background."""
+        if not plan.unanswered:
+            return
+        left = plan.seconds_left(self._clock.monotonic())
+        if left is None or left > 0:
+            with deadlines.within(left):
+                self.abandon(plan.lock_id, plan.unanswered, options)
+            return
+        in_background(functools.partial(self.abandon, plan.lock_id, plan.unanswered.copy(), options))
+        plan.unanswered.clear()
 
     def abandon(self, lock_id: LockId, unanswered: UnansweredWrites, options: AcquireOptions) -> None:
         """Best effort: release versions we may have written but never heard back about."""
@@ -262,3 +307,13 @@ class Acquirer:
         except (Refused, DynamoDBError) as error:
             logger.debug("Could not clean up unanswered writes to %r: %s", lock_id[0], error)
         unanswered.clear()
+
+
+def in_background(cleanup: Callable[[], None]) -> None:
+    """Run ``cleanup`` (a best-effort release) on a thread of its own: no caller waits for it."""
+    threading.Thread(target=cleanup, name="dynalock-cleanup", daemon=True).start()
+
+
+def _answered_at_once(error: DynamoDBError) -> bool:
+    """The failure was not a time-out (a lost connection, a 5xx): one more request may be answered at once."""
+    return not (error.original is not None and botocore_errors.timed_out(error.original))

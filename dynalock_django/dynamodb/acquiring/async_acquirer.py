@@ -68,9 +68,9 @@ class AsyncAcquirer:
                     if lease is not None:
                         return lease
         finally:
-            if plan.unanswered:
+            if plan.unanswered:  # cleaned up now if the deadline allows, else in the background
                 with contextlib.suppress(ClientClosed):  # best effort, as the sync path's: closing ends it
-                    await self._calls.run(functools.partial(self._acquirer.abandon, lock_id, plan.unanswered, options))
+                    await self._calls.run(functools.partial(self._acquirer.clean_up, plan, options))
         raise plan.gave_up(timeout)
 
     async def _wait_and_attempt(
@@ -126,7 +126,7 @@ class AsyncAcquirer:
         finally:
             if any(key_plan.unanswered for key_plan in plan.plans.values()):
                 with contextlib.suppress(ClientClosed):
-                    await self._calls.run(functools.partial(self._group_acquirer.abandon, plan, options))
+                    await self._calls.run(functools.partial(self._group_acquirer.clean_up, plan, options))
         raise plan.gave_up(timeout)
 
     async def _wait_until_free_here(self, plan: GroupAcquisition, deadline: float | None) -> bool:

@@ -10,21 +10,25 @@ when a later chunk is refused, the earlier ones are released before waiting.
 On a store without transactions, each chunk's keys are acquired one by one
 in sorted order with the single acquire's write; a refusal releases every
 key taken so far before waiting.
+
+Deadlines and the circuit breaker work as for a single acquire (:mod:`.acquirer`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from ..aws import botocore_errors
+from ..aws import botocore_errors, deadlines
 from ..aws.store import Cancelled, TransactionsUnsupported
 from ..clock import Instant
-from ..exceptions import DynamoDBError, DynamoDBUnavailable
+from ..exceptions import CircuitOpen, DynamoDBError, DynamoDBUnavailable
 from ..wire import writes
 from ..wire.writes import Stamp
+from .acquirer import in_background
 from .group_plan import GroupAcquisition
 
 if TYPE_CHECKING:
@@ -37,6 +41,7 @@ if TYPE_CHECKING:
     from ..wire.layout import LockId, TableLayout
     from .acquirer import Acquirer
     from .observations import Observations
+    from .plan import UnansweredWrites
 
 
 class GroupAcquirer:
@@ -81,19 +86,19 @@ class GroupAcquirer:
                     break
                 self._closed.wait(delay)
         finally:
-            self.abandon(plan, options)
+            self.clean_up(plan, options)
         raise plan.gave_up(timeout)
 
     def try_acquire(self, lock_ids: Sequence[LockId], options: AcquireOptions) -> list[Lease] | None:
         if any(self._holdings.get(lock_id) is not None for lock_id in lock_ids):
             return None  # held by this very client: no need to ask DynamoDB
-        plan = self.plan(lock_ids, deadline=None)
+        plan = self.plan(lock_ids, deadline=self._clock.monotonic())  # an answer now: no retry inside botocore
         try:
             leases = self.attempt(plan, options)
             if leases is None and not plan.holders() and plan.error is None:
                 leases = self.attempt(plan, options)  # released or deleted as we asked: one more try
         finally:
-            self.abandon(plan, options)
+            self.clean_up(plan, options)
         if plan.error is not None:
             raise plan.error
         return leases
@@ -110,26 +115,20 @@ class GroupAcquirer:
         return True
 
     def attempt(self, plan: GroupAcquisition, options: AcquireOptions) -> list[Lease] | None:
-        """Read the keys in the way, then, if none still is, write every chunk; the leases, or None (all released)."""
+        """Read the keys in the way, then, if none still is, write every chunk; the leases, or None (all released).
+
+        CircuitOpen is raised (after releasing what it took): DynamoDB did not answer the last calls.
+        """
         plan.new_round()
         taken: list[Lease] = []
+        left = plan.deadline - self._clock.monotonic() if plan.deadline is not None else None
         try:
-            for lock_id in plan.to_read(self._clock.monotonic()):
-                try:
-                    current = self._store.read(lock_id)
-                except DynamoDBUnavailable as error:
-                    plan.failed([lock_id], error)  # so the round backs off, as a failed write does
-                    raise
-                plan.found(lock_id, current, Instant.read(self._clock))
-            if plan.to_read(self._clock.monotonic()):
-                return None
-            for chunk in plan.chunks:
-                leases = self._take(plan, chunk, options)
-                if leases is None:
-                    break
-                taken.extend(leases)
-            else:
-                return taken
+            with deadlines.within(left):
+                if self._attempt(plan, options, taken):
+                    return taken
+        except CircuitOpen:
+            self._release(taken)
+            raise
         except DynamoDBUnavailable:
             pass  # recorded by the plan: back off
         except BaseException:
@@ -137,6 +136,29 @@ class GroupAcquirer:
             raise
         self._release(taken)  # never hold some keys while waiting for others
         return None
+
+    def _attempt(self, plan: GroupAcquisition, options: AcquireOptions, taken: list[Lease]) -> bool:
+        """One round; True when every chunk was taken (into ``taken``)."""
+        to_read = plan.to_read(self._clock.monotonic())
+        if to_read:
+            try:  # one GetItem for one key, one BatchGetItem per 100 for more
+                found = (
+                    {to_read[0]: self._store.read(to_read[0])} if len(to_read) == 1 else self._store.read_many(to_read)
+                )
+            except DynamoDBUnavailable as error:
+                plan.failed(to_read, error)  # so the round backs off, as a failed write does
+                raise
+            seen = Instant.read(self._clock)
+            for lock_id, current in found.items():
+                plan.found(lock_id, current, seen)
+        if plan.to_read(self._clock.monotonic()):
+            return False
+        for chunk in plan.chunks:
+            leases = self._take(plan, chunk, options)
+            if leases is None:
+                return False
+            taken.extend(leases)
+        return True
 
     def _take(self, plan: GroupAcquisition, chunk: Sequence[LockId], options: AcquireOptions) -> list[Lease] | None:
         if len(chunk) == 1:  # the single acquire's write returns its token: one request, not two
@@ -234,7 +256,24 @@ class GroupAcquirer:
             self._lease_writer.release_all(leases, best_effort=True)
             leases.clear()
 
+    def clean_up(self, plan: GroupAcquisition, options: AcquireOptions) -> None:
+        """Release what unanswered writes may have left: now if the deadline allows, else in one background thread."""
+        if not any(key_plan.unanswered for key_plan in plan.plans.values()):
+            return
+        left = plan.deadline - self._clock.monotonic() if plan.deadline is not None else None
+        if left is None or left > 0:
+            with deadlines.within(left):
+                self.abandon(plan, options)
+            return
+        unanswered = {lock_id: key_plan.unanswered.copy() for lock_id, key_plan in plan.plans.items()}
+        for key_plan in plan.plans.values():
+            key_plan.unanswered.clear()
+        in_background(functools.partial(self._abandon_all, unanswered, options))
+
     def abandon(self, plan: GroupAcquisition, options: AcquireOptions) -> None:
-        for lock_id, key_plan in plan.plans.items():
+        self._abandon_all({lock_id: key_plan.unanswered for lock_id, key_plan in plan.plans.items()}, options)
+
+    def _abandon_all(self, unanswered: dict[LockId, UnansweredWrites], options: AcquireOptions) -> None:
+        for lock_id, versions in unanswered.items():
             with contextlib.suppress(DynamoDBError):
-                self._acquirer.abandon(lock_id, key_plan.unanswered, options)
+                self._acquirer.abandon(lock_id, versions, options)

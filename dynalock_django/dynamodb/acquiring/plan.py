@@ -12,6 +12,13 @@ have stood for its lease, or its stamp says it ran out (:mod:`.observations`
 holds both rules). It writes
 only when the lock looks free, may be taken over, or a write of ours got no
 answer.
+
+Writes whose answer was lost stay few: each next write's condition accepts
+them (``IN`` their versions), so after :data:`MAX_UNANSWERED` of them in a row
+the lock is read instead. Any answer resolves them: a refused write's
+condition named them all, so none is stored; a read shows the one that
+landed, if any. The others are forgotten; one that lands later still is a
+holding nobody renews, which frees like any dead holder's.
 """
 
 from __future__ import annotations
@@ -34,6 +41,10 @@ if TYPE_CHECKING:
 # The first poll comes quickly (most locks are held briefly), then backs off
 # exponentially up to refresh_period.
 FIRST_POLL_SECONDS = 0.02
+
+# Versions of one key whose answer was lost that the next write may still accept: past this many, read
+# first. It bounds every acquire's condition (and a transaction's size) however many answers are lost.
+MAX_UNANSWERED = 4
 
 Jitter = Callable[[float, float], float]
 
@@ -66,6 +77,18 @@ class UnansweredWrites:
 
     def versions(self) -> tuple[str, ...]:
         return tuple(self._started)
+
+    def keep_only(self, stored_version: str | None) -> None:
+        """An answer showed the lock's version: of ours, only that one (if it is ours) may still be stored."""
+        self._started = {v: t for v, t in self._started.items() if v == stored_version}
+
+    def copy(self) -> UnansweredWrites:
+        copied = UnansweredWrites()
+        copied._started = dict(self._started)
+        return copied
+
+    def __len__(self) -> int:
+        return len(self._started)
 
     def clear(self) -> None:
         self._started.clear()
@@ -124,7 +147,13 @@ class Acquisition:
         """The last attempt found the lock held (by someone else, or by an item we may not take)."""
         return self._last == "held"
 
+    def seconds_left(self, now: float) -> float | None:
+        """Until the deadline (negative once passed; None: no deadline)."""
+        return None if self.deadline is None else self.deadline - now
+
     def next_step(self, now: float) -> Step:
+        if len(self.unanswered) >= MAX_UNANSWERED:
+            return Read()  # resolve what landed before the condition grows any further
         observation = self._observations.get(self.lock_id)
         # The takeover rule; with nothing observed there is no holder to take over.
         may_take_over = observation is not None and observation.may_take_over(now)
@@ -137,7 +166,12 @@ class Acquisition:
         """A refused write or a read found ``current`` (None: no item) at ``seen``."""
         self._attempts += 1
         self.error = None
-        if current is not None and self._observations.saw(self.lock_id, current, seen):
+        stored_version = current.record_version_number if current is not None else None
+        self.unanswered.keep_only(stored_version)
+        if self.unanswered:  # a write of ours landed: the next write's condition accepts it
+            self._write_next, self._last, self._takeable_in_a_row = True, "free", 0
+            self._unheld_in_a_row += 1
+        elif current is not None and self._observations.saw(self.lock_id, current, seen):
             self.holder, self._write_next, self._last, self._unheld_in_a_row = current, False, "held", 0
             observation = self._observations.get(self.lock_id)
             takeable = observation is not None and observation.may_take_over(seen.monotonic)

@@ -12,6 +12,7 @@ from botocore.exceptions import (
     ClientError,
     ConnectionClosedError,
     ConnectionError,
+    ConnectTimeoutError,
     EndpointConnectionError,
     HTTPClientError,
     NoCredentialsError,
@@ -23,7 +24,7 @@ from ..exceptions import DynamoDBError, DynamoDBUnavailable, TableNotFound, Tabl
 CONDITION_FAILED = "ConditionalCheckFailedException"
 TRANSACTION_CANCELLED = "TransactionCanceledException"
 
-_THROTTLING_CODES = frozenset(
+THROTTLING_CODES = frozenset(
     {
         "ProvisionedThroughputExceededException",
         "ThrottlingException",
@@ -58,7 +59,24 @@ def is_transient(error: BaseException) -> bool:
         return True
     if isinstance(error, ClientError):
         status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-        return error_code(error) in _THROTTLING_CODES or status >= 500
+        return error_code(error) in THROTTLING_CODES or status >= 500
+    return False
+
+
+def timed_out(error: BaseException) -> bool:
+    """The request waited its whole connect or read time-out: the endpoint is not answering."""
+    return isinstance(error, ReadTimeoutError | ConnectTimeoutError)
+
+
+def got_no_answer(error: BaseException) -> bool:
+    """DynamoDB did not answer (a time-out, a lost connection) or failed inside (5xx): what opens the breaker.
+
+    Throttling is an answer: DynamoDB is there, asking us to slow down.
+    """
+    if isinstance(error, _NETWORK_ERRORS):
+        return True
+    if isinstance(error, ClientError):
+        return int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)) >= 500
     return False
 
 

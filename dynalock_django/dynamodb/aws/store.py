@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -24,10 +24,15 @@ from ..wire.cursor import decode_cursor, encode_cursor
 from ..wire.expressions import Expressions
 from ..wire.item import Item, LockInfo
 from ..wire.layout import LockId, TableLayout
-from . import botocore_errors
+from . import botocore_errors, deadlines
 
 if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+    from .breaker import CircuitBreaker
     from .connection import Connection
+
+T = TypeVar("T")
 
 acquire_logger = logging.getLogger("dynalock_django.acquire")
 
@@ -94,16 +99,20 @@ class _NoLiveIndex(Exception):
 class LockStore:
     """Reads and conditional writes of lock items, for one table layout."""
 
-    def __init__(self, connection: Connection, layout: TableLayout) -> None:
+    def __init__(self, connection: Connection, layout: TableLayout, breaker: CircuitBreaker) -> None:
         self._connection = connection
         self._layout = layout
+        self._breaker = breaker
         self._said_no_index = False
         self._has_transactions = True  # until the store says otherwise, once
 
-    def update(self, request: dict[str, Any]) -> Item:
-        """Send an UpdateItem; the attributes it returned. Raises Refused when its condition failed."""
+    def update(self, request: dict[str, Any], *, always: bool = False) -> Item:
+        """Send an UpdateItem; the attributes it returned. Raises Refused when its condition failed.
+
+        ``always``: even while the circuit breaker is open (a lease's renewal).
+        """
         try:
-            response = self._connection.client.update_item(**request)
+            response = self._send(lambda client: client.update_item(**request), always=always)
         except _BotoError as error:
             raise self._refused_or_translated(error, request) from error
         return response.get("Attributes", {})
@@ -111,7 +120,7 @@ class LockStore:
     def delete(self, request: dict[str, Any]) -> None:
         """Send a DeleteItem. Raises Refused when its condition failed."""
         try:
-            self._connection.client.delete_item(**request)
+            self._send(lambda client: client.delete_item(**request))
         except _BotoError as error:
             raise self._refused_or_translated(error, request) from error
 
@@ -127,9 +136,12 @@ class LockStore:
         if not self._has_transactions:
             raise TransactionsUnsupported(self._layout.table_name)
         try:
-            self._connection.client.transact_write_items(
-                TransactItems=list(requests),  # type: ignore[arg-type]
-                ClientRequestToken=str(uuid.uuid4()),
+            token = str(uuid.uuid4())
+            self._send(
+                lambda client: client.transact_write_items(
+                    TransactItems=list(requests),  # type: ignore[arg-type]
+                    ClientRequestToken=token,
+                )
             )
         except _BotoError as error:
             raise self._cancelled_or_translated(error, requests) from error
@@ -177,7 +189,7 @@ class LockStore:
         while True:
             request: Any = {table: {"Keys": keys, "ConsistentRead": True}}
             try:
-                response: dict[str, Any] = dict(self._connection.client.batch_get_item(RequestItems=request))
+                response: dict[str, Any] = dict(self._send(functools.partial(_batch_get_item, request=request)))
             except _BotoError as error:
                 raise botocore_errors.translate(error, table_name=table) from error
             items += response.get("Responses", {}).get(table, [])
@@ -222,7 +234,7 @@ class LockStore:
         if start is not None:
             params["ExclusiveStartKey"] = start
         try:
-            response = self._connection.client.scan(**params)
+            response = self._send(lambda client: client.scan(**params))
         except _BotoError as error:
             if index and _is_missing_index(error):
                 raise _NoLiveIndex from error
@@ -233,6 +245,24 @@ class LockStore:
             encode_cursor(last_key) if last_key else None,
             from_index=index,
         )
+
+    def _send(self, call: Callable[[DynamoDBClient], T], *, always: bool = False) -> T:
+        """One boto3 call, through the circuit breaker (CircuitOpen: not sent), under the deadline rule."""
+        probe = self._breaker.before_call(always=always)
+        try:
+            with deadlines.ours():
+                result = call(self._connection.client)
+        except _BotoError as error:
+            if botocore_errors.got_no_answer(error):
+                self._breaker.unanswered(error, probe=probe)
+            else:
+                self._breaker.answered(probe=probe)
+            raise
+        except BaseException:
+            self._breaker.finished(probe=probe)
+            raise
+        self._breaker.answered(probe=probe)
+        return result
 
     def _say_no_index(self) -> None:
         if not self._said_no_index:
@@ -247,7 +277,9 @@ class LockStore:
 
     def _read_key(self, key: dict[str, Any]) -> Item | None:
         try:
-            response = self._connection.client.get_item(TableName=self._layout.table_name, Key=key, ConsistentRead=True)
+            response = self._send(
+                lambda client: client.get_item(TableName=self._layout.table_name, Key=key, ConsistentRead=True)
+            )
         except _BotoError as error:
             raise botocore_errors.translate(error, table_name=self._layout.table_name) from error
         return response.get("Item")
@@ -284,6 +316,10 @@ class LockStore:
         assert isinstance(error, ClientError)
         returned: Item | None = error.response.get("Item")  # type: ignore[assignment]
         return Refused(returned, lambda: self._read_key(request["Key"]), self._layout)
+
+
+def _batch_get_item(client: DynamoDBClient, *, request: Any) -> Any:
+    return client.batch_get_item(RequestItems=request)
 
 
 def _is_missing_index(error: BaseException) -> bool:

@@ -58,7 +58,8 @@ class LeaseWriter:
             stamp = Stamp.new(record.owner_name, duration, self._clock)
             request = writes.renew(self._layout, record.lock_id, stamp, holding=record.holding())
             try:
-                returned = self._store.update(request)
+                # Never refused by the circuit breaker: a lease must not be lost because other calls failed.
+                returned = self._store.update(request, always=True)
                 queue = parse_waiters(returned[WAITERS]) if WAITERS in returned else None
             except Refused as refused:
                 current = refused.current

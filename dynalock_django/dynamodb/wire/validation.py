@@ -30,6 +30,16 @@ def check_clock_skew(value: object) -> None:
         )
 
 
+def check_breaker(threshold: object, cool_down: object) -> None:
+    """``breaker_threshold``: calls in a row without an answer that open the breaker (None: never); its cool-down."""
+    if threshold is not None and (not isinstance(threshold, int) or isinstance(threshold, bool) or threshold < 1):
+        raise ConfigurationError(
+            f"breaker_threshold must be a positive integer (calls without an answer in a row that make the "
+            f"next calls fail at once), or None to never fail at once; not {threshold!r}."
+        )
+    check_positive("breaker_cool_down", cool_down)
+
+
 def check_durations(lease_duration: object, heartbeat_period: object, **others: object) -> None:
     for label, value in {"lease_duration": lease_duration, "heartbeat_period": heartbeat_period, **others}.items():
         check_positive(label, value)

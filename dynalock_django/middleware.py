@@ -1,0 +1,28 @@
+"""``LockErrorsMiddleware`` (opt-in): a view's lock errors as HTTP answers, not 500s.
+
+For views that call ``lock_object``/``lock_key`` themselves (``@requires_lock``
+answers on its own): ``LockTimeout`` becomes ``CONTENTION_STATUS`` (423 Locked
+by default) with ``Retry-After`` and who holds the lock, as ``@requires_lock``
+answers; ``DynamoDBUnavailable`` (CircuitOpen included) becomes 503 with
+``Retry-After``. Add ``"dynalock_django.middleware.LockErrorsMiddleware"``
+to ``MIDDLEWARE``. Any other exception passes through untouched.
+"""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.utils.deprecation import MiddlewareMixin
+
+from .decorators import locked_response, unavailable_response
+from .exceptions import DynamoDBUnavailable, LockTimeout
+
+
+class LockErrorsMiddleware(MiddlewareMixin):
+    """Sync and async alike (MiddlewareMixin); Django calls :meth:`process_exception` for a view's exception."""
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if isinstance(exception, LockTimeout):
+            return locked_response(request, exception.holder)
+        if isinstance(exception, DynamoDBUnavailable):
+            return unavailable_response(request, exception)
+        return None
