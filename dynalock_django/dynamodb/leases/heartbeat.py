@@ -182,6 +182,10 @@ class Heartbeat:
 
     def _renew_on_worker(self, renewal: Renewal) -> None:
         lease = renewal.lease
+        if lease.state != "held":  # reported lost (or released) while its renewal was queued: nothing to send
+            with self._mutex:
+                self._busy.pop(lease, None)
+            return
         with self._mutex:
             self._running.add(lease)
         started = self._clock.monotonic()
