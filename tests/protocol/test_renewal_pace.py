@@ -45,7 +45,9 @@ def test_leases_granted_together_are_renewed_spread_over_a_quarter_period_and_ne
     # Spread, not a burst: each tenth of the quarter period starts about a tenth of them; the first
     # also what the pace lets out at once (as much as it paces over one look of the heartbeat).
     start = granted + PERIOD
-    tenths = [sum(start + SPREAD * i / 10 <= at < start + SPREAD * (i + 1) / 10 for at in first_round) for i in range(10)]
+    tenths = [
+        sum(start + SPREAD * i / 10 <= at < start + SPREAD * (i + 1) / 10 for at in first_round) for i in range(10)
+    ]
     at_once = (PERIOD / LOOKS_PER_PERIOD) / (SPREAD / 200)
     assert tenths[0] <= 20 + at_once + 1, tenths
     assert max(tenths[1:]) <= 21, tenths
@@ -101,7 +103,9 @@ def test_a_retry_is_not_held_back_by_the_pace_of_the_others(clock):
 
     assert recorder.renewed_keys.count("failing") == 2
     assert len(recorder.renewed_keys) < 400 / 2  # most of the others are still due: the retry went first
-    assert lease_renewed_at(failing) == max(at for at, key in zip(recorder.renewed, recorder.renewed_keys) if key == "failing")
+    assert lease_renewed_at(failing) == max(
+        at for at, key in zip(recorder.renewed, recorder.renewed_keys, strict=True) if key == "failing"
+    )
 
 
 def lease_renewed_at(lease) -> float:

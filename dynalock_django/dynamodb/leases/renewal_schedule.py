@@ -87,7 +87,9 @@ class RenewalSchedule:
         failures = self._current_failures(lease)
         return failures.retry_at if failures else record_of(lease).valid_from + self._period
 
-    def plan(self, leases: Collection[Lease], now: float, *, busy: Collection[Lease], running: Collection[Lease]) -> Plan:
+    def plan(
+        self, leases: Collection[Lease], now: float, *, busy: Collection[Lease], running: Collection[Lease]
+    ) -> Plan:
         """What to do at ``now``: ``busy`` leases have a renewal queued or running (``running``: started).
 
         A lease whose renewal is running is left alone: its answer decides

@@ -44,9 +44,7 @@ class RenewalWorkers:
                 return
             self._queued += 1
             if self._queued > self._free and len(self._threads) < self._count:
-                thread = threading.Thread(
-                    target=self._work, name=f"{self._name}-{len(self._threads) + 1}", daemon=True
-                )
+                thread = threading.Thread(target=self._work, name=f"{self._name}-{len(self._threads) + 1}", daemon=True)
                 self._threads.append(thread)
                 self._free += 1
                 thread.start()
