@@ -9,7 +9,8 @@ of lease counts (x1.5 a step) is held, each by a new client on a new table, for 
 to acquire them plus two heartbeat periods; a count passes when no lease is lost and no renewal
 started more than half a period after it fell due (the heartbeat's lag). The table gives the
 largest count that passed, the renewals a second at the first that did not (the workers saturated:
-their throughput), and the client's CPU per renewal there. The local store serves requests one
+their throughput), and this process's CPU per renewal there (the proxy's share included: it runs
+in this process). The local store serves requests one
 at a time (moto) or on one core (dynalite) on this shared machine: its own time per request caps
 what any number of workers reaches; compare rows, not machines.
 """
@@ -35,7 +36,7 @@ from .protocol import endpoint, print_table
 
 ADDED_ROUND_TRIP = 0.010
 LADDER_STEP = 1.5
-FIRST_COUNT = 40
+FIRST_COUNT = 10
 ACQUIRING_THREADS = 8
 
 
