@@ -16,6 +16,7 @@ from django.core.checks import CheckMessage, Error, Tags, Warning, register
 
 from .conf import DEFAULTS
 from .dynamodb import (
+    MAX_RENEWAL_WORKERS,
     RECOMMENDED_CONFIG,
     ConfigurationError,
     DynamoDBError,
@@ -47,6 +48,7 @@ def check_settings(app_configs: Any = None, **_: Any) -> list[CheckMessage]:
     messages += _table_name(values["TABLE_NAME"])
     messages += _durations(values)
     messages += _clock_skew(values["MAX_CLOCK_SKEW"])
+    messages += _renewal_workers(values["RENEWAL_WORKERS"])
     messages += _boto_config(values)
     messages += _simple_types(values)
     messages += _outage(values)
@@ -139,6 +141,19 @@ def _clock_skew(skew: Any) -> list[CheckMessage]:
             hint="The most any two hosts' wall clocks may differ by (e.g. 1.0 under NTP), or None "
             "to never compare clocks (the default).",
             id="dynalock.E017",
+        )
+    ]
+
+
+def _renewal_workers(workers: Any) -> list[CheckMessage]:
+    if isinstance(workers, int) and not isinstance(workers, bool) and 1 <= workers <= MAX_RENEWAL_WORKERS:
+        return []
+    return [
+        Error(
+            f"DYNALOCK['RENEWAL_WORKERS'] must be a whole number from 1 to {MAX_RENEWAL_WORKERS}, not {workers!r}.",
+            hint=f"The default is {DEFAULTS['RENEWAL_WORKERS']!r}: the threads renewing the process's leases side "
+            "by side. Keep it within BOTO_CONFIG's max_pool_connections (10 by default).",
+            id="dynalock.E024",
         )
     ]
 

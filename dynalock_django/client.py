@@ -48,6 +48,7 @@ def get_client() -> LockClient:
                 lease_duration=dynalock_settings.LEASE_DURATION,
                 heartbeat_period=dynalock_settings.HEARTBEAT_PERIOD,
                 refresh_period=dynalock_settings.REFRESH_PERIOD,
+                renewal_workers=dynalock_settings.RENEWAL_WORKERS,
                 owner_name=dynalock_settings.OWNER_NAME,
                 delete_on_release=dynalock_settings.DELETE_ON_RELEASE,
                 max_clock_skew=dynalock_settings.MAX_CLOCK_SKEW,

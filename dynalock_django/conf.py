@@ -17,6 +17,8 @@ DEFAULTS: dict[str, Any] = {
     "LEASE_DURATION": 20.0,
     "HEARTBEAT_PERIOD": 5.0,
     "REFRESH_PERIOD": 1.0,
+    # Threads renewing the process's leases side by side; 1 renews them one after the other.
+    "RENEWAL_WORKERS": 8,
     "OWNER_NAME": None,
     # None: a crashed holder's lock is taken a lease after a waiter first sees it (no clock compared).
     # Seconds: the most any two hosts' wall clocks differ by; such a lock is then taken at once once its
@@ -80,6 +82,10 @@ class DynalockSettings:
     @property
     def REFRESH_PERIOD(self) -> float:
         return float(self._get("REFRESH_PERIOD"))
+
+    @property
+    def RENEWAL_WORKERS(self) -> int:
+        return int(self._get("RENEWAL_WORKERS"))
 
     @property
     def OWNER_NAME(self) -> str | None:

@@ -1,6 +1,6 @@
 """Signals for audit and metrics; each is sent with ``sender`` = the lock key and ``lease=``.
 
-``lease_lost`` is sent from the client's heartbeat thread.
+``lease_lost`` is sent from the client's heartbeat thread (or one of its renewal workers).
 
 ``task_skipped`` is sent when a ``lock_task`` task did not run because a live
 run holds its key: ``sender`` = the key, ``task=`` its dotted name, ``holder=``

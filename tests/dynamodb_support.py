@@ -22,7 +22,8 @@ from botocore.config import Config
 from botocore.exceptions import ConnectionClosedError, ReadTimeoutError
 from botocore.httpsession import URLLib3Session
 
-from dynalock_django.dynamodb import LockClient
+from dynalock_django.dynamodb import Lease, LockClient
+from dynalock_django.dynamodb.leases.lease import record_of
 
 ENDPOINT_ENV = "DYNALOCK_TEST_ENDPOINT_URL"
 REGION = os.environ.get("AWS_DEFAULT_REGION", "us-east-1")
@@ -68,6 +69,13 @@ def short_lease_client(dynamodb: Any, table_name: str, **options: Any) -> LockCl
     options.setdefault("heartbeat_period", HEARTBEAT)
     options.setdefault("refresh_period", REFRESH)
     return LockClient(dynamodb, table_name, **options)
+
+
+def stored_and_own_version(client: LockClient, lease: Lease) -> tuple[str | None, str | None]:
+    """The lock item's record version and the lease's, read with no renewal in between (under its write lock)."""
+    with record_of(lease).write_lock:
+        stored = client.get(lease.key)
+        return (stored.record_version_number if stored else None), lease.record_version_number
 
 
 def create_bare_table(dynamodb: Any, name: str, *, partition_key: str = "key", provisioned: bool = False) -> None:

@@ -31,6 +31,7 @@ from .exceptions import (
 from .leases.lease import Lease
 from .leases.lease_group import LeaseGroup
 from .lock_client import LockClient
+from .options import MAX_RENEWAL_WORKERS
 from .wire.display import printable
 from .wire.item import MALFORMED_ITEM_LEASE_SECONDS, MAX_PARTITION_KEY_BYTES, LockInfo
 from .wire.schema import TTL_UNAVAILABLE, TableDescription, validate_table_name
@@ -39,6 +40,7 @@ from .wire.waiters import Waiter
 __all__ = [
     "MALFORMED_ITEM_LEASE_SECONDS",
     "MAX_PARTITION_KEY_BYTES",
+    "MAX_RENEWAL_WORKERS",
     "RECOMMENDED_CONFIG",
     "TTL_UNAVAILABLE",
     "CircuitOpen",

@@ -106,6 +106,8 @@ class GroupMethods:
         # The data budget depends on the key: check the longest.
         longest = max(lock_ids, key=lambda lock_id: len(lock_id[0].encode()) + len((lock_id[1] or "").encode()))
         options = self.call_checks.acquire_options(longest, None, None, True, data, on_lost)
+        # Not a refusal: the caller may mean to hold them briefly, or know its round trip is faster.
+        self.process_state.heartbeat.warn_if_too_many(len(lock_ids))
         return lock_ids, options
 
     def _lock_id(self, key: LockKey) -> LockId:

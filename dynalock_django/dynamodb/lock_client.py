@@ -26,9 +26,10 @@ from .aws.connection import ClientFactory, Connection
 from .aws.store import LockStore
 from .clock import SYSTEM_CLOCK, Clock, Instant
 from .group_methods import GroupMethods
+from .leases.heartbeat import DEFAULT_RENEWAL_WORKERS
 from .leases.lease import Lease, LostCallback
 from .listing import ListingMethods
-from .options import CallChecks, check_client_options, default_owner_name
+from .options import CallChecks, check_client_options, check_renewal_workers, default_owner_name
 from .process_state import ProcessState
 from .queue_methods import QueueMethods
 from .table_methods import TableMethods
@@ -49,8 +50,9 @@ class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, Queue
     connections. Given a client instance, a child builds a new client with the same region, endpoint
     and config, and credentials from boto3's default chain.
 
-    One client runs one heartbeat thread for all its leases. It is safe to share between threads; a
-    process normally needs just one. ``max_clock_skew``: see :meth:`acquire` and docs/guarantees.md.
+    One client runs one heartbeat thread for all its leases, and ``renewal_workers`` threads renewing
+    them side by side (see docs/protocol.md, "Holding many locks"). It is safe to share between
+    threads; a process normally needs just one. ``max_clock_skew``: see :meth:`acquire` and docs/guarantees.md.
 
     Every call works to a deadline, and after ``breaker_threshold`` calls in a row without an answer
     from DynamoDB, calls fail at once (CircuitOpen) for ``breaker_cool_down`` seconds: see
@@ -65,6 +67,7 @@ class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, Queue
         lease_duration: float = 20.0,
         heartbeat_period: float = 5.0,
         refresh_period: float = 1.0,
+        renewal_workers: int = DEFAULT_RENEWAL_WORKERS,
         owner_name: str | None = None,
         partition_key_name: str = "key",
         sort_key_name: str | None = None,
@@ -86,10 +89,12 @@ class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, Queue
             max_clock_skew,
         )
         validation.check_breaker(breaker_threshold, breaker_cool_down)
+        check_renewal_workers(renewal_workers)
         self.layout = TableLayout(validate_table_name(table_name), partition_key_name, sort_key_name, ttl_attribute)
         self.lease_duration = float(lease_duration)
         self.heartbeat_period = float(heartbeat_period)
         self.refresh_period = float(refresh_period)
+        self.renewal_workers = renewal_workers
         self.delete_on_release = delete_on_release
         self.max_clock_skew = None if max_clock_skew is None else float(max_clock_skew)
         self.clock = clock

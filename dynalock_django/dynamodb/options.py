@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .exceptions import InvalidLockRequest
+from .exceptions import ConfigurationError, InvalidLockRequest
 from .wire import item, validation, waiters, writes
 
 if TYPE_CHECKING:
@@ -38,6 +38,23 @@ def check_client_options(
     validation.check_name("owner_name", owner_name, optional=True)
     validation.check_name("sort_key_name", sort_key_name, optional=True)
     validation.check_name("ttl_attribute", ttl_attribute, optional=True)
+
+
+# More threads than this would only queue for botocore's connections (and cost memory).
+MAX_RENEWAL_WORKERS = 64
+
+
+def check_renewal_workers(renewal_workers: object) -> None:
+    if (
+        not isinstance(renewal_workers, int)
+        or isinstance(renewal_workers, bool)
+        or not 1 <= renewal_workers <= MAX_RENEWAL_WORKERS
+    ):
+        raise ConfigurationError(
+            f"renewal_workers must be a whole number from 1 to {MAX_RENEWAL_WORKERS}, not {renewal_workers!r}: "
+            "the threads renewing this client's leases side by side (8 by default; 1 renews them one after "
+            "the other). Keep it within botocore's max_pool_connections (10 by default)."
+        )
 
 
 def default_owner_name() -> str:

@@ -35,6 +35,7 @@ class ClientSettings(LeaseClient, Protocol):
     layout: TableLayout
     clock: Clock
     heartbeat_period: float
+    renewal_workers: int
     refresh_period: float
     delete_on_release: bool
     max_clock_skew: float | None
@@ -58,6 +59,7 @@ class ProcessState:
             renew=self.lease_writer.renew,
             expire=self.lease_writer.expire,
             period=client.heartbeat_period,
+            workers=client.renewal_workers,
             clock=clock,
             name=f"dynalock-heartbeat-{layout.table_name}",
         )

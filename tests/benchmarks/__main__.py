@@ -8,6 +8,7 @@ import sys
 BENCHMARKS = [
     "protocol",
     "many_locks",
+    "many_leases",
     "async_locks",
     "django_layer",
     "many_objects",

@@ -176,3 +176,21 @@ def test_w021_a_table_without_the_live_locks_index(dynalock):
 def test_deploy_check_is_skipped_while_the_settings_are_wrong(configured):
     with override_settings(DYNALOCK={**configured, "TABLE_NAME": "x"}):
         assert check_table() == []
+
+
+@pytest.mark.parametrize("bad", [0, -1, 65, 2.0, "8", True, None])
+def test_e024_renewal_workers_must_be_a_whole_number_from_1_to_64(configured, bad):
+    with override_settings(DYNALOCK={**configured, "RENEWAL_WORKERS": bad}):
+        [message] = check_settings()
+    assert message.id == "dynalock.E024"
+    assert "RENEWAL_WORKERS" in message.msg
+    assert "max_pool_connections" in message.hint
+
+
+def test_renewal_workers_reach_the_process_client(configured):
+    from dynalock_django.client import close_client, get_client
+
+    with override_settings(DYNALOCK={**configured, "RENEWAL_WORKERS": 3}):
+        assert check_settings() == []
+        assert get_client().renewal_workers == 3
+        close_client()

@@ -5,49 +5,16 @@ from __future__ import annotations
 import pytest
 
 from dynalock_django.dynamodb import DynamoDBUnavailable
-from dynalock_django.dynamodb.leases.heartbeat import IDLE_WAKE_SECONDS, Heartbeat
+from dynalock_django.dynamodb.leases.heartbeat import IDLE_WAKE_SECONDS
 from dynalock_django.dynamodb.leases.lease import record_of
 
 from .fake_clock import TICK, FakeClock, held_lease
-
-PERIOD, LEASE = 5.0, 20.0
-
-
-class Recorder:
-    """The heartbeat's renew and expire: renewals succeed (or fail while ``failing``), as DynamoDB would say."""
-
-    def __init__(self, clock: FakeClock) -> None:
-        self.clock = clock
-        self.failing: Exception | None = None
-        self.renewed: list[float] = []
-        self.expired: list[tuple[float, str]] = []
-
-    def renew(self, lease) -> None:
-        self.renewed.append(self.clock.monotonic())
-        if self.failing is not None:
-            raise self.failing
-        record_of(lease).renewed(f"v{len(self.renewed)}", self.clock.monotonic(), lease.lease_duration)
-
-    def expire(self, lease, reason: str) -> None:
-        self.expired.append((self.clock.monotonic(), reason))
-        record_of(lease).mark_lost(reason, superseded=False)
+from .heartbeat_support import LEASE, PERIOD, Recorder, heartbeat_for
 
 
 @pytest.fixture
 def clock():
     return FakeClock()
-
-
-def heartbeat_for(clock, recorder, leases, jitter=lambda low, high: high):
-    return Heartbeat(
-        leases=lambda: leases,
-        renew=recorder.renew,
-        expire=recorder.expire,
-        period=PERIOD,
-        clock=clock,
-        name="test",
-        jitter=jitter,
-    )
 
 
 def test_a_lease_is_renewed_one_period_after_its_last_write_and_not_before(clock):
@@ -125,20 +92,8 @@ def test_a_lease_never_renewed_is_lost_exactly_when_its_safe_time_ends_naming_th
     assert not lease.is_held()
 
 
-class SlowFailure(Recorder):
-    """A renewal that fails only after ``takes`` seconds: its answer may come after the safe time ended."""
-
-    def __init__(self, clock: FakeClock, takes: float) -> None:
-        super().__init__(clock)
-        self.takes = takes
-
-    def renew(self, lease) -> None:
-        self.clock.advance(self.takes)
-        super().renew(lease)
-
-
 def test_a_renewal_failing_as_the_safe_time_ends_still_wakes_the_heartbeat_to_expire_the_lease(clock):
-    recorder, lease = SlowFailure(clock, takes=1.0), held_lease(clock, lease_duration=LEASE)
+    recorder, lease = Recorder(clock, takes=1.0), held_lease(clock, lease_duration=LEASE)
     heartbeat = heartbeat_for(clock, recorder, [lease])
     recorder.failing = DynamoDBUnavailable("InternalServerError")
     clock.now = lease.safe_until - 0.5  # due for a renewal whose failure arrives after the safe time

@@ -110,3 +110,11 @@ def test_bad_lease_options_are_refused_by_acquire_and_try_acquire_alike(make_cli
 def test_a_lease_handle_with_a_bad_owner_token_or_duration_is_refused(make_client, key, options, error, message):
     with pytest.raises(error, match=message):
         make_client().lease(key, **options)
+
+
+@pytest.mark.parametrize("bad", [0, 65, 1.5, "4", True, None])
+def test_renewal_workers_must_be_a_whole_number_from_1_to_64(bad):
+    with pytest.raises(
+        ConfigurationError, match=r"renewal_workers must be a whole number from 1 to 64, not .*max_pool"
+    ):
+        LockClient(lambda: None, "locks", renewal_workers=bad)

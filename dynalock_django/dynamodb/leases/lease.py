@@ -46,7 +46,7 @@ class Lease:
     last successful write, so the holder always believes its lease ends
     earlier than any waiter does. When it reaches zero, or the heartbeat finds
     the lock taken over or released by someone else, the lease is lost: the
-    ``on_lost`` callbacks run (on the heartbeat thread) and
+    ``on_lost`` callbacks run (on the heartbeat thread or a renewal worker) and
     ``wait_until_lost()`` returns.
 
     Use it as a context manager to release it at the end of a block.
