@@ -19,6 +19,7 @@ from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.template.defaultfilters import truncatewords
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path
 from django.utils.translation import gettext as _
@@ -26,6 +27,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from ...dynamodb import DynamoDBError, LockLost, LockNotAcquired
 from ...models import FORCE_RELEASE_PERMISSION
+from ..breadcrumbs import Crumb, breadcrumbs
 from ..staff_messages import staff_message, unavailable_response
 from . import edit_queue
 from .explanations import held_message, lost_message
@@ -154,7 +156,7 @@ class EditLockEndpoints:
         try:
             return self._take_over(request, obj, edit_lock)
         except DynamoDBError as error:
-            return unavailable_response(request, self._page_context(request), error)
+            return unavailable_response(request, self.model_admin, error)
 
     def _take_over(self, request: HttpRequest, obj: models.Model, edit_lock: EditLock) -> HttpResponse:
         back = change_url(self.model_admin, obj)
@@ -165,11 +167,15 @@ class EditLockEndpoints:
             raise PermissionDenied
         holder = edit_lock.held_by(current)
         if request.method != "POST":
+            title = _("Take over editing")
+            site, opts = self.model_admin.admin_site, self.model_admin.opts
             context = {
-                **self._page_context(request),
+                **site.each_context(request),
+                **breadcrumbs(site, opts, Crumb(truncatewords(str(obj), 18), back), Crumb(title)),
+                "opts": opts,
                 "object": obj,
                 "holder": holder,
-                "title": _("Take over editing"),
+                "title": title,
                 "change_url": back,
                 "waiting": [waiter.name for waiter in edit_queue.live_waiters(current.waiters, time.time())],
             }
@@ -224,9 +230,6 @@ class EditLockEndpoints:
         if obj is None:
             raise Http404(_("No such object."))
         return obj, EditLock(obj, request.user)
-
-    def _page_context(self, request: HttpRequest) -> dict[str, Any]:
-        return {**self.model_admin.admin_site.each_context(request), "opts": self.model_admin.opts}
 
 
 def _invalid() -> JsonResponse:
