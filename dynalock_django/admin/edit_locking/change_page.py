@@ -102,6 +102,7 @@ def show_edit_lock(
     page: EditPage,
     *,
     poll_seconds: float,
+    check_seconds: float,
 ) -> None:
     """Turn the admin's change page into the edit-lock page: its banner, the tab's ticket and the script."""
     assert response.context_data is not None
@@ -110,7 +111,7 @@ def show_edit_lock(
     if isinstance(names, str):
         names = [names]
     response.context_data["dynalock_parent_template"] = select_template(names) if isinstance(names, Sequence) else names
-    response.context_data["dynalock"] = _page_context(model_admin, request, obj, page, poll_seconds)
+    response.context_data["dynalock"] = _page_context(model_admin, request, obj, page, poll_seconds, check_seconds)
     state = page.state
     if state.problem or _held_by_another(state) or state.next_in_line is not None:
         response.context_data["show_delete"] = False  # the delete page would refuse: see deletion
@@ -132,7 +133,12 @@ def _refused_only(context: dict[str, Any]) -> bool:
 
 
 def _page_context(
-    model_admin: admin.ModelAdmin[Any], request: HttpRequest, obj: models.Model, page: EditPage, poll_seconds: float
+    model_admin: admin.ModelAdmin[Any],
+    request: HttpRequest,
+    obj: models.Model,
+    page: EditPage,
+    poll_seconds: float,
+    check_seconds: float,
 ) -> dict[str, Any]:
     def url(action: str) -> str:
         return endpoint_url(model_admin, action, obj)
@@ -168,7 +174,10 @@ def _page_context(
             "mayAsk": may_edit and mode == "view" and (state.next_in_line is not None or _held_by_another(state)),
             "leaseSeconds": lease,
             "renewSeconds": lease / 3,
+            # A visible editing page looks between renewals (one read each), so that news reaches it within seconds.
+            "checkSeconds": min(check_seconds, lease / 3),
             "pollSeconds": poll_seconds,
+            "checkUrl": url("check"),
             "renewUrl": url("renew"),
             "releaseUrl": url("release"),
             "resumeUrl": url("resume"),
@@ -194,6 +203,11 @@ def _page_context(
                 "deleted": _("This object was deleted meanwhile."),
                 "reloadLosing": _("Reload (your unsaved changes will be lost)"),
                 "ask": _("Ask to edit"),
+                "stopWaiting": _("Stop waiting"),
+                "stoppedWaiting": _("You are not waiting to edit this any more."),
+                "titleLost": _("Cannot save"),
+                "titleTurn": _("Your turn to edit"),
+                "notifyTurn": _("It is your turn to edit %(object)s.") % {"object": str(obj)},
             },
         },
     }

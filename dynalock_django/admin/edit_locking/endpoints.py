@@ -54,6 +54,7 @@ class EditLockEndpoints:
     def urls(self) -> list[URLPattern]:
         views: list[tuple[str, Callable[..., HttpResponse]]] = [
             ("renew", require_POST(self.renew)),
+            ("check", require_POST(self.check)),
             ("release", require_POST(self.release)),
             ("resume", require_POST(self.resume)),
             ("ask", require_POST(self.ask)),
@@ -82,6 +83,20 @@ class EditLockEndpoints:
             return {"state": "held", "waiting": edit_queue.waiting_message(lease.waiters, request.user)}
 
         return self._with_ticket(request, object_id, renewed)
+
+    def check(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """POST ``ticket``: the editing tab's look between renewals (one read, no write): still its lock, who waits.
+
+        A visible editing page sends it every few seconds, so that an ask, a
+        take-over or a forced release reach its user within seconds, not at the
+        next renewal (a third of the lease).
+        """
+
+        def checked(obj: models.Model, edit_lock: EditLock, ticket: EditTicket) -> Answer:
+            current = edit_lock.check(ticket)
+            return {"state": "held", "waiting": edit_queue.waiting_message(current.waiters, request.user)}
+
+        return self._with_ticket(request, object_id, checked)
 
     def release(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """POST ``ticket``: the tab lets its lock go (sent by the page as it unloads)."""
