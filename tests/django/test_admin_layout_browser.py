@@ -180,7 +180,9 @@ def test_the_release_confirmation_looks_as_the_take_over_confirmation(carol_sees
     page = carol_sees(DESKTOP)
     reference = djangos_own_crumbs(page, live_server)
     release = layout_of(page, f"{live_server.url}{RELEASE}?key={key_for_instance(customer)}")
-    assert "holds the lock on “ACME Corp.”" in page.locator("#content").inner_text()
+    question = page.locator("#dynalock-release-question").inner_text()
+    assert question.startswith("The lock on “ACME Corp.” is held by alice (editing), taken at ")
+    assert ".”." not in question  # no doubled full stop after a name ending in one
     screenshot(page, "release-confirmation")
     take_over = layout_of(page, f"{live_server.url}/admin/desk/customer/{customer.pk}/edit-lock/take-over/")
     assert "alice" in page.locator("#content").inner_text()
