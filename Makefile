@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.package-lock.json
 PYTEST_ARGS ?=
 
-.PHONY: test test-fast lint demo bench chaos clean
+.PHONY: test test-fast lint demo bench chaos clean screenshots
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,9 +39,10 @@ lint: $(STAMP)
 	$(BIN)/mypy --cache-dir $(VENV)/.mypy_cache
 	$(BIN)/lint-imports --cache-dir $(VENV)/.import_linter_cache
 
-## The support-desk test project on an embedded local DynamoDB endpoint: http://127.0.0.1:8000/
+## The support-desk test project on an embedded local DynamoDB endpoint: http://127.0.0.1:8000/ (another port: make demo PORT=8001)
+PORT ?= 8000
 demo: $(STAMP)
-	$(BIN)/python manage.py demo
+	$(BIN)/python manage.py demo --port $(PORT)
 
 ## Benchmarks: print tables of requests per operation and timings.
 bench: $(STAMP)
@@ -50,6 +51,16 @@ bench: $(STAMP)
 ## The fault-injection run: every workload, a history checker, a table (CHAOS_ARGS="--seed 2 --duration 60").
 chaos: $(STAMP)
 	$(BIN)/python -m tests.chaos $(CHAOS_ARGS)
+
+## Screenshots of the package's admin pages on Django 5.2 and the newest 6.x into docs/images (chromium; the 6.x
+## leg makes .venv-django6 with PYTHON6, a Python 3.12+).
+PYTHON6 ?= python3.13
+VENV6 ?= .venv-django6
+screenshots: $(STAMP)
+	$(MAKE) $(VENV6)/.installed VENV=$(VENV6) PYTHON=$(PYTHON6) EXTRA_REQUIREMENTS='"Django>=6,<7"'
+	for python in $(BIN)/python $(VENV6)/bin/python; do \
+		DYNALOCK_SCREENSHOTS=docs/images $$python -m pytest -q -p no:randomly tests/django/test_admin_layout_browser.py || exit 1; \
+	done
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache node_modules .import_linter_cache .coverage .coverage.*

@@ -264,10 +264,12 @@ def check_table(app_configs: Any = None, **_: Any) -> list[CheckMessage]:
                 id="dynalock.E020",
             )
         ]
+    except ConfigurationError as error:  # no region: boto3 cannot even build its client
+        return [Error(str(error), id="dynalock.E023")]
     except DynamoDBError as error:
         return [
             Error(
-                f"Cannot reach DynamoDB: {error}",
+                f"DynamoDB could not be asked about the lock table: {error}",
                 hint="Check credentials, region and ENDPOINT_URL.",
                 id="dynalock.E022",
             )

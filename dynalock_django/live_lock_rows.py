@@ -17,6 +17,7 @@ from django.contrib import admin
 from django.contrib.admin.utils import quote
 from django.db import models
 from django.urls import NoReverseMatch, reverse
+from django.utils.text import capfirst
 
 from .conf import dynalock_settings
 from .dynamodb import LockClient, LockInfo, ScanPage
@@ -47,9 +48,22 @@ class LockRow:
 
     @property
     def model_name(self) -> str:
+        """The model's verbose name; a model not installed here by its label; "-" for a named lock."""
         if self.parsed.model is not None:
             return str(self.parsed.model._meta.verbose_name)
         return self.parsed.label or "-"
+
+    @property
+    def display_name(self) -> str:
+        """What the lock is on, for people: its object, else the lock's name, or the row it locks."""
+        parsed = self.parsed
+        if self.object_label is not None:
+            return self.object_label
+        if parsed.name is not None:
+            return parsed.name
+        if parsed.pk is not None:
+            return capfirst(f"{self.model_name} {','.join(parsed.pk)}")
+        return self.lock.key
 
     @property
     def time_left(self) -> float | None:

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import boto3
+import pytest
+
+from dynalock_django import StaleFencingToken
+from dynalock_django.testing import lock_table
 
 from . import readme
+from .dynamodb_support import SHORT_LEASE_SETTINGS
+from .stores import shared_endpoint_url
 
 PROTOCOL = Path(__file__).resolve().parent.parent / "dynalock_django" / "dynamodb"
 TABLE_MANAGEMENT = PROTOCOL / "aws" / "table_management.py"  # createtable, describe, check --deploy
@@ -37,3 +45,67 @@ def test_every_python_block_of_the_installation_is_valid_python():
     assert len(blocks) >= 3
     for block in blocks:
         ast.parse(block)
+
+
+# ---------------------------------------------------------------- the lock_object example: the safe pattern
+
+EXAMPLE = "services.py"
+
+
+def example_function() -> ast.FunctionDef:
+    (function,) = [node for node in ast.parse(readme.python_block(EXAMPLE)).body if isinstance(node, ast.FunctionDef)]
+    return function
+
+
+def called(node: ast.AST) -> list[str]:
+    """The names of the functions and methods called in ``node``, in the order they appear."""
+    calls = sorted((n for n in ast.walk(node) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
+    names = []
+    for call in calls:
+        func = call.func
+        names.append(func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else "?")
+    return names
+
+
+def test_the_lock_object_example_locks_then_reads_then_saves_fenced():
+    function = example_function()
+    [locked] = [node for node in function.body if isinstance(node, ast.With)]
+    before = function.body[: function.body.index(locked)]
+    assert not any(
+        name in {"get", "filter", "first", "refresh_from_db", "fenced_refresh"} for n in before for name in called(n)
+    )
+    assert called(locked.items[0].context_expr)[0] == "lock_object"
+    inside = [name for statement in locked.body for name in called(statement)]
+    assert inside[0] == "fenced_refresh"  # the first thing under the lock: claim the row, then read it
+    assert inside[-1] == "fenced_save"
+    assert "save" not in inside  # no plain save()
+
+
+@pytest.fixture
+def example_table() -> Iterator[None]:
+    shared_endpoint_url()
+    with lock_table(**SHORT_LEASE_SETTINGS):
+        yield
+
+
+@pytest.mark.django_db
+def test_the_lock_object_example_runs_and_is_refused_once_a_newer_lock_wrote_the_row(example_table):
+    from testproject.desk.models import Customer
+
+    source = readme.python_block(EXAMPLE).replace("from .models import Customer\n", "")
+    namespace: dict[str, Any] = {"Customer": Customer}
+    exec(compile(source, "README.md", "exec"), namespace)  # the README's own code, as written
+
+    rename_customer = namespace["rename_customer"]
+    customer = Customer.objects.create(name="Acme")
+    rename_customer(customer.pk, "Acme Corp.")
+    customer.refresh_from_db()
+    assert customer.name == "Acme Corp."
+    written_under = customer.fencing_token
+    assert written_under is not None
+    # A lock whose holder paused past its lease comes back after a newer holder wrote the row: refused.
+    Customer.objects.filter(pk=customer.pk).update(name="Newer", fencing_token=written_under + 10**9)
+    with pytest.raises(StaleFencingToken):
+        rename_customer(customer.pk, "Stale")
+    customer.refresh_from_db()
+    assert customer.name == "Newer"

@@ -11,6 +11,7 @@ live-locks page filtered on that key.
 from __future__ import annotations
 
 import functools
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -30,9 +31,10 @@ from django.views.decorators.http import require_http_methods, require_safe
 from ..client import get_client
 from ..conf import dynalock_settings
 from ..dynamodb import DynalockError, DynamoDBError, InvalidLockRequest, LockInfo, LockNotAcquired
-from ..live_lock_rows import LockRow, ModelFilter, describe, load_page
+from ..live_lock_rows import LockRow, ModelFilter, describe, load_page, with_objects
 from ..models import FORCE_RELEASE_PERMISSION, Lock
-from .live_locks_page import ordering_link, page_rows, sidebar
+from .breadcrumbs import Crumb, breadcrumbs
+from .live_locks_page import activity, changelist_for, clock, ordering_link, page_rows, sidebar
 from .staff_messages import staff_message, unavailable_response
 
 if TYPE_CHECKING:  # django-stubs makes ModelAdmin generic; Django's class is not subscriptable
@@ -93,16 +95,18 @@ class LiveLocksAdmin(_ModelAdmin):
             )
             error = None
         except DynalockError as failure:  # a missing table, DynamoDB down: say so on the page
-            page, error = None, staff_message(failure)
+            page, error = None, f"{_('The live locks cannot be shown.')} {staff_message(failure)}"
         rows = page.rows if page is not None else []
+        # The page refreshes its rows alone (?fragment=1), without the sidebar.
+        filters = [] if params.get("fragment") else sidebar(params, rows, _lockable_models(may_view))
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
+            "cl": changelist_for(self.opts, params, filters),
             "title": _("Live locks"),
             "page": page,
             "rows": page_rows(rows, may_view, self.admin_site, params.get("o", "")),
-            # The page refreshes its rows alone (?fragment=1), without the sidebar.
-            "filters": [] if params.get("fragment") else sidebar(params, rows, _lockable_models(may_view)),
+            "filters": filters,
             "held_for_link": ordering_link(params),
             "error": error,
             "params": params,
@@ -138,45 +142,62 @@ class LiveLocksAdmin(_ModelAdmin):
         if not _in_scope(key):
             messages.error(
                 request,
-                _("The lock %(key)s is not this project's (its key does not start with KEY_PREFIX).") % {"key": key},
+                _("This lock belongs to another project that shares the lock table, so it cannot be released here."),
             )
             return HttpResponseRedirect(self._changelist_url())
-        context = {**self.admin_site.each_context(request), "opts": self.opts}
         try:
             lock = get_client().get(key)
         except InvalidLockRequest as invalid:
             return HttpResponseBadRequest(str(invalid))
         except DynamoDBError as error:
-            return unavailable_response(request, context, error)
+            return unavailable_response(request, self, error)
         if lock is None or lock.is_released:
-            messages.info(request, _("The lock %(key)s is not held any more.") % {"key": key})
+            messages.info(request, _("Nobody holds this lock any more: there is nothing to release."))
             return HttpResponseRedirect(self._changelist_url())
-        row = describe(lock)
+        [row] = with_objects([describe(lock)], self.admin_site, self._model_filter(request))
         if not confirmed:
-            context |= {"row": row, "holding": _holding(lock), "title": _("Release lock")}
+            title = _("Release the lock on %(name)s") % {"name": row.display_name}
+            context = {
+                **self.admin_site.each_context(request),
+                **breadcrumbs(self.admin_site, self.opts, Crumb(title)),
+                "opts": self.opts,
+                "title": title,
+                "row": row,
+                "activity": activity(row),
+                "taken_at": clock(row.lock.acquired_at, datetime.now(UTC)) if row.lock.acquired_at else "",
+                "holding": _holding(lock),
+            }
             return TemplateResponse(request, "admin/dynalock_django/live_locks/release_confirmation.html", context)
         if (form.get("owner", ""), form.get("fencing_token", "")) != _holding(lock):
-            return self._changed_hands(request, row)
+            return self._changed_hands(request, row, row)
         try:
             get_client().force_release(lock, released_by=request.user.get_username())
         except LockNotAcquired as changed:
-            return self._changed_hands(request, describe(changed.holder) if changed.holder else None)
+            return self._changed_hands(request, row, describe(changed.holder) if changed.holder else None)
         except DynamoDBError as error:
-            return unavailable_response(request, context, error)
+            return unavailable_response(request, self, error)
         self.log_change(
             request, _logged_object(row), _("Force-released the lock held by %(holder)s.") % {"holder": row.holder}
         )
-        messages.success(request, _("Released the lock held by %(holder)s.") % {"holder": row.holder})
+        messages.success(
+            request,
+            _("Released the lock on %(name)s that %(holder)s held. Anyone may take it now.")
+            % {"name": row.display_name, "holder": row.holder},
+        )
         return HttpResponseRedirect(self._changelist_url())
 
-    def _changed_hands(self, request: HttpRequest, now: LockRow | None) -> HttpResponse:
+    def _changed_hands(self, request: HttpRequest, shown: LockRow, now: LockRow | None) -> HttpResponse:
         """Nothing released: the lock is not the holding the operator confirmed any more."""
+        name = shown.display_name
         if now is None or now.lock.is_released:
-            messages.warning(request, _("The lock changed hands and is free now; nothing was released."))
+            messages.warning(
+                request, _("Nothing was released: the lock on %(name)s was let go meanwhile.") % {"name": name}
+            )
             return HttpResponseRedirect(self._changelist_url())
         messages.warning(
             request,
-            _("The lock changed hands: %(holder)s holds it now. Nothing was released.") % {"holder": now.holder},
+            _("Nothing was released: %(holder)s holds the lock on %(name)s now. Release it again if you still must.")
+            % {"holder": now.holder, "name": name},
         )
         release_url = reverse(f"{self.admin_site.name}:dynalock_django_live_locks_release")
         return HttpResponseRedirect(f"{release_url}?{urlencode({'key': now.lock.key})}")

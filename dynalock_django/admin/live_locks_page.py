@@ -1,35 +1,45 @@
-"""What the live-locks page shows around its rows: relative times, holders linked to users, the filter sidebar.
+"""What the live-locks page shows around its rows: times for people, holders linked to users, the filter sidebar.
 
 The rows come from :mod:`dynalock_django.live_lock_rows` (one DynamoDB page);
 sorting, the per-model counts and the holders offered as filters are of
-that page.
+that page. The page is Django's own ``admin/change_list.html``, extended: it
+reads the search form, the sidebar and the breadcrumbs from ``cl``, which
+:class:`LiveLocksChangeList` stands in for, as those rows are no queryset.
 """
 
 from __future__ import annotations
 
 import collections
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import admin
 from django.contrib.auth import get_user_model
+from django.db.models.options import Options
 from django.http import QueryDict
+from django.utils import dateformat, timezone
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
+from django.utils.translation import gettext_lazy
 
 from ..live_lock_rows import LockRow, ModelFilter, admin_change_url
 
 HELD_FOR = "held"  # the ``o`` parameter: longest held first; "-held" shortest first
+# Parameters of the page that are not filters of the sidebar: "Clear all filters" keeps them.
+NOT_FILTERS = ("q", "o", "cursor", "fragment")
+# What an edit lock's holder is doing (its payload's purpose), in staff words.
+ACTIVITIES = {"edit": gettext_lazy("editing")}
 
 
 @dataclass(frozen=True)
 class LiveLocksPageRow:
     row: LockRow
     held_for: float | None  # seconds, by the holder's clock
-    held_since: str  # "3 min ago"
-    renewed: str
+    held_since: str  # "since 10:02", "just now"
+    activity: str  # "editing", or the lock's purpose as its code gave it
     holder_url: str | None
+    stopped_at: str  # a dead lock's last renewal ("10:02"), else ""
 
 
 @dataclass(frozen=True)
@@ -41,22 +51,81 @@ class FilterChoice:
 
 @dataclass(frozen=True)
 class SidebarFilter:
+    """A filter of the sidebar, as Django's ``admin_list_filter`` tag renders one (``admin/filter.html``)."""
+
     title: str
-    choices: list[FilterChoice]
+    options: list[FilterChoice]
+    template: str = "admin/filter.html"
+
+    def choices(self, changelist: Any) -> list[FilterChoice]:
+        return self.options
 
 
-def ago(moment: datetime | None, now: datetime) -> str:
-    """ "3 min ago", for people; "?" when the holder did not say."""
+@dataclass(frozen=True)
+class LiveLocksChangeList:
+    """What Django's change-list template reads of ``cl``: the breadcrumbs, search form and sidebar.
+
+    The rows and the pagination (a DynamoDB cursor, not page numbers) are
+    the page's own blocks.
+    """
+
+    opts: Options[Any]
+    params: dict[str, str]  # carried by the search form, as hidden fields
+    query: str
+    filter_specs: list[SidebarFilter]
+    clear_all_filters_qs: str
+    has_active_filters: bool
+    search_help_text: str
+    search_fields: tuple[str, ...] = ("key",)
+    has_filters: bool = True
+    is_facets_optional: bool = False
+    add_facets: bool = False
+    is_popup: bool = False
+    formset: None = None
+    # Equal: the search form shows no "n results (m total)"; the page counts its locks itself.
+    result_count: int = 0
+    full_result_count: int = 0
+
+
+def changelist_for(opts: Options[Any], params: QueryDict, filters: list[SidebarFilter]) -> LiveLocksChangeList:
+    kept = {name: str(params[name]) for name in params if name not in ("q", "cursor", "fragment")}
+    active = any(name not in NOT_FILTERS for name in params)
+    clear = {name: str(params[name]) for name in params if name in ("q", "o")}
+    return LiveLocksChangeList(
+        opts,
+        kept,
+        params.get("q", ""),
+        filters,
+        f"?{urlencode(clear)}",
+        active,
+        _("Finds the locks whose key starts with what you type."),
+    )
+
+
+def since(moment: datetime | None, now: datetime) -> str:
+    """ "since 10:02" in the current time zone (with the day when not today); "just now" within a minute.
+
+    The moment is the holder's wall clock (display only); one ahead of ours is "just now" too.
+    """
     if moment is None:
+        return _("since an unknown time")
+    if now - moment < timedelta(minutes=1):
+        return _("just now")
+    return _("since %(time)s") % {"time": clock(moment, now)}
+
+
+def clock(moment: datetime, now: datetime) -> str:
+    """10:02, or "2 Jan, 10:02" on another day than ``now`` (local time); "?" past the dates there are."""
+    try:
+        local, today = timezone.localtime(moment), timezone.localtime(now)
+    except (OverflowError, OSError, ValueError):
         return "?"
-    seconds = max(0, int((now - moment).total_seconds()))
-    if seconds < 60:
-        return _("%(count)d s ago") % {"count": seconds}
-    if seconds < 3600:
-        return _("%(count)d min ago") % {"count": seconds // 60}
-    if seconds < 86400:
-        return _("%(count)d h ago") % {"count": seconds // 3600}
-    return ngettext("%(count)d day ago", "%(count)d days ago", seconds // 86400) % {"count": seconds // 86400}
+    return dateformat.format(local, "H:i" if local.date() == today.date() else "j M, H:i")
+
+
+def activity(row: LockRow) -> str:
+    purpose = row.data.purpose if row.data is not None else ""
+    return str(ACTIVITIES[purpose]) if purpose in ACTIVITIES else purpose
 
 
 def page_rows(
@@ -77,9 +146,10 @@ def page_rows(
         LiveLocksPageRow(
             row,
             (now - row.lock.acquired_at).total_seconds() if row.lock.acquired_at else None,
-            ago(row.lock.acquired_at, now),
-            ago(row.lock.renewed_at, now),
+            since(row.lock.acquired_at, now),
+            activity(row),
             user_url(row.data.user_id) if row.data is not None and row.data.user_id else None,
+            clock(row.lock.renewed_at, now) if row.state == "dead" and row.lock.renewed_at else "",
         )
         for row in rows
     ]
@@ -118,7 +188,7 @@ def _choice(params: QueryDict, name: str, value: str | None, display: str) -> Fi
 
 
 def ordering_link(params: QueryDict) -> str:
-    """The "Held for" header's link: longest first, then shortest first."""
+    """The "Held since" header's link: longest first, then shortest first."""
     return _link_with(params, "o", f"-{HELD_FOR}" if params.get("o", "") == HELD_FOR else HELD_FOR)
 
 

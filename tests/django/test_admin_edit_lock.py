@@ -187,6 +187,19 @@ def test_a_save_after_the_lock_was_taken_over_is_refused_with_who_took_it(alice,
     assert 'name="name" value="Too late"' in html  # alice's input stays on the page to copy
     customer.refresh_from_db()
     assert customer.name == "Acme"
+    # One thing to say, said once: in the banner, with nothing for her to correct in the form.
+    assert html.count("Nothing was saved") == 1
+    assert "Please correct the error" not in html
+    assert "errorlist" not in html
+
+
+def test_a_refused_save_with_a_field_error_too_still_asks_for_the_correction(alice, carol, customer):
+    alices, carols = logged_in(alice), logged_in(carol)
+    ticket = ticket_of(open_page(alices, customer))
+    assert carols.post(edit_lock_url(customer, "take-over"), {"fencing_token": ticket.fencing_token}).status_code == 302
+    html = alices.post(change_url(customer), customer_form(ticket, name="")).content.decode()  # name is required
+    assert "Please correct the errors below." in html  # the field's and the lock's
+    assert "Nothing was saved" in html
 
 
 def test_save_and_continue_keeps_the_lock_for_the_tabs_next_page(alice, customer):

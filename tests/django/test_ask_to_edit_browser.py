@@ -59,10 +59,10 @@ def test_bob_then_carol_ask_and_each_gets_the_page_by_itself_at_their_turn(staff
     assert "You are next" in banner(bob).inner_text()
     assert "You are in line after bob" in banner(carol).inner_text()
 
-    # Alice's page is told at its next renewal, which it makes anyway.
+    # Alice's page is told by its renewals and its looks between them (test_holder_told_browser: within seconds).
     banner(alice).get_by_text("Then: carol.").wait_for(timeout=5000)
     assert "bob is waiting to edit since" in banner(alice).inner_text()
-    assert set(alices_requests) == {"renew"}  # no other request told her
+    assert set(alices_requests) <= {"renew", "check"}  # no other request told her
     screenshot(alice, "ask-holder-told")
     screenshot(carol, "ask-waiting")
 

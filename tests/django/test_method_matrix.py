@@ -80,11 +80,11 @@ def targets(users: dict[str, Any]) -> dict[str, Callable[[], Target]]:
     def customer() -> Customer:
         return Customer.objects.create(name="Acme", plan="pro")
 
-    def edit_lock(action: str) -> Callable[[], Target]:
+    def edit_lock(action: str, *, changes: bool = True) -> Callable[[], Target]:
         def setup() -> Target:
             obj = customer()
             ticket = edit_page_ticket(me, obj)
-            return Target(f"/admin/desk/customer/{obj.pk}/edit-lock/{action}/", {"ticket": ticket}, True)
+            return Target(f"/admin/desk/customer/{obj.pk}/edit-lock/{action}/", {"ticket": ticket}, changes)
 
         return setup
 
@@ -148,6 +148,7 @@ def targets(users: dict[str, Any]) -> dict[str, Callable[[], Target]]:
         "edit-locked change page": change_page,
         "edit-locked delete page": delete_page,
         "edit lock renew": edit_lock("renew"),
+        "edit lock check": edit_lock("check", changes=False),  # a look: one read, even when permitted
         "edit lock release": edit_lock("release"),
         "edit lock status": status,
         "edit lock take over": take_over,
@@ -206,3 +207,4 @@ def test_only_a_permitted_post_with_its_token_changes_anything(make_staff):
     assert statuses[("@requires_lock 423", "anonymous", "get")] == 423
     assert statuses[("lock history", "permitted", "get")] == 404
     assert statuses[("force release", "permitted", "head")] == 200  # the confirmation page, nothing more
+    assert statuses[("edit lock check", "permitted", "post with token")] == 200

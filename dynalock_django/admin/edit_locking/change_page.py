@@ -9,9 +9,10 @@ since when, which tells them by itself when the lock frees. A save is refused
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from django.core.exceptions import ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import models
 from django.forms import ModelForm
 from django.http import HttpRequest
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from django.contrib import admin
 
 TEMPLATE = "admin/dynalock_django/edit_lock/change_form.html"
+REFUSED = "edit_lock_not_held"  # the form error's code: a save from a tab that does not hold the edit lock
 
 
 def open_page(model_admin: admin.ModelAdmin[Any], request: HttpRequest, obj: models.Model) -> EditPage:
@@ -63,11 +65,14 @@ def checked_before_save(
 
     def clean(form_instance: ModelForm[Any]) -> dict[str, Any] | None:
         cleaned = super(checked, form_instance).clean()
-        locks.page = _renewed_for_save(request, edit_lock)
-        if locks.page.state.problem is not None:
-            raise ValidationError(
-                _("%(problem)s Nothing was saved.") % {"problem": locks.page.state.problem}, code="edit_lock_not_held"
-            )
+        page = _renewed_for_save(request, edit_lock)
+        problem = page.state.problem
+        if problem is not None:
+            # The banner says it, once; the form error only stops the save (see show_edit_lock).
+            refused = _("Nothing was saved. %(problem)s") % {"problem": problem}
+            locks.page = EditPage(replace(page.state, problem=refused), page.may_edit, page.lease)
+            raise ValidationError(refused, code=REFUSED)
+        locks.page = page
         return cleaned
 
     checked: type[ModelForm[Any]] = type(form.__name__, (form,), {"clean": clean, "__module__": form.__module__})
@@ -85,7 +90,7 @@ def _renewed_for_save(request: HttpRequest, edit_lock: EditLock) -> EditPage:
         except LockLost as lost:
             problem = lost_message(edit_lock, lost.current)
         except DynamoDBError as error:
-            problem = _("The edit lock could not be checked (%(error)s).") % {"error": staff_message(error)}
+            problem = f"{_('Your edit lock could not be checked.')} {staff_message(error)}"
     return EditPage(EditState(edit_lock.key, ticket=ticket, problem=problem), may_edit=True, lease=lease)
 
 
@@ -97,6 +102,7 @@ def show_edit_lock(
     page: EditPage,
     *,
     poll_seconds: float,
+    check_seconds: float,
 ) -> None:
     """Turn the admin's change page into the edit-lock page: its banner, the tab's ticket and the script."""
     assert response.context_data is not None
@@ -105,15 +111,34 @@ def show_edit_lock(
     if isinstance(names, str):
         names = [names]
     response.context_data["dynalock_parent_template"] = select_template(names) if isinstance(names, Sequence) else names
-    response.context_data["dynalock"] = _page_context(model_admin, request, obj, page, poll_seconds)
+    response.context_data["dynalock"] = _page_context(model_admin, request, obj, page, poll_seconds, check_seconds)
     state = page.state
     if state.problem or _held_by_another(state) or state.next_in_line is not None:
         response.context_data["show_delete"] = False  # the delete page would refuse: see deletion
     response.template_name = TEMPLATE
+    if _refused_only(response.context_data):
+        # Nothing for the user to correct: no "Please correct the error below.", no second copy of the banner.
+        response.context_data["errors"] = []
+
+
+def _refused_only(context: dict[str, Any]) -> bool:
+    """The page's one error is the refused save of a tab without the edit lock."""
+    admin_form, errors = context.get("adminform"), context.get("errors")
+    if admin_form is None or not errors or len(errors) != 1:
+        return False
+    form_errors = admin_form.form.errors.as_data()
+    return list(form_errors) == [NON_FIELD_ERRORS] and all(
+        error.code == REFUSED for error in form_errors[NON_FIELD_ERRORS]
+    )
 
 
 def _page_context(
-    model_admin: admin.ModelAdmin[Any], request: HttpRequest, obj: models.Model, page: EditPage, poll_seconds: float
+    model_admin: admin.ModelAdmin[Any],
+    request: HttpRequest,
+    obj: models.Model,
+    page: EditPage,
+    poll_seconds: float,
+    check_seconds: float,
 ) -> dict[str, Any]:
     def url(action: str) -> str:
         return endpoint_url(model_admin, action, obj)
@@ -149,7 +174,10 @@ def _page_context(
             "mayAsk": may_edit and mode == "view" and (state.next_in_line is not None or _held_by_another(state)),
             "leaseSeconds": lease,
             "renewSeconds": lease / 3,
+            # A visible editing page looks between renewals (one read each), so that news reaches it within seconds.
+            "checkSeconds": min(check_seconds, lease / 3),
             "pollSeconds": poll_seconds,
+            "checkUrl": url("check"),
             "renewUrl": url("renew"),
             "releaseUrl": url("release"),
             "resumeUrl": url("resume"),
@@ -175,6 +203,11 @@ def _page_context(
                 "deleted": _("This object was deleted meanwhile."),
                 "reloadLosing": _("Reload (your unsaved changes will be lost)"),
                 "ask": _("Ask to edit"),
+                "stopWaiting": _("Stop waiting"),
+                "stoppedWaiting": _("You are not waiting to edit this any more."),
+                "titleLost": _("Cannot save"),
+                "titleTurn": _("Your turn to edit"),
+                "notifyTurn": _("It is your turn to edit %(object)s.") % {"object": str(obj)},
             },
         },
     }

@@ -54,7 +54,7 @@ def editors_on_page(request: HttpRequest, changelist: ChangeList) -> dict[str, s
         _without_column(changelist)
         messages.warning(
             request,
-            _("Who is editing which row cannot be shown (%(error)s).") % {"error": staff_message(error)},
+            f"{_('Who is editing which row cannot be shown.')} {staff_message(error)}",
         )
         return {}
     now = datetime.now(UTC)

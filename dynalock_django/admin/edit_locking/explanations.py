@@ -36,7 +36,7 @@ def held_message(state: EditState) -> str:
 
 
 def unavailable_message(error: DynamoDBError) -> str:
-    return _("Edit locks are unavailable (%(error)s).") % {"error": staff_message(error)}
+    return f"{_('Edit locks are unavailable, so nothing can be edited here for now.')} {staff_message(error)}"
 
 
 def lost_message(edit_lock: EditLock, current: LockInfo | None) -> str:

@@ -49,6 +49,8 @@ class EditLockMixin(_ModelAdmin):
 
     # How often a read-only page asks whether the lock has freed.
     edit_lock_poll_seconds = 3.0
+    # How often a visible editing page looks whether someone asked, took over or released its lock (one read).
+    edit_lock_check_seconds = 4.0
     # The changelist's "Being edited" column: at the end of list_display unless placed there
     # (as "edit_lock_status"); False leaves it out (and spares the changelist its read).
     edit_lock_column = True
@@ -121,7 +123,15 @@ class EditLockMixin(_ModelAdmin):
         response = super().render_change_form(request, context, add, change, form_url, obj)
         page = self._locks().page
         if not add and obj is not None and page is not None and isinstance(response, TemplateResponse):
-            show_edit_lock(response, self, request, obj, page, poll_seconds=self.edit_lock_poll_seconds)
+            show_edit_lock(
+                response,
+                self,
+                request,
+                obj,
+                page,
+                poll_seconds=self.edit_lock_poll_seconds,
+                check_seconds=self.edit_lock_check_seconds,
+            )
         return response
 
     def delete_view(

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from ...client import get_client
 from ...conf import dynalock_settings
-from ...dynamodb import Lease, LockInfo, LockNotAcquired, LockTimeout
+from ...dynamodb import Lease, LockInfo, LockLost, LockNotAcquired, LockTimeout
 from ...keys import key_for_instance
 from ...payload import LockData
 from . import edit_queue
@@ -127,6 +127,13 @@ class EditLock:
             fencing_token=ticket.fencing_token,
             lease_duration=dynalock_settings.EDIT_LEASE_DURATION,
         )
+
+    def check(self, ticket: EditTicket) -> LockInfo:
+        """The tab's lock as stored now (one read, no write); LockLost when it is not the tab's any more."""
+        current = self.read()
+        if current is None or not self._is_held_by(current, ticket):
+            raise LockLost("the edit lock is not this tab's any more", current)
+        return current
 
     def read(self) -> LockInfo | None:
         """The lock item as stored now (one consistent read)."""

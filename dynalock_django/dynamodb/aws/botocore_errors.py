@@ -101,7 +101,13 @@ def translate(error: BaseException, *, table_name: str) -> DynamoDBError:
             "create one with LockClient.create_table().",
             error,
         )
-    if isinstance(error, NoCredentialsError) or code in {"UnrecognizedClientException", "InvalidSignatureException"}:
+    if isinstance(error, NoCredentialsError):
+        return DynamoDBError(
+            "No AWS credentials were found. Set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), "
+            "or run on a host with an IAM role. A local endpoint accepts any values, such as local and local.",
+            error,
+        )
+    if code in {"UnrecognizedClientException", "InvalidSignatureException"}:
         return DynamoDBError(
             "DynamoDB rejected the credentials. Set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
             "(or AWS_PROFILE), or run on a host with an IAM role.",

@@ -11,7 +11,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import boto3
+from botocore.exceptions import NoRegionError
 
+from ..exceptions import ConfigurationError
 from .botocore_config import config_from_options
 
 if TYPE_CHECKING:
@@ -19,6 +21,14 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 ClientFactory = Callable[[], "DynamoDBClient"]
+
+
+# boto3 reads AWS_DEFAULT_REGION (AWS_REGION only inside AWS's own runtimes), then the profile's config file.
+NO_REGION = (
+    "No AWS region is set. Give one: REGION_NAME in the DYNALOCK setting (region_name= for a LockClient), "
+    "or the AWS_DEFAULT_REGION environment variable, or region in ~/.aws/config."
+)
+LOCAL_REGION = " A local endpoint accepts any region, such as us-east-1."
 
 
 def build_dynamodb_client(
@@ -33,7 +43,12 @@ def build_dynamodb_client(
 
 
 def _new_client(region_name: str | None, endpoint_url: str | None, config: Config | None) -> DynamoDBClient:
-    return boto3.session.Session().client("dynamodb", region_name=region_name, endpoint_url=endpoint_url, config=config)
+    try:
+        return boto3.session.Session().client(
+            "dynamodb", region_name=region_name, endpoint_url=endpoint_url, config=config
+        )
+    except NoRegionError as error:
+        raise ConfigurationError(NO_REGION + (LOCAL_REGION if endpoint_url else "")) from error
 
 
 class Connection:

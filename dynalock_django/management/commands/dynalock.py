@@ -198,7 +198,7 @@ class Command(BaseCommand):
         if lock is None:
             raise CommandError(f"No lock item for key {key!r}.")
         for name, value in _as_dict(describe_rows([lock])[0]).items():
-            self.stdout.write(f"{name:>10}  {printable(value)}")
+            self.stdout.write(f"{name:>10}  {_for_people(value)}")
 
     def release(self, *, key: str, force: bool, yes: bool, by: str | None, **_: Any) -> None:
         if not force:
@@ -209,7 +209,14 @@ class Command(BaseCommand):
             raise CommandError(f"Lock {key!r} is not held; nothing to release.")
         described = _as_dict(describe_rows([lock])[0])
         if not yes:
-            answer = input(f"Release {key!r}, held by {printable(described['holder'])} for {described['age']}? [y/N] ")
+            try:
+                answer = input(
+                    f"Release {key!r}, held by {printable(described['holder'])} for {described['age']}? [y/N] "
+                )
+            except EOFError as error:  # no terminal (cron, a pipe, </dev/null): nobody to ask
+                raise CommandError(
+                    "Nobody can answer the question here: add --yes to release without asking."
+                ) from error
             if answer.strip().lower() not in {"y", "yes"}:
                 raise CommandError("Not released.")
         released_by = by or f"{getpass.getuser()}@{socket.gethostname()} (manage.py dynalock)"
@@ -231,6 +238,15 @@ def _model(label: str) -> Any:
         return apps.get_model(label)
     except (LookupError, ValueError) as error:
         raise CommandError(f"Unknown model {label!r}: use app_label.ModelName, e.g. desk.customer.") from error
+
+
+def _for_people(value: Any) -> str:
+    """A value of ``show`` as a person reads it: "-" for none, a list joined, no Python reprs."""
+    if value is None or value == "":
+        return "-"
+    if isinstance(value, list | tuple):
+        return "; ".join(printable(str(item)) for item in value) or "none"
+    return printable(str(value))
 
 
 def _key(key: tuple[str, str] | None) -> str:

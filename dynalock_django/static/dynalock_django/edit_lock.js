@@ -1,11 +1,14 @@
 // The edit lock of an admin change page (dynalock_django.admin.EditLockMixin).
 // Editing: renew the tab's lock every third of its lease, hand it to the tab's next page on a
 // reload or a save-and-continue, release it when the page goes away, and say so when it is lost.
+// Between renewals a visible page looks (one read, checkSeconds) whether someone asked to edit, took
+// over or released its lock, so its user hears within seconds; a hidden tab looks when shown again.
 // Idle (no input for EDIT_IDLE_TIMEOUT): let the lock go, keep the form as typed, offer to continue.
 // Read-only: tell the user when whoever is editing lets go; "Ask to edit" gets in line for the lock,
 // and the page switches to editing by itself at the user's turn (it reloads, and the reload edits).
 "use strict";
 (function () {
+  const TURN_FLAG = "dynalock-turn";  // sessionStorage: this tab reloads into editing at its turn in line
   const configElement = document.getElementById("dynalock-edit-lock");
   if (!configElement) return;
   const config = JSON.parse(configElement.textContent);
@@ -13,7 +16,26 @@
   const message = document.getElementById("dynalock-message");
   const form = banner.closest("form");
   const csrfToken = form.querySelector("[name=csrfmiddlewaretoken]").value;
+  const waitingLine = document.getElementById("dynalock-waiting");
+  const baseTitle = document.title;
   let timer = null;
+  let checkTimer = null;
+
+  // The tab's title says what changed (and a notification, where the user allowed them), until the user acts.
+  function tell(titlePrefix, notification) {
+    document.title = titlePrefix + " – " + baseTitle;
+    if (notification && window.Notification && Notification.permission === "granted" && document.hidden) {
+      try { new Notification(notification); } catch (error) { /* some browsers allow them only from a worker */ }
+    }
+    const restore = () => { document.title = baseTitle; };
+    for (const type of ["keydown", "pointerdown"]) document.addEventListener(type, restore, { once: true, capture: true });
+  }
+
+  // Who waits to edit: a line of its own under the banner's sentence ("" hides it).
+  function showWaiting(text) {
+    waitingLine.textContent = text || "";
+    waitingLine.hidden = !text;
+  }
 
   function say(kind, text) {
     banner.hidden = false;
@@ -69,8 +91,11 @@
   function lost(text) {
     holding = false;
     window.clearTimeout(timer);
+    window.clearTimeout(checkTimer);
+    showWaiting("");
     say("lost", text);
     stopSaving();
+    tell(config.strings.titleLost, text);
   }
 
   async function renew() {
@@ -88,8 +113,9 @@
     const body = response ? await response.json().catch(() => null) : null;
     if (response && response.ok && body && body.state === "held") {
       safeUntil = started + config.leaseSeconds * 1000;
-      // Who waits to edit came with the renewal itself.
-      say("edit", body.waiting ? config.strings.editing + " " + body.waiting : config.strings.editing);
+      lastLook = started;
+      say("edit", config.strings.editing);
+      showWaiting(body.waiting);  // who waits to edit came with the renewal itself
       schedule(renew, config.renewSeconds);
       return;
     }
@@ -100,6 +126,35 @@
     // Unreachable, or DynamoDB unavailable: try again soon; the lock holds until safeUntil.
     if (performance.now() > safeUntil - config.renewSeconds * 1000) say("unreachable", config.strings.unreachable);
     schedule(renew, Math.min(2, config.renewSeconds));
+  }
+
+  // A look between renewals: one read, no write. A renewal counts as a look (its answer says the same).
+  let lastLook = performance.now();
+
+  function scheduleCheck() {
+    window.clearTimeout(checkTimer);
+    checkTimer = window.setTimeout(check, config.checkSeconds * 1000);
+  }
+
+  async function check() {
+    if (!holding || document.hidden) return;  // hidden: it looks again as soon as it is shown
+    if (performance.now() - lastLook >= config.checkSeconds * 1000 - 100) {
+      lastLook = performance.now();
+      let response = null;
+      try {
+        response = await post(config.checkUrl);
+      } catch (error) {
+        // Unreachable: the renewals say so; the next look tries again.
+      }
+      if (!holding) return;
+      const body = response ? await response.json().catch(() => null) : null;
+      if (response && response.ok && body && body.state === "held") showWaiting(body.waiting);
+      else if (response && response.status === 409 && body) {
+        lost(body.message);
+        return;
+      }
+    }
+    scheduleCheck();
   }
 
   // ---- idle: no input for idleSeconds lets the lock go; the form keeps what was typed
@@ -128,7 +183,9 @@
   function goIdle() {
     holding = false;
     window.clearTimeout(timer);
+    window.clearTimeout(checkTimer);
     window.clearTimeout(idleTimer);
+    showWaiting("");
     post(config.releaseUrl).catch(() => {});  // if it is lost, the lock runs out one lease later
     say("idle", config.strings.idle);
     stopSaving();
@@ -160,6 +217,7 @@
       say("edit", config.strings.editing);
       allowSaving();
       schedule(renew, config.renewSeconds);
+      scheduleCheck();
       watchIdle();
     } else if (answer && answer.state === "changed") {
       // Their save stands: this page may not save over it. Reloading is the user's choice.
@@ -180,10 +238,19 @@
 
   if (holding) {
     schedule(renew, config.renewSeconds);
-    // A hidden tab's timers may be slowed down: renew as soon as it is looked at again.
+    scheduleCheck();
+    // A hidden tab's timers may be slowed down, and it does not look: renew as soon as it is looked at again.
     document.addEventListener("visibilitychange", () => {
-      if (!document.hidden && holding) renew();
+      if (!document.hidden && holding) {
+        renew();
+        scheduleCheck();
+      }
     });
+    // The page this tab was handed at its turn in line (see turn): say so in the title until the user acts.
+    if (window.sessionStorage.getItem(TURN_FLAG) === window.location.pathname) {
+      window.sessionStorage.removeItem(TURN_FLAG);
+      tell(config.strings.titleTurn, null);
+    }
     form.addEventListener("submit", (event) => {
       // The server keeps or releases the lock of a save; "save as new" leaves this object's lock to us.
       submitting = !(event.submitter && event.submitter.name === "_saveasnew");
@@ -230,6 +297,8 @@
     if (answer.state === "taken") {
       waiting = false;
       say("edit", answer.message);
+      window.sessionStorage.setItem(TURN_FLAG, window.location.pathname);
+      tell(config.strings.titleTurn, config.strings.notifyTurn);
       window.location.reload();
       return;
     }
@@ -237,10 +306,28 @@
     const askButton = document.getElementById("dynalock-ask");
     if (waiting && askButton) askButton.remove();
     if (answer.message) say("view", answer.message);
+    if (waiting && !document.getElementById("dynalock-stop-waiting")) {
+      bannerButton("dynalock-stop-waiting", config.strings.stopWaiting, stopWaiting, true);
+    }
     if (!waiting) offerAsk();
   }
 
+  async function stopWaiting() {
+    waiting = false;
+    const button = document.getElementById("dynalock-stop-waiting");
+    if (button) button.remove();
+    try {
+      await post(config.leaveUrl, csrfForm());
+    } catch (error) {
+      // Unsent: the entry goes stale and drops out by itself, as a closed page's does.
+    }
+    say("view", config.strings.stoppedWaiting);
+    offerAsk();
+  }
+
   async function ask() {
+    // The user's click: the one moment a browser lets a page ask to notify them at their turn.
+    if (window.Notification && Notification.permission === "default") Notification.requestPermission().catch(() => {});
     try {
       const response = await post(config.askUrl, csrfForm());
       const answer = await response.json().catch(() => null);

@@ -7,15 +7,17 @@ and serves the site until Ctrl-C; then stops the endpoint.
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
+import socket
 import sys
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import Permission, User
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from dynalock_django.client import close_client, get_client
 from dynalock_django.dynamodb import LocalDynamoDB
@@ -43,6 +45,10 @@ class Command(BaseCommand):
         parser.add_argument("--no-serve", action="store_true", help="Set everything up, then stop (for scripts).")
 
     def handle(self, *args: Any, port: int, dynamodb_port: int | None, no_serve: bool, **options: Any) -> None:
+        if not no_serve:
+            # Before anything starts: runserver leaves with os._exit() when its port is taken, which would skip
+            # stopping the endpoint, and say nothing about choosing another port.
+            _check_port_free(port)
         # A plain `kill` must also stop the endpoint: turn SIGTERM into SystemExit so `with` cleans up.
         signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
         # moto accepts any credentials; boto3 only needs some to sign requests.
@@ -80,3 +86,18 @@ class Command(BaseCommand):
             if created:
                 Address.objects.create(customer=customer, street=street, city=city)
                 Note.objects.create(customer=customer, body=f"{name} signed up for the {plan} plan.")
+
+
+def _check_port_free(port: int) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        # As runserver binds: SO_REUSEADDR, so a port left in TIME_WAIT by the last demo counts as free.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as error:
+            if error.errno != errno.EADDRINUSE:
+                raise
+            raise CommandError(
+                f"Port {port} is taken by another program. Choose another one: make demo PORT={port + 1} "
+                f"(or manage.py demo --port {port + 1})."
+            ) from error

@@ -1,0 +1,137 @@
+# ruff: noqa: F811 (the fixtures imported from test_admin_browser)
+"""The editing holder hears within seconds, in a real browser: of an ask, a take-over and a forced release.
+
+The edit lease is the default 60 s here, so renewals come every 20 s: what
+reaches the holder's page sooner came by its looks between renewals (one
+read every ``edit_lock_check_seconds``, 4 s, while the page is visible).
+The bounds are generous beside that (real time on a shared machine); the
+measured times are printed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.test import override_settings
+
+from dynalock_django.client import get_client
+from testproject.desk.admin import CustomerAdmin
+
+from .test_admin_browser import (  # noqa: F401 (fixtures, and helpers)
+    _database_before_live_server,
+    banner,
+    change_url,
+    chromium,
+    customer,
+    edit_locks,
+    lock_of,
+    staff_page,
+)
+from .test_ask_to_edit_browser import edit_lock_requests
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.uses_dynalock]
+
+TOLD_WITHIN = 5.0  # the promise: a visible holder's page hears within this
+BOUND = 9.0  # what a test on a busy machine asserts
+DASH = "\u2013"  # between what the title tells and the page's own title
+
+
+@pytest.fixture
+def default_edit_lease(customer: Any) -> Iterator[None]:
+    with override_settings(DYNALOCK={**settings.DYNALOCK, "EDIT_LEASE_DURATION": 60.0}):
+        yield
+
+
+def seconds_until(locator: Any, timeout: float = BOUND) -> float:
+    started = time.monotonic()
+    locator.wait_for(timeout=timeout * 1000)
+    return time.monotonic() - started
+
+
+def test_the_holder_hears_of_an_ask_within_seconds_on_a_line_of_its_own(
+    staff_page, live_server, customer, default_edit_lease
+):
+    assert CustomerAdmin.edit_lock_check_seconds < TOLD_WITHIN
+    alice, bob = staff_page("alice"), staff_page("bob")
+    url = change_url(live_server, customer)
+    alice.goto(url)
+    alices_requests = edit_lock_requests(alice)
+    bob.goto(url)
+    bob.click("#dynalock-ask")
+    told = seconds_until(alice.locator("#dynalock-waiting", has_text="bob is waiting to edit since"))
+    print(f"ask -> holder told after {told:.1f} s")
+    assert told < BOUND
+    assert "renew" not in alices_requests  # it came by a look, not by a renewal (every 20 s)
+    assert alices_requests.count("check") >= 1
+    sentence, waiting = (
+        alice.locator(selector).evaluate("el => el.getBoundingClientRect().toJSON()")
+        for selector in ("#dynalock-message", "#dynalock-waiting")
+    )
+    assert waiting["top"] >= sentence["bottom"]  # its own line, under the banner's sentence
+    assert "bob" not in alice.locator("#dynalock-message").inner_text()
+
+
+def test_the_holder_hears_of_a_take_over_within_seconds_and_the_tab_title_says_so(
+    staff_page, live_server, customer, default_edit_lease
+):
+    alice = staff_page("alice")
+    url = change_url(live_server, customer)
+    alice.goto(url)
+    title = alice.title()
+    carol = staff_page("carol", "force_release")
+    carol.goto(url)
+    carol.click("#dynalock-take-over")
+    carol.click("input[type=submit]")
+    carol.locator("input[name=_save]").wait_for(timeout=5000)
+    told = seconds_until(banner(alice).get_by_text("carol took over editing"))
+    print(f"take-over -> holder told after {told:.1f} s")
+    assert told < BOUND
+    assert alice.locator("input[name=_save]").is_disabled()
+    assert alice.title() == f"Cannot save {DASH} {title}"
+
+
+def test_the_holder_hears_of_a_forced_release_within_seconds(staff_page, live_server, customer, default_edit_lease):
+    alice = staff_page("alice")
+    alice.goto(change_url(live_server, customer))
+    get_client().force_release(lock_of(customer), released_by="carol")
+    told = seconds_until(banner(alice).get_by_text("carol released your edit lock"))
+    print(f"forced release -> holder told after {told:.1f} s")
+    assert told < BOUND
+    assert alice.title().startswith(f"Cannot save {DASH} ")
+
+
+def test_the_waiters_title_says_when_the_lock_is_handed_over(staff_page, live_server, customer, default_edit_lease):
+    alice, bob = staff_page("alice"), staff_page("bob")
+    url = change_url(live_server, customer)
+    alice.goto(url)
+    bob.goto(url)
+    title = bob.title()
+    bob.click("#dynalock-ask")
+    banner(bob).get_by_text("You are next").wait_for(timeout=5000)
+    alice.click("input[name=_save]")
+    alice.wait_for_url("**/admin/desk/customer/")
+    bob.locator("input[name=_save]").wait_for(timeout=BOUND * 1000)  # his page turned into the editing page
+    told = bob.title()
+    assert told.startswith(f"Your turn to edit {DASH} ")
+    assert told != title
+    bob.locator("input[name=name]").click()  # he is here: the title is the page's own again
+    assert bob.title() == told.removeprefix(f"Your turn to edit {DASH} ")
+    assert "Change customer" in bob.title()
+
+
+def test_stop_waiting_leaves_the_line(staff_page, live_server, customer, default_edit_lease):
+    alice, bob = staff_page("alice"), staff_page("bob")
+    url = change_url(live_server, customer)
+    alice.goto(url)
+    bob.goto(url)
+    bob.click("#dynalock-ask")
+    banner(bob).get_by_text("You are next").wait_for(timeout=5000)
+    assert [waiter.name for waiter in lock_of(customer).waiters] == ["bob"]
+    bob.click("#dynalock-stop-waiting")
+    banner(bob).get_by_text("You are not waiting to edit this any more.").wait_for(timeout=5000)
+    assert lock_of(customer).waiters == ()
+    assert bob.locator("#dynalock-ask").is_visible()  # he may ask again
