@@ -178,33 +178,72 @@ def state() -> tuple[Any, ...]:
     return table_items(), database
 
 
-def test_only_a_permitted_post_with_its_token_changes_anything(make_staff):
-    users = {
+# What some of the refusals must be, beyond "not a 500 and nothing changed".
+EXPECTED_STATUS = {
+    ("@requires_lock 423", "anonymous", "get"): 423,
+    ("lock history", "permitted", "get"): 404,
+    ("force release", "permitted", "head"): 200,  # the confirmation page, nothing more
+    ("edit lock check", "permitted", "post with token"): 200,
+}
+TARGETS = [
+    "live locks",
+    "live locks fragment",
+    "force release",
+    "lock change (log link)",
+    "lock history",
+    "lock delete",
+    "lock add",
+    "edit-locked change page",
+    "edit-locked delete page",
+    "edit lock renew",
+    "edit lock check",
+    "edit lock release",
+    "edit lock status",
+    "edit lock take over",
+    "edit lock ask",
+    "edit lock wait",
+    "edit lock leave",
+    "changelist list_editable",
+    "changelist action",
+    "@requires_lock 423",
+]
+
+
+@pytest.fixture
+def users(make_staff) -> dict[str, Any]:
+    return {
         "non-staff": make_staff("nadia", *PERMISSIONS, is_staff=False),
         "staff without permission": make_staff("sam"),
         "permitted": make_staff("pat", *PERMISSIONS),
         "alice": make_staff("alice", *PERMISSIONS),
     }
+
+
+def test_the_matrix_covers_every_url_the_package_adds(users):
+    assert list(targets(users)) == TARGETS
+    assert {name for name, _, _ in EXPECTED_STATUS} <= set(TARGETS)
+
+
+# One test per URL: each sets up its URL once and sends it every method as every kind of user.
+@pytest.mark.parametrize("name", TARGETS)
+def test_only_a_permitted_post_with_its_token_changes_anything(users, name):
     clients = {role: browser(users.get(role)) for role in ROLES}
-    statuses: dict[tuple[str, str, str], int] = {}
-    for name, setup in targets(users).items():
-        target = setup()
-        before = state()
-        for role in ROLES:
-            for method in METHODS:
-                if (role, method) == ("permitted", "post with token"):
-                    continue
-                response = send(clients[role], method, target)
-                statuses[(name, role, method)] = response.status_code
-                assert response.status_code < 500, (name, role, method, response.status_code)
-                assert state() == before, f"{name}: {method} by {role} changed something"
-        response = send(clients["permitted"], "post with token", target)
-        statuses[(name, "permitted", "post with token")] = response.status_code
-        assert response.status_code < 500, (name, response.status_code)
-        assert (state() != before) == target.changes, (
-            f"{name}: the permitted POST {'did not change' if target.changes else 'changed'} it"
-        )
-    assert statuses[("@requires_lock 423", "anonymous", "get")] == 423
-    assert statuses[("lock history", "permitted", "get")] == 404
-    assert statuses[("force release", "permitted", "head")] == 200  # the confirmation page, nothing more
-    assert statuses[("edit lock check", "permitted", "post with token")] == 200
+    statuses: dict[tuple[str, str], int] = {}
+    target = targets(users)[name]()
+    before = state()
+    for role in ROLES:
+        for method in METHODS:
+            if (role, method) == ("permitted", "post with token"):
+                continue
+            response = send(clients[role], method, target)
+            statuses[(role, method)] = response.status_code
+            assert response.status_code < 500, (name, role, method, response.status_code)
+            assert state() == before, f"{name}: {method} by {role} changed something"
+    response = send(clients["permitted"], "post with token", target)
+    statuses[("permitted", "post with token")] = response.status_code
+    assert response.status_code < 500, (name, response.status_code)
+    assert (state() != before) == target.changes, (
+        f"{name}: the permitted POST {'did not change' if target.changes else 'changed'} it"
+    )
+    expected = {(role, method): code for (url, role, method), code in EXPECTED_STATUS.items() if url == name}
+    assert {key: statuses[key] for key in expected} == expected
