@@ -40,6 +40,8 @@ DEFAULTS: dict[str, Any] = {
     "ADMIN_SHOWS_ALL_KEYS": False,
     # @requires_lock's contention response names the holder to anonymous requests too.
     "SHOW_HOLDER_TO_ANONYMOUS": False,
+    # OpenTelemetry spans name the lock's key (a row's primary key, a task's arguments); metrics never do.
+    "TRACE_KEYS": False,
 }
 
 
@@ -120,6 +122,10 @@ class DynalockSettings:
     @property
     def SHOW_HOLDER_TO_ANONYMOUS(self) -> bool:
         return bool(self._get("SHOW_HOLDER_TO_ANONYMOUS"))
+
+    @property
+    def TRACE_KEYS(self) -> bool:
+        return bool(self._get("TRACE_KEYS"))
 
 
 dynalock_settings = DynalockSettings()

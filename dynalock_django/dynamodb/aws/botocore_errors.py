@@ -34,6 +34,8 @@ _THROTTLING_CODES = frozenset(
         "TransactionInProgressException",
     }
 )
+# Cancellation reasons of a transaction that mean DynamoDB is overloaded.
+THROTTLED_REASONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded"})
 _NETWORK_ERRORS = (ConnectionError, HTTPClientError, ReadTimeoutError, ConnectionClosedError, EndpointConnectionError)
 
 
@@ -55,6 +57,16 @@ def is_transient(error: BaseException) -> bool:
         status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
         return error_code(error) in _THROTTLING_CODES or status >= 500
     return False
+
+
+def is_throttled(error: BaseException) -> bool:
+    """DynamoDB refused the request for capacity (itself, or as a transaction's cancellation reason)."""
+    code = error_code(error)
+    if code == TRANSACTION_CANCELLED:
+        assert isinstance(error, ClientError)
+        reasons = {reason.get("Code") for reason in error.response.get("CancellationReasons", [])}
+        return bool(reasons & THROTTLED_REASONS)
+    return code in _THROTTLING_CODES and code != "TransactionInProgressException"
 
 
 def may_have_landed(error: DynamoDBError) -> bool:
