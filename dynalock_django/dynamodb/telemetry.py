@@ -54,15 +54,17 @@ _describer: Describer | None = None
 _in_operation: contextvars.ContextVar[bool] = contextvars.ContextVar("dynalock_in_operation", default=False)
 
 
-def describe_keys_with(describer: Describer | None) -> None:
+def describe_keys_with(describer: Describer | None) -> Describer | None:
     """Describe each lock to telemetry with ``describer(key)``: ``dynalock.kind``, ``dynalock.model`` and such.
 
     Called for each acquire, release and takeover while the API is
     installed; it must be cheap and must not raise. Spans get every attribute it
     returns, metrics only ``dynalock.kind`` and ``dynalock.model``. None: no description.
+    Returns the describer it replaces.
     """
     global _describer
-    _describer = describer
+    previous, _describer = _describer, describer
+    return previous
 
 
 def _describe(keys: Sequence[str]) -> dict[str, str]:
