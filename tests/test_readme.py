@@ -10,7 +10,7 @@ import boto3
 from . import readme
 
 PROTOCOL = Path(__file__).resolve().parent.parent / "dynalock_django" / "dynamodb"
-TABLE_MANAGEMENT = PROTOCOL / "table.py"  # createtable, describe, check --deploy
+TABLE_MANAGEMENT = PROTOCOL / "aws" / "table_management.py"  # createtable, describe, check --deploy
 # IAM has no action of its own for a transaction: each of its writes needs its UpdateItem or DeleteItem.
 NO_IAM_ACTION = {"TransactWriteItems"}
 
@@ -24,7 +24,7 @@ def operations_sent(path: Path) -> set[str]:
 
 def test_the_iam_policy_allows_exactly_the_operations_the_package_sends():
     locks, management = readme.iam_policy()["Statement"]
-    running = set().union(*(operations_sent(path) for path in PROTOCOL.glob("*.py") if path != TABLE_MANAGEMENT))
+    running = set().union(*(operations_sent(path) for path in PROTOCOL.rglob("*.py") if path != TABLE_MANAGEMENT))
     assert running >= NO_IAM_ACTION
     running -= NO_IAM_ACTION
     assert {action.removeprefix("dynamodb:") for action in locks["Action"]} == running
