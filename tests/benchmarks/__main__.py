@@ -14,6 +14,7 @@ BENCHMARKS = [
     "live_locks",
     "live_index",
     "edit_lock",
+    "telemetry",
     "recovery",
 ]
 
