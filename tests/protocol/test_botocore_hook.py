@@ -72,5 +72,9 @@ def test_with_the_hooks_a_heartbeat_finding_its_lease_gone_is_still_an_error(ins
 def test_the_request_hook_names_the_table_of_a_transaction(instrument, make_client, key, table_name):
     otel = instrument(request_hook=botocore_request_hook, response_hook=botocore_response_hook)
     make_client().acquire_many([f"{key}-a", f"{key}-b"], timeout=5).release()
-    transactions = otel.spans("DynamoDB.TransactWriteItems")  # the acquire's, the release's
-    assert [span.attributes["aws.dynamodb.table_names"] for span in transactions] == [(table_name,)] * 2
+    transactions = otel.spans(
+        "DynamoDB.TransactWriteItems"
+    )  # the acquire's (and its retries under load), the release's
+    named = [span.attributes.get("aws.dynamodb.table_names") for span in transactions]
+    assert named.count((table_name,)) >= 2
+    assert None not in named
