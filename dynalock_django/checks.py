@@ -218,7 +218,11 @@ def _simple_types(values: dict[str, Any]) -> list[CheckMessage]:
                 id="dynalock.E012",
             )
         )
-    for name, check_id in (("ADMIN_SHOWS_ALL_KEYS", "E015"), ("SHOW_HOLDER_TO_ANONYMOUS", "E016")):
+    for name, check_id in (
+        ("ADMIN_SHOWS_ALL_KEYS", "E015"),
+        ("SHOW_HOLDER_TO_ANONYMOUS", "E016"),
+        ("TRACE_KEYS", "E028"),
+    ):
         if not isinstance(values[name], bool):
             messages.append(
                 Error(

@@ -45,6 +45,8 @@ DEFAULTS: dict[str, Any] = {
     # Calls in a row without an answer from DynamoDB after which calls fail at once (None: never), and for how long.
     "BREAKER_THRESHOLD": 3,
     "BREAKER_COOL_DOWN": 5.0,
+    # OpenTelemetry spans name the lock's key (a row's primary key, a task's arguments); metrics never do.
+    "TRACE_KEYS": False,
 }
 
 
@@ -138,6 +140,10 @@ class DynalockSettings:
     @property
     def BREAKER_COOL_DOWN(self) -> float:
         return float(self._get("BREAKER_COOL_DOWN"))
+
+    @property
+    def TRACE_KEYS(self) -> bool:
+        return bool(self._get("TRACE_KEYS"))
 
 
 dynalock_settings = DynalockSettings()

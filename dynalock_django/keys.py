@@ -109,6 +109,30 @@ def key_for_task(name: str, arguments: str, *, queued: bool = False) -> str:
     return _fitting(head, f"{arguments})")
 
 
+def telemetry_attributes(key: str) -> dict[str, str]:
+    """How telemetry describes ``key``: its kind (object, name, task, queued task) and a row's model label.
+
+    Read from the key's text alone, with no lookup: it runs at every acquire
+    while OpenTelemetry is installed. The key itself (a primary key, a
+    task's arguments) only with the setting ``TRACE_KEYS``.
+    """
+    prefix = dynalock_settings.KEY_PREFIX
+    body = key[len(prefix) :] if prefix and key.startswith(prefix) else key
+    label, separator, _ = body.partition(":")
+    attributes: dict[str, str]
+    if separator and "." in label and "(" not in label:
+        attributes = {"dynalock.kind": "object", "dynalock.model": label}
+    elif body.startswith("queued ") and "(" in body:
+        attributes = {"dynalock.kind": "queued task"}
+    elif "(" in body:
+        attributes = {"dynalock.kind": "task"}
+    else:
+        attributes = {"dynalock.kind": "name"}
+    if dynalock_settings.TRACE_KEYS:
+        attributes["dynalock.key"] = key
+    return attributes
+
+
 def parse_key(key: str) -> ParsedKey:
     """Read a key back: which model row it locks, or the name it was given."""
     prefix = dynalock_settings.KEY_PREFIX

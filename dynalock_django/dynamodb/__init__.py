@@ -32,6 +32,7 @@ from .leases.lease import Lease
 from .leases.lease_group import LeaseGroup
 from .lock_client import LockClient
 from .options import MAX_RENEWAL_WORKERS
+from .telemetry import botocore_request_hook, botocore_response_hook, describe_keys_with, span_event, task_skipped
 from .wire.display import printable
 from .wire.item import MALFORMED_ITEM_LEASE_SECONDS, MAX_PARTITION_KEY_BYTES, LockInfo
 from .wire.schema import TTL_UNAVAILABLE, TableDescription, validate_table_name
@@ -66,8 +67,13 @@ __all__ = [
     "TableNotFound",
     "TableSchemaError",
     "Waiter",
+    "botocore_request_hook",
+    "botocore_response_hook",
     "build_dynamodb_client",
+    "describe_keys_with",
     "printable",
     "retry_budget_seconds",
+    "span_event",
+    "task_skipped",
     "validate_table_name",
 ]

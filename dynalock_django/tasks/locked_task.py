@@ -16,7 +16,7 @@ from typing import Any, Literal, TypeVar, cast
 
 from .. import signals
 from ..client import get_client
-from ..dynamodb import Lease, LockInfo, printable
+from ..dynamodb import Lease, LockInfo, printable, task_skipped
 from ..exceptions import ConfigurationError, LockTimeout, TaskLocked
 from ..payload import LockData
 from . import frameworks
@@ -107,6 +107,7 @@ class LockedTask:
         if self.on_conflict == "raise":
             raise TaskLocked(f"Task {self.name} not run: {key!r} is held by a live run ({_who(holder)}).", holder)
         logger.info("Task %s skipped: %s is held by %s", printable(self.name), printable(key), _who(holder))
+        task_skipped(self.name)  # dynalock.tasks.skipped, when OpenTelemetry is installed
         signals.task_skipped.send(sender=key, task=self.name, holder=holder)
         return None
 

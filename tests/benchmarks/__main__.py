@@ -15,6 +15,7 @@ BENCHMARKS = [
     "live_locks",
     "live_index",
     "edit_lock",
+    "telemetry",
     "recovery",
 ]
 

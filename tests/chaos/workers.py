@@ -14,6 +14,7 @@ from dynalock_django.dynamodb import LockClient
 
 from ..dynamodb_support import make_dynamodb
 from ..protocol.fake_clock import OffsetClock
+from . import otel_sample
 from .history import Recorder
 from .run_window import RunWindow
 
@@ -115,6 +116,7 @@ def run(config: WorkerConfig) -> None:
     import django
 
     django.setup()
+    otel_sample.start_if_asked(config.name)  # DYNALOCK_CHAOS_METRICS: a sample of the exported metrics
     from dynalock_django.dynamodb import DynalockError, LockLost
 
     record = Recorder(Path(config.history), config.name)

@@ -22,7 +22,8 @@ from django.utils import dateformat, timezone
 from django.utils.translation import gettext as _
 
 from ...client import get_client
-from ...dynamodb import LockInfo, LockNotAcquired, Waiter
+from ...dynamodb import LockInfo, LockNotAcquired, Waiter, span_event
+from ...keys import telemetry_attributes
 from .tickets import EditTicket, django_user_id
 
 if TYPE_CHECKING:
@@ -77,6 +78,7 @@ class Turn:
 def ask(edit_lock: EditLock) -> Turn:
     """Put the user in line for the lock (one request); take it instead when it is free and theirs to take."""
     user = edit_lock.user
+    span_event("dynalock.edit.ask", telemetry_attributes(edit_lock.key))
     current = get_client().join_queue(edit_lock.key, waiter_id(user), name=user.get_username() or str(user.pk))
     return _turn(edit_lock, current, asked=True)
 
@@ -112,6 +114,7 @@ def _turn(edit_lock: EditLock, current: LockInfo | None, *, asked: bool) -> Turn
             state = edit_lock.take_over(current, dequeue=([me] if in_line else []) + gone, unchanged=True)
         except LockNotAcquired:
             return Turn("waiting" if in_line else "dropped")  # someone was quicker: the next poll sees who
+        span_event("dynalock.edit.hand_over", telemetry_attributes(edit_lock.key))
     if state.ticket is None:
         return Turn("dropped", kept_for_message(state.next_in_line) if state.next_in_line else "")
     return Turn("taken", _("It is your turn: this page now edits."), state.ticket)

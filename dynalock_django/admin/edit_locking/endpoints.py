@@ -25,7 +25,8 @@ from django.urls import URLPattern, path
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from ...dynamodb import DynamoDBError, LockLost, LockNotAcquired
+from ...dynamodb import DynamoDBError, LockLost, LockNotAcquired, span_event
+from ...keys import telemetry_attributes
 from ...models import FORCE_RELEASE_PERMISSION
 from ..breadcrumbs import Crumb, breadcrumbs
 from ..staff_messages import staff_message, unavailable_response
@@ -102,6 +103,8 @@ class EditLockEndpoints:
         """POST ``ticket``: the tab lets its lock go (sent by the page as it unloads)."""
 
         def released(obj: models.Model, edit_lock: EditLock, ticket: EditTicket) -> Answer:
+            if request.POST.get("idle"):  # the page went idle (not closed): an event on the request's span
+                span_event("dynalock.edit.idle_release", telemetry_attributes(edit_lock.key))
             edit_lock.release(ticket)
             return {"state": "released"}
 

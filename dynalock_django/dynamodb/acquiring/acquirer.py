@@ -27,6 +27,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from .. import telemetry
 from ..aws import botocore_errors, deadlines
 from ..aws.store import Refused
 from ..clock import Instant
@@ -35,6 +36,7 @@ from ..leases.lease import Lease, LeaseClient
 from ..leases.lease_record import LeaseRecord
 from ..wire import item, writes
 from ..wire.conditions import KeptAlive
+from ..wire.display import printable
 from ..wire.item import LockInfo
 from ..wire.waiters import WAITERS, Waiter, parse_waiters
 from ..wire.writes import Stamp
@@ -78,6 +80,7 @@ class Acquirer:
         self._closed = closed
         self._ensure_open = ensure_open
 
+    @telemetry.traced_acquire("dynalock.acquire")
     def acquire(self, lock_id: LockId, options: AcquireOptions, timeout: float | None) -> Lease:
         deadline = None if timeout is None else self._clock.monotonic() + timeout
         plan = self.plan(lock_id, deadline)
@@ -98,6 +101,7 @@ class Acquirer:
             self.clean_up(plan, options)
         raise plan.gave_up(timeout)
 
+    @telemetry.traced_acquire("dynalock.acquire")
     def try_acquire(self, lock_id: LockId, options: AcquireOptions) -> Lease | None:
         if self._holdings.get(lock_id) is not None:
             return None  # held by this very client: no need to ask DynamoDB
@@ -144,6 +148,7 @@ class Acquirer:
             keep_alive=options.keep_alive,
             waiters=waiters,
         )
+        record.telemetry = telemetry.lease_granted(lock_id[0], taken_over=taken_over)
         lease = Lease(self._client, record)
         if options.on_lost is not None:
             lease.add_lost_callback(options.on_lost)
@@ -152,7 +157,10 @@ class Acquirer:
             self._holdings.add(lease)
             self._heartbeat.start()
         if taken_over:
-            logger.info("Took over %r from a holder that stopped renewing (token %d)", lock_id[0], fencing_token)
+            # WARNING: a holder stopped without releasing (a crash, a pause, a partition): an operator looks why.
+            logger.warning(
+                "Took over %s from a holder that stopped renewing (token %d)", printable(lock_id[0]), fencing_token
+            )
         else:
             logger.debug("Acquired %r (token %d)", lock_id[0], fencing_token)
         return lease

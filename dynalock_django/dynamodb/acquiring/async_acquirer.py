@@ -17,6 +17,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from .. import telemetry
 from ..exceptions import ClientClosed
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ class AsyncAcquirer:
         self._clock = clock
         self._ensure_open = ensure_open
 
+    @telemetry.traced_acquire("dynalock.acquire")
     async def acquire(self, lock_id: LockId, options: AcquireOptions, timeout: float | None) -> Lease:
         deadline = None if timeout is None else self._clock.monotonic() + timeout
         plan = self._acquirer.plan(lock_id, deadline)
@@ -104,6 +106,7 @@ class AsyncAcquirer:
             functools.partial(self._acquirer.try_acquire, lock_id, options), if_abandoned=_release
         )
 
+    @telemetry.traced_acquire("dynalock.acquire_many")
     async def acquire_many(
         self, lock_ids: Sequence[LockId], options: AcquireOptions, timeout: float | None
     ) -> list[Lease]:

@@ -22,6 +22,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from .. import telemetry
 from ..aws import botocore_errors, deadlines
 from ..aws.store import Cancelled, TransactionsUnsupported
 from ..clock import Instant
@@ -70,6 +71,7 @@ class GroupAcquirer:
         self._clock = clock
         self._refresh_period = refresh_period
 
+    @telemetry.traced_acquire("dynalock.acquire_many")
     def acquire(self, lock_ids: Sequence[LockId], options: AcquireOptions, timeout: float | None) -> list[Lease]:
         deadline = None if timeout is None else self._clock.monotonic() + timeout
         plan = self.plan(lock_ids, deadline)
@@ -89,6 +91,7 @@ class GroupAcquirer:
             self.clean_up(plan, options)
         raise plan.gave_up(timeout)
 
+    @telemetry.traced_acquire("dynalock.acquire_many")
     def try_acquire(self, lock_ids: Sequence[LockId], options: AcquireOptions) -> list[Lease] | None:
         if any(self._holdings.get(lock_id) is not None for lock_id in lock_ids):
             return None  # held by this very client: no need to ask DynamoDB

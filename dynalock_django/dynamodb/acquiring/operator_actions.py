@@ -11,11 +11,13 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from .. import telemetry
 from ..aws.store import Refused
 from ..exceptions import LockNotAcquired
 from ..leases.lease import Lease, record_of
 from ..leases.lease_record import lost_message
 from ..wire import writes
+from ..wire.display import printable
 from ..wire.item import LockInfo, describe_holder
 from ..wire.writes import Stamp
 
@@ -41,6 +43,7 @@ class OperatorActions:
         self._holdings = holdings
         self._acquirer = acquirer  # grants the lease a takeover wins, as any acquire's
 
+    @telemetry.traced("dynalock.release", **{"dynalock.forced": True})
     def force_release(self, lock: LockInfo, *, released_by: str) -> LockInfo:
         request = writes.force_release(
             self._layout, lock, version=writes.new_version(), released_by=released_by, wall_time=self._clock.time()
@@ -52,9 +55,13 @@ class OperatorActions:
             raise LockNotAcquired(
                 f"Lock {lock.key!r} changed since it was read ({describe_holder(now)}); nothing was released.", now
             ) from refused
-        release_logger.warning("Lock %r held by %r was force-released by %r", lock.key, lock.owner_name, released_by)
+        release_logger.warning(
+            "Lock %s held by %s (token %s) was force-released by %s",
+            *map(printable, (lock.key, lock.owner_name, lock.fencing_token, released_by)),
+        )
         return self._layout.parse(released)
 
+    @telemetry.traced("dynalock.takeover")
     def take_over(self, lock: LockInfo, options: AcquireOptions, *, dequeue: list[str], unchanged: bool) -> Lease:
         stamp = Stamp.new(options.owner_name, options.lease_duration, self._clock)
         request = writes.take_over(self._layout, lock, stamp, data=options.data, dequeue=dequeue, unchanged=unchanged)

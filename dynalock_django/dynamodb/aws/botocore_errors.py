@@ -40,6 +40,8 @@ THROTTLING_CODES = frozenset(
 )
 # DynamoDB's words for a request whose key does not fit the table's key schema (DynamoDB Local says the second).
 _KEY_SCHEMA_MESSAGES = ("key element does not match the schema", "One of the required keys was not given a value")
+# Cancellation reasons of a transaction that mean DynamoDB is overloaded.
+THROTTLED_REASONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded"})
 _NETWORK_ERRORS = (ConnectionError, HTTPClientError, ReadTimeoutError, ConnectionClosedError, EndpointConnectionError)
 
 
@@ -78,6 +80,16 @@ def got_no_answer(error: BaseException) -> bool:
     if isinstance(error, ClientError):
         return int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)) >= 500
     return False
+
+
+def is_throttled(error: BaseException) -> bool:
+    """DynamoDB refused the request for capacity (itself, or as a transaction's cancellation reason)."""
+    code = error_code(error)
+    if code == TRANSACTION_CANCELLED:
+        assert isinstance(error, ClientError)
+        reasons = {reason.get("Code") for reason in error.response.get("CancellationReasons", [])}
+        return bool(reasons & THROTTLED_REASONS)
+    return code in THROTTLING_CODES and code != "TransactionInProgressException"
 
 
 def may_have_landed(error: DynamoDBError) -> bool:

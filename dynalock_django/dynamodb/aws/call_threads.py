@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import threading
 from collections.abc import Callable
 from typing import TypeVar
@@ -45,7 +46,8 @@ class CallThreads:
         the lock held, by a lease nobody will release).
         """
         try:
-            future = self._executor.submit(call)
+            # In the caller's context: its current span is the parent of the request's (OpenTelemetry).
+            future = self._executor.submit(contextvars.copy_context().run, call)
         except RuntimeError:  # shut down: the client was closed
             raise ClientClosed("The lock client is closed; create a new LockClient.") from None
         answer = asyncio.wrap_future(future)

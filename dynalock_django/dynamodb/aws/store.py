@@ -14,11 +14,12 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ..exceptions import DynamoDBUnavailable, InvalidLockRequest
+from .. import telemetry
+from ..exceptions import DynamoDBError, DynamoDBUnavailable, InvalidLockRequest
 from ..wire import item, live_index, validation
 from ..wire.cursor import decode_cursor, encode_cursor
 from ..wire.expressions import Expressions
@@ -40,7 +41,7 @@ _BotoError = (ClientError, BotoCoreError)
 # Cancellation reasons that no retry can change; the others (conflicts, throttling) pass with time.
 _INVALID_TRANSACTION = frozenset({"ValidationError", "ItemCollectionSizeLimitExceeded"})
 # Cancellation reasons that mean DynamoDB is overloaded: waiters back off as from any throttling.
-_THROTTLED_TRANSACTION = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded"})
+_THROTTLED_TRANSACTION = botocore_errors.THROTTLED_REASONS
 
 listing_logger = logging.getLogger("dynalock_django.listing")
 # DynamoDB's limit on the keys of one BatchGetItem.
@@ -48,6 +49,37 @@ BATCH_GET_KEYS = 100
 # BatchGetItem may leave keys unread (throttling, the 16 MB answer limit): they are asked for
 # again after these pauses (seconds), then given up on as DynamoDBUnavailable.
 UNPROCESSED_RETRY_PAUSES = (0.05, 0.1, 0.2, 0.4, 0.8)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _counted(operation: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Count each call of the method as one DynamoDB request of ``operation``, by result (``dynalock.requests``).
+
+    Every failure of a request is raised ``from`` botocore's error; one raised
+    without a cause sent nothing (a bad argument, a store known to lack
+    transactions) and is not counted. Without OpenTelemetry the method is left as it is.
+    """
+
+    def decorate(method: Callable[P, R]) -> Callable[P, R]:
+        if not telemetry.ENABLED:
+            return method
+
+        @functools.wraps(method)
+        def counted(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                answer = method(*args, **kwargs)
+            except Exception as error:
+                if error.__cause__ is not None:
+                    telemetry.request(operation, _result_of(error))
+                raise
+            telemetry.request(operation, "ok")
+            return answer
+
+        return counted
+
+    return decorate
 
 
 class Refused(Exception):
@@ -106,6 +138,7 @@ class LockStore:
         self._said_no_index = False
         self._has_transactions = True  # until the store says otherwise, once
 
+    @_counted("UpdateItem")
     def update(self, request: dict[str, Any], *, always: bool = False) -> Item:
         """Send an UpdateItem; the attributes it returned. Raises Refused when its condition failed.
 
@@ -117,6 +150,7 @@ class LockStore:
             raise self._refused_or_translated(error, request) from error
         return response.get("Attributes", {})
 
+    @_counted("DeleteItem")
     def delete(self, request: dict[str, Any]) -> None:
         """Send a DeleteItem. Raises Refused when its condition failed."""
         try:
@@ -124,6 +158,7 @@ class LockStore:
         except _BotoError as error:
             raise self._refused_or_translated(error, request) from error
 
+    @_counted("TransactWriteItems")
     def transact(self, requests: Sequence[dict[str, Any]]) -> None:
         """Send writes (each ``{"Update": ...}`` or ``{"Delete": ...}``) as one TransactWriteItems: all or none.
 
@@ -187,11 +222,7 @@ class LockStore:
         items: list[Item] = []
         pauses = iter(UNPROCESSED_RETRY_PAUSES)
         while True:
-            request: Any = {table: {"Keys": keys, "ConsistentRead": True}}
-            try:
-                response: dict[str, Any] = dict(self._send(functools.partial(_batch_get_item, request=request)))
-            except _BotoError as error:
-                raise botocore_errors.translate(error, table_name=table) from error
+            response = self._batch_get_once({table: {"Keys": keys, "ConsistentRead": True}})
             items += response.get("Responses", {}).get(table, [])
             keys = list(response.get("UnprocessedKeys", {}).get(table, {}).get("Keys", []))
             if not keys:
@@ -201,6 +232,13 @@ class LockStore:
                 raise DynamoDBUnavailable(f"DynamoDB left {len(keys)} keys of a BatchGetItem unread after retries.")
             time.sleep(pause)
 
+    @_counted("BatchGetItem")
+    def _batch_get_once(self, request: Any) -> dict[str, Any]:
+        try:
+            return dict(self._send(functools.partial(_batch_get_item, request=request)))
+        except _BotoError as error:
+            raise botocore_errors.translate(error, table_name=self._layout.table_name) from error
+
     def scan_page(
         self, *, limit: int | None, cursor: str | None, include_released: bool, key_prefix: str | None
     ) -> ScanPage:
@@ -208,6 +246,7 @@ class LockStore:
         start = decode_cursor(cursor, self._layout.key_names()) if cursor else None
         return self._scan(limit, start, include_released=include_released, key_prefix=key_prefix, index=False)
 
+    @_counted("Scan")
     def _scan(
         self,
         limit: int | None,
@@ -275,6 +314,7 @@ class LockStore:
                 live_index.INDEX_NAME,
             )
 
+    @_counted("GetItem")
     def _read_key(self, key: dict[str, Any]) -> Item | None:
         try:
             response = self._send(
@@ -327,3 +367,10 @@ def _is_missing_index(error: BaseException) -> bool:
         return False
     assert isinstance(error, ClientError)
     return live_index.is_missing_index_error(str(error.response.get("Error", {}).get("Message", "")))
+
+
+def _result_of(error: Exception) -> telemetry.RequestResult:
+    if isinstance(error, Refused | Cancelled):
+        return "condition_failed"
+    original = error.original if isinstance(error, DynamoDBError) else None
+    return "throttled" if original is not None and botocore_errors.is_throttled(original) else "error"

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
+from .. import telemetry
 from ..wire.conditions import Detached, Holding, KeptAlive
 from ..wire.display import printable
 
@@ -77,6 +78,10 @@ class LeaseRecord:
         # because an on_lost callback may release the lease it is told about.
         self.write_lock = threading.RLock()
         self.lost = threading.Event()
+        # A renewal failed since the last that succeeded: running out now is DynamoDB's doing, not a pause.
+        self.renewal_failed = False
+        # What telemetry counts of this lease from its grant (None: not granted here, or no OpenTelemetry).
+        self.telemetry: telemetry.Holding | None = None
         self._lost_callbacks: list[Callback] = []
         self._release_callbacks: list[Callback] = []
 
@@ -121,6 +126,7 @@ class LeaseRecord:
         if waiters is not None:
             self.waiters = waiters
         self.versions = [version]
+        self.renewal_failed = False
         self.valid_from = started
         self.lease_duration = lease_duration
 
@@ -133,6 +139,8 @@ class LeaseRecord:
         self._release_callbacks.append(callback)
 
     def mark_released(self) -> None:
+        if self.state == "held":  # a lease lost, then released, ended when it was lost
+            telemetry.lease_ended(self.telemetry)
         self.state = "released"
         for callback in list(self._release_callbacks):
             self._run_callback(callback)
@@ -141,16 +149,32 @@ class LeaseRecord:
         """Report the lease lost (once): ``on_lost`` callbacks run, ``wait_until_lost()`` returns."""
         if self.state != "held":
             return
+        telemetry.lease_ended(self.telemetry, self._lost_cause(current, superseded))
         self.state = "lost"
         self.superseded = superseded
         self.lost_reason = reason
         self.lost_to = current
         # A kept-alive lease lost is news for this process; a detached one's owner is told by the caller.
         level = logging.WARNING if self.keep_alive else logging.INFO
-        logger.log(level, "Lost lock %r (token %s): %s", self.key, self.fencing_token, reason)
+        logger.log(
+            level,
+            "Lost lock %s (owner %s, token %s): %s",
+            printable(self.key),
+            printable(self.owner_name),
+            self.fencing_token,
+            reason,
+        )
         self.lost.set()
         for callback in list(self._lost_callbacks):
             self._run_callback(callback)
+
+    def _lost_cause(self, current: LockInfo | None, superseded: bool) -> telemetry.LostCause | None:
+        """Why the lease was lost, for telemetry; None when it was not lost to anyone (closed without a release)."""
+        if superseded:
+            return "released_by_operator" if current is None or current.is_released else "taken_over"
+        if self.safe_until > self.clock.monotonic():
+            return None
+        return "unavailable" if self.renewal_failed else "expired"
 
     def _run_callback(self, callback: Callback) -> None:
         try:

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .. import telemetry
 from ..aws import botocore_errors
 from ..aws.store import Cancelled, Refused, TransactionsUnsupported
 from ..exceptions import DynamoDBError, LockLost
@@ -69,6 +70,7 @@ class LeaseWriter:
                     raise LockLost(f"Lost lock {lease.key!r}: {message}.", current) from refused
                 queue = current.waiters
             except DynamoDBError as error:
+                record.renewal_failed = True
                 if botocore_errors.may_have_landed(error):
                     record.add_unanswered_version(stamp.version)
                 raise
@@ -80,6 +82,7 @@ class LeaseWriter:
             if lease.safe_until <= self._clock.monotonic():
                 self._holdings.forget(lease, lost=(reason, None), superseded=False)
 
+    @telemetry.traced("dynalock.release")
     def release(self, lease: Lease, *, best_effort: bool = False) -> bool:
         """Release ``lease``; see :meth:`.LockClient.release`."""
         record = record_of(lease)
@@ -120,6 +123,7 @@ class LeaseWriter:
         release_logger.debug("Released %r (token %d)", lease.key, lease.fencing_token)
         return True
 
+    @telemetry.traced("dynalock.release")
     def release_all(self, leases: Sequence[Lease], *, best_effort: bool = False) -> bool:
         """Release every lease; True when this call released them all.
 

@@ -186,7 +186,9 @@
     window.clearTimeout(checkTimer);
     window.clearTimeout(idleTimer);
     showWaiting("");
-    post(config.releaseUrl).catch(() => {});  // if it is lost, the lock runs out one lease later
+    const body = ticketForm();
+    body.set("idle", "1");  // told apart from a closed page (a span event on the server)
+    post(config.releaseUrl, body).catch(() => {});  // if it is lost, the lock runs out one lease later
     say("idle", config.strings.idle);
     stopSaving();
     bannerButton("dynalock-continue", config.strings.continue, resume);

@@ -1,0 +1,368 @@
+"""OpenTelemetry metrics and spans, when ``opentelemetry-api`` is installed (``dynalock-django[otel]``); else nothing.
+
+Without the API nothing here imports it, the decorators return what they
+decorate unchanged and the other functions return at once: the acquire path
+costs what it did (``python -m tests.benchmarks.telemetry`` measures it).
+With the API but no SDK, the API's own no-op providers answer. The meter
+and tracer are named ``dynalock_django``; docs/operations.md lists the
+instruments and what to alert on.
+
+Attributes are low-cardinality on purpose: an outcome, a result, a cause,
+and the lock's kind and model as the describer set with
+:func:`describe_keys_with` tells them (the Django layer registers one that
+reads its keys). A key, a primary key or a user's name appears on a span
+only when the describer puts it there (the Django setting ``TRACE_KEYS``),
+and never on a metric.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import inspect
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, ParamSpec, TypeVar
+
+from .exceptions import DynamoDBError, LockLost, LockNotAcquired, LockTimeout
+
+try:
+    from opentelemetry import metrics, trace
+except ImportError:  # the extra is not installed: everything below is a no-op
+    metrics = trace = None  # type: ignore[assignment]
+
+ENABLED = trace is not None
+NAME = "dynalock_django"
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+Outcome = Literal["acquired", "timeout", "unavailable", "refused"]
+LostCause = Literal["expired", "taken_over", "released_by_operator", "unavailable"]
+RequestResult = Literal["ok", "condition_failed", "throttled", "error"]
+Describer = Callable[[str], Mapping[str, str]]
+
+# Only these attributes of a description go on metrics: each has few values.
+METRIC_ATTRIBUTES = ("dynalock.kind", "dynalock.model")
+# Seconds: how long an acquire waits (a refused try is a few milliseconds) and how long a lock is held.
+ACQUIRE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+HOLD_BUCKETS = (0.01, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0, 14400.0)
+
+_describer: Describer | None = None
+# Set while a span of ours is current, so the botocore hook knows a refusal there was expected.
+_in_operation: contextvars.ContextVar[bool] = contextvars.ContextVar("dynalock_in_operation", default=False)
+
+
+def describe_keys_with(describer: Describer | None) -> Describer | None:
+    """Describe each lock to telemetry with ``describer(key)``: ``dynalock.kind``, ``dynalock.model`` and such.
+
+    Called for each acquire, release and takeover while the API is
+    installed; it must be cheap and must not raise. Spans get every attribute it
+    returns, metrics only ``dynalock.kind`` and ``dynalock.model``. None: no description.
+    Returns the describer it replaces.
+    """
+    global _describer
+    previous, _describer = _describer, describer
+    return previous
+
+
+def _describe(keys: Sequence[str]) -> dict[str, str]:
+    """The attributes every key shares (a group of rows of one model shares its model)."""
+    if _describer is None or not keys:
+        return {}
+    shared = dict(_describer(keys[0]))
+    for key in keys[1:]:
+        other = _describer(key)
+        shared = {name: value for name, value in shared.items() if other.get(name) == value}
+    return shared
+
+
+def _for_metrics(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: attributes[name] for name in METRIC_ATTRIBUTES if name in attributes}
+
+
+if ENABLED:
+    _meter = metrics.get_meter(NAME)
+    _tracer = trace.get_tracer(NAME)
+    _acquire_duration = _meter.create_histogram(
+        "dynalock.acquire.duration",
+        unit="s",
+        description="How long an acquire took, by outcome (acquired, timeout, unavailable, refused).",
+        explicit_bucket_boundaries_advisory=list(ACQUIRE_BUCKETS),
+    )
+    _hold_duration = _meter.create_histogram(
+        "dynalock.hold.duration",
+        unit="s",
+        description="How long a lock was held, from its grant to its release or loss.",
+        explicit_bucket_boundaries_advisory=list(HOLD_BUCKETS),
+    )
+    _locks_held = _meter.create_up_down_counter(
+        "dynalock.locks.held", unit="{lock}", description="Locks this process holds now."
+    )
+    _acquire_pending = _meter.create_up_down_counter(
+        "dynalock.acquire.pending", unit="{call}", description="Acquires waiting now."
+    )
+    _lease_lost = _meter.create_counter(
+        "dynalock.lease.lost", unit="{lease}", description="Leases lost before their release, by cause."
+    )
+    _takeovers = _meter.create_counter(
+        "dynalock.takeovers", unit="{lock}", description="Locks this process took over from a holder that stopped."
+    )
+    _requests = _meter.create_counter(
+        "dynalock.requests", unit="{request}", description="DynamoDB requests, by operation and result."
+    )
+    _tasks_skipped = _meter.create_counter(
+        "dynalock.tasks.skipped", unit="{run}", description="Run-once task runs skipped: another run held the key."
+    )
+
+
+def _keys_of(target: Any) -> list[str]:
+    """The keys a call is about: a lock id, a key, a Lease or LockInfo (``.key``), or a sequence of them."""
+    if isinstance(target, str):
+        return [target]
+    if isinstance(target, tuple) and target and isinstance(target[0], str):
+        return [target[0]]  # a lock id: (key, sort key)
+    if isinstance(target, Sequence):
+        return [key for each in target for key in _keys_of(each)]
+    key = getattr(target, "key", None)
+    return [key] if isinstance(key, str) else []
+
+
+def _outcome(result: object, error: BaseException | None, timeout: object) -> Outcome | None:
+    if error is None:
+        return "refused" if result is None else "acquired"
+    if isinstance(error, LockTimeout):
+        return "refused" if timeout == 0 else "timeout"  # timeout=0 is a try (the admin's, a non-blocking lock)
+    if isinstance(error, DynamoDBError):
+        return "unavailable"
+    return None  # a closed client, a bad argument: no outcome of DynamoDB's
+
+
+@dataclass
+class _Acquire:
+    """One acquire being measured: its span, description and start."""
+
+    span: Any
+    attributes: dict[str, str]
+    started: float
+
+    def end(self, result: object, error: BaseException | None, timeout: object) -> None:
+        outcome = _outcome(result, error, timeout)
+        metric_attributes = _for_metrics(self.attributes)
+        _acquire_pending.add(-1, metric_attributes)
+        if outcome is not None:
+            _acquire_duration.record(
+                time.perf_counter() - self.started, {**metric_attributes, "dynalock.outcome": outcome}
+            )
+            self.span.set_attribute("dynalock.outcome", outcome)
+        if outcome in (None, "unavailable") and error is not None:
+            self.span.record_exception(error)
+            self.span.set_status(trace.StatusCode.ERROR, f"{type(error).__name__}: {error}")
+
+
+def _start(name: str, target: Any) -> tuple[_Acquire, Any, contextvars.Token[bool]]:
+    keys = _keys_of(target)
+    attributes = _describe(keys)
+    span_attributes: dict[str, Any] = {**attributes}
+    if not isinstance(target, str | tuple) or len(keys) != 1:
+        span_attributes["dynalock.lock_count"] = len(keys)
+    scope = _tracer.start_as_current_span(
+        name, attributes=span_attributes, record_exception=False, set_status_on_exception=False
+    )
+    span = scope.__enter__()
+    _acquire_pending.add(1, _for_metrics(attributes))
+    return _Acquire(span, attributes, time.perf_counter()), scope, _in_operation.set(True)
+
+
+def traced_acquire(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Measure an acquiring method ``(self, lock_id or lock_ids, options, [timeout])``, sync or async.
+
+    Opens span ``name`` around it (the requests it sends nest below), counts
+    it pending while it runs, and records its duration by outcome: a lease or
+    leases (acquired), None (refused), LockTimeout (timeout; refused when the
+    timeout was 0), DynamoDBError (unavailable, the span's status an error).
+    """
+
+    def decorate(method: Callable[P, R]) -> Callable[P, R]:
+        if not ENABLED:
+            return method
+        if inspect.iscoroutinefunction(method):
+
+            @functools.wraps(method)
+            async def traced_coroutine(*args: P.args, **kwargs: P.kwargs) -> R:
+                acquire, scope, token = _start(name, args[1])
+                result, error = None, None
+                try:
+                    result = await method(*args, **kwargs)
+                    return result  # type: ignore[no-any-return]
+                except BaseException as raised:
+                    error = raised
+                    raise
+                finally:
+                    _in_operation.reset(token)
+                    acquire.end(result, error, args[3] if len(args) > 3 else None)
+                    scope.__exit__(None, None, None)
+
+            return traced_coroutine  # type: ignore[return-value]
+
+        @functools.wraps(method)
+        def traced(*args: P.args, **kwargs: P.kwargs) -> R:
+            acquire, scope, token = _start(name, args[1])
+            result, error = None, None
+            try:
+                result = method(*args, **kwargs)
+                return result
+            except BaseException as raised:
+                error = raised
+                raise
+            finally:
+                _in_operation.reset(token)
+                acquire.end(result, error, args[3] if len(args) > 3 else None)
+                scope.__exit__(None, None, None)
+
+        return traced
+
+    return decorate
+
+
+def traced(name: str, **fixed: Any) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Open span ``name`` around a method ``(self, lease or lock or leases, ...)``: a release, a takeover.
+
+    ``fixed`` attributes are added. A refusal (LockNotAcquired, LockLost) is an
+    outcome, recorded as ``dynalock.outcome``; only a DynamoDB failure or a
+    bug makes the span's status an error.
+    """
+
+    def decorate(method: Callable[P, R]) -> Callable[P, R]:
+        if not ENABLED:
+            return method
+
+        @functools.wraps(method)
+        def traced_method(*args: P.args, **kwargs: P.kwargs) -> R:
+            keys = _keys_of(args[1])
+            attributes: dict[str, Any] = {**_describe(keys), **fixed}
+            if len(keys) != 1:
+                attributes["dynalock.lock_count"] = len(keys)
+            with _tracer.start_as_current_span(
+                name, attributes=attributes, record_exception=False, set_status_on_exception=False
+            ) as span:
+                token = _in_operation.set(True)
+                try:
+                    return method(*args, **kwargs)
+                except DynamoDBError as error:
+                    span.record_exception(error)
+                    span.set_status(trace.StatusCode.ERROR, f"{type(error).__name__}: {error}")
+                    raise
+                except Exception as error:
+                    if isinstance(error, LockNotAcquired | LockLost):
+                        span.set_attribute("dynalock.outcome", "refused")
+                    else:
+                        span.record_exception(error)
+                        span.set_status(trace.StatusCode.ERROR, f"{type(error).__name__}: {error}")
+                    raise
+                finally:
+                    _in_operation.reset(token)
+
+        return traced_method
+
+    return decorate
+
+
+class Holding:
+    """A granted lease as telemetry counts it: since when, and described how."""
+
+    __slots__ = ("attributes", "granted")
+
+    def __init__(self, attributes: dict[str, str]) -> None:
+        self.attributes = attributes
+        self.granted = time.perf_counter()
+
+
+def lease_granted(key: str, *, taken_over: bool) -> Holding | None:
+    """A lease was granted (``taken_over``: from a holder that stopped renewing); keep what returns on its record."""
+    if not ENABLED:
+        return None
+    attributes = _for_metrics(_describe([key]))
+    _locks_held.add(1, attributes)
+    if taken_over:
+        _takeovers.add(1, attributes)
+        span = trace.get_current_span()
+        if span.is_recording():
+            span.add_event("dynalock.takeover", {"dynalock.lock_count": 1})
+    return Holding(attributes)
+
+
+def lease_ended(holding: Holding | None, lost: LostCause | None = None) -> None:
+    """The lease ``holding`` measures was released, or ``lost`` (its cause)."""
+    if holding is None:
+        return
+    _locks_held.add(-1, holding.attributes)
+    _hold_duration.record(time.perf_counter() - holding.granted, holding.attributes)
+    if lost is not None:
+        _lease_lost.add(1, {**holding.attributes, "dynalock.cause": lost})
+
+
+def request(operation: str, result: RequestResult) -> None:
+    """One DynamoDB request (``operation`` as DynamoDB names it) ended with ``result``."""
+    if ENABLED:
+        _requests.add(1, {"dynalock.operation": operation, "dynalock.result": result})
+
+
+def task_skipped(task: str) -> None:
+    """A run-once task's run was skipped: another run held its key."""
+    if ENABLED:
+        _tasks_skipped.add(1, {"dynalock.task": task})
+
+
+def span_event(name: str, attributes: Mapping[str, str | int | bool] | None = None) -> None:
+    """Add event ``name`` to the current span, if one is recording (the admin's edit-lock events)."""
+    if ENABLED:
+        span = trace.get_current_span()
+        if span.is_recording():
+            span.add_event(name, dict(attributes or {}))
+
+
+# What DynamoDB answers a refused condition with (the aws wing's botocore_errors names them too; this
+# module sits below it and reads only the response's dict).
+_CONDITION_FAILED = "ConditionalCheckFailedException"
+_TRANSACTION_CANCELLED = "TransactionCanceledException"
+_REFUSED_REASONS = frozenset({"None", "ConditionalCheckFailed"})
+
+
+def botocore_request_hook(span: Any, service_name: str, operation_name: str, api_params: Mapping[str, Any]) -> None:
+    """For ``BotocoreInstrumentor().instrument(request_hook=...)``: names the tables of a TransactWriteItems.
+
+    The instrumentation records ``aws.dynamodb.table_names`` for single-item
+    requests only; this adds it for transactions (``acquire_many``).
+    """
+    if service_name != "dynamodb" or operation_name != "TransactWriteItems" or not span.is_recording():
+        return
+    tables = {
+        write.get("TableName")
+        for item in api_params.get("TransactItems", [])
+        for write in item.values()
+        if isinstance(write, Mapping)
+    }
+    span.set_attribute("aws.dynamodb.table_names", sorted(table for table in tables if isinstance(table, str)))
+
+
+def botocore_response_hook(span: Any, service_name: str, operation_name: str, result: Mapping[str, Any] | None) -> None:
+    """For ``BotocoreInstrumentor().instrument(response_hook=...)``: a lock's expected refusal is not an error.
+
+    The instrumentation marks every ``ConditionalCheckFailedException`` (a
+    contended acquire, a release after a takeover) and every transaction
+    cancelled by failed conditions as an ERROR span. Inside a dynalock span
+    (an acquire, release or takeover) that refusal is the answer the
+    protocol asked for: the span's status becomes OK and it gets
+    ``dynalock.result = condition_failed``. Elsewhere (a heartbeat's renewal
+    refused: a lost lease; other tables) the status stays as it was.
+    """
+    if service_name != "dynamodb" or not _in_operation.get() or result is None or not span.is_recording():
+        return
+    error = result.get("Error", {})
+    code = error.get("Code")
+    reasons = {str(reason.get("Code")) for reason in result.get("CancellationReasons", [])}
+    if code == _CONDITION_FAILED or (code == _TRANSACTION_CANCELLED and reasons and reasons <= _REFUSED_REASONS):
+        span.set_status(trace.StatusCode.OK)
+        span.set_attribute("dynalock.result", "condition_failed")

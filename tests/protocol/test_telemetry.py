@@ -1,0 +1,204 @@
+"""Every instrument and span of dynalock_django.dynamodb.telemetry, read with the SDK's in-memory reader and exporter.
+
+On real stores: an uncontended acquire and release, a contended acquire (no
+ERROR span), a time-out, a refused try, a lease lost by a paused holder and
+its takeover, a takeover and a forced release by an operator, DynamoDB
+throttling, a group, and a coroutine's acquire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+
+import pytest
+from opentelemetry.trace import StatusCode
+
+from dynalock_django.dynamodb import DynamoDBUnavailable, LockLost, LockNotAcquired, LockTimeout
+from dynalock_django.dynamodb.leases.lease import record_of
+
+from ..dynamodb_support import LEASE, FaultInjector, make_dynamodb, unique
+from ..otel_support import described_as_their_keys, recorded
+
+
+@pytest.fixture
+def otel():
+    telemetry = recorded()
+    with described_as_their_keys():
+        telemetry.reset()
+        yield telemetry
+
+
+def test_an_acquire_and_its_release_record_their_spans_durations_holding_and_requests(otel, make_client, key):
+    client = make_client()
+    lease = client.acquire(key, timeout=5)
+    during = otel.collect()
+    assert during.sum("dynalock.locks.held", dynalock__kind=key) == 1
+    lease.release()
+    after = otel.collect()
+
+    (acquired,) = during.of("dynalock.acquire.duration", dynalock__kind=key)
+    assert acquired.attributes == {"dynalock.kind": key, "dynalock.outcome": "acquired"}
+    assert acquired.value == 1
+    assert 0 < acquired.total < 5
+    assert during.sum("dynalock.acquire.pending", dynalock__kind=key) == 0  # +1, then -1
+    assert during.sum("dynalock.requests", dynalock__operation="UpdateItem", dynalock__result="ok") == 1
+    assert after.sum("dynalock.locks.held", dynalock__kind=key) == -1
+    (held,) = after.of("dynalock.hold.duration", dynalock__kind=key)
+    assert held.value == 1
+    assert held.total > 0
+    assert after.sum("dynalock.requests", dynalock__operation="UpdateItem", dynalock__result="ok") == 1
+    assert not after.of("dynalock.lease.lost")
+
+    (acquire_span,) = otel.spans("dynalock.acquire")
+    assert acquire_span.attributes == {"dynalock.kind": key, "dynalock.outcome": "acquired"}
+    assert acquire_span.status.status_code is StatusCode.UNSET
+    (release_span,) = otel.spans("dynalock.release")
+    assert release_span.attributes == {"dynalock.kind": key}
+    assert release_span.status.status_code is StatusCode.UNSET
+
+
+def test_contention_is_an_outcome_not_an_error(otel, make_client, key):
+    holder, waiter = make_client(), make_client()
+    holder.acquire(key)
+    otel.reset()
+
+    def wait_in_vain() -> None:
+        with pytest.raises(LockTimeout):
+            waiter.acquire(key, timeout=1.0)
+
+    waiting = threading.Thread(target=wait_in_vain)
+    waiting.start()
+    time.sleep(0.3)
+    while_waiting = otel.collect()
+    waiting.join()
+    assert waiter.try_acquire(key) is None
+    done = otel.collect()
+
+    assert while_waiting.sum("dynalock.acquire.pending", dynalock__kind=key) == 1
+    assert done.sum("dynalock.acquire.pending", dynalock__kind=key) == -1
+    (timed_out,) = done.of("dynalock.acquire.duration", dynalock__outcome="timeout")
+    assert timed_out.attributes["dynalock.kind"] == key
+    assert timed_out.total >= 1.0
+    assert done.of("dynalock.acquire.duration", dynalock__kind=key, dynalock__outcome="refused")[0].value == 1
+    refusals = while_waiting.sum(
+        "dynalock.requests", dynalock__operation="UpdateItem", dynalock__result="condition_failed"
+    )
+    assert refusals >= 1  # the first write, refused with the holder's item
+    spans = otel.spans("dynalock.acquire")
+    assert sorted(span.attributes["dynalock.outcome"] for span in spans) == ["refused", "timeout"]
+    assert all(span.status.status_code is StatusCode.UNSET for span in spans)
+    assert not any(span.events for span in spans)  # no exception recorded
+
+
+def test_a_lease_lost_by_a_paused_holder_and_its_takeover(otel, make_client, key, caplog):
+    holder, taker = make_client(), make_client()
+    lease = holder.acquire(key)
+    otel.reset()
+    with record_of(lease).write_lock:  # the heartbeat cannot renew it: as if the process were stopped
+        time.sleep(LEASE + 0.1)
+    assert lease.wait_until_lost(timeout=5 * LEASE)
+    lost = otel.collect()
+    assert lost.of("dynalock.lease.lost", dynalock__kind=key)[0].attributes["dynalock.cause"] == "expired"
+    assert lost.sum("dynalock.lease.lost", dynalock__kind=key) == 1
+    assert lost.sum("dynalock.locks.held", dynalock__kind=key) == -1
+    assert lost.of("dynalock.hold.duration", dynalock__kind=key)[0].total >= LEASE
+
+    with caplog.at_level(logging.WARNING, logger="dynalock_django"):
+        taken = taker.acquire(key, timeout=5 * LEASE)
+    took = otel.collect()
+    assert took.sum("dynalock.takeovers", dynalock__kind=key) == 1
+    assert took.sum("dynalock.locks.held", dynalock__kind=key) == 1
+    assert f"Took over {key} from a holder that stopped renewing (token {taken.fencing_token})" in caplog.messages
+    (acquire_span,) = otel.spans("dynalock.acquire")
+    assert [event.name for event in acquire_span.events] == ["dynalock.takeover"]
+    with pytest.raises(LockLost):
+        lease.release()  # the paused holder finds out: counted once, when it was lost
+    assert not otel.collect().of("dynalock.lease.lost")
+
+
+def test_an_operators_takeover_and_forced_release_are_causes_of_lost_leases(otel, make_client, key, caplog):
+    holder, operator = make_client(), make_client()
+    lease = holder.acquire(key)
+    as_read = operator.get(key)
+    taken = operator.take_over(as_read)
+    with pytest.raises(LockLost):
+        lease.extend()
+    with caplog.at_level(logging.WARNING, logger="dynalock_django"):
+        operator.force_release(operator.get(key), released_by="ops:carol")
+    with pytest.raises(LockLost):
+        taken.extend()
+    with pytest.raises(LockNotAcquired):
+        operator.take_over(as_read)  # changed hands since it was read: refused
+    collected = otel.collect()
+
+    lost = collected.of("dynalock.lease.lost", dynalock__kind=key)
+    assert {point.attributes["dynalock.cause"]: point.value for point in lost} == {
+        "taken_over": 1,
+        "released_by_operator": 1,
+    }
+    assert not collected.of("dynalock.takeovers")  # an operator's takeover is no dead holder's
+    released = f"Lock {key} held by {operator.owner_name} (token {taken.fencing_token}) was force-released by ops:carol"
+    assert released in caplog.messages
+    takeover_spans = otel.spans("dynalock.takeover")
+    assert [span.attributes.get("dynalock.outcome") for span in takeover_spans] == [None, "refused"]
+    assert all(span.status.status_code is StatusCode.UNSET for span in takeover_spans)
+    (forced,) = [span for span in otel.spans("dynalock.release") if span.attributes.get("dynalock.forced")]
+    assert forced.attributes["dynalock.kind"] == key
+
+
+def test_throttling_is_counted_and_an_unavailable_acquire_is_an_error_span(otel, make_client, endpoint_url, key):
+    dynamodb = make_dynamodb(endpoint_url, retries={"mode": "standard", "total_max_attempts": 1})
+    client = make_client(dynamodb)
+    FaultInjector(dynamodb).fail("UpdateItem", "ProvisionedThroughputExceededException", 400, times=1)
+    with pytest.raises(DynamoDBUnavailable):
+        client.try_acquire(key)
+    collected = otel.collect()
+    assert collected.sum("dynalock.requests", dynalock__operation="UpdateItem", dynalock__result="throttled") == 1
+    assert collected.of("dynalock.acquire.duration", dynalock__kind=key)[0].attributes["dynalock.outcome"] == (
+        "unavailable"
+    )
+    (span,) = otel.spans("dynalock.acquire")
+    assert span.status.status_code is StatusCode.ERROR
+    assert span.attributes["dynalock.outcome"] == "unavailable"
+
+
+def test_a_group_acquire_is_one_span_for_all_its_keys(otel, make_client, key):
+    client = make_client()
+    keys = [f"{key}-a", f"{key}-b"]
+    group = client.acquire_many(keys, timeout=5)
+    group.release()
+    collected = otel.collect()
+    (span,) = otel.spans("dynalock.acquire_many")
+    assert span.attributes["dynalock.lock_count"] == 2
+    assert span.attributes["dynalock.outcome"] == "acquired"
+    assert "dynalock.kind" not in span.attributes  # each key is its own kind here: nothing they share
+    assert sum(collected.sum("dynalock.locks.held", dynalock__kind=k) for k in keys) == 0
+    assert sum(p.value for k in keys for p in collected.of("dynalock.hold.duration", dynalock__kind=k)) == 2
+
+
+def test_a_coroutines_acquire_has_its_span_and_outcome(otel, make_client, key):
+    client = make_client()
+
+    async def hold() -> None:
+        lease = await client.aacquire(key, timeout=5)
+        await lease.arelease()
+
+    asyncio.run(hold())
+    (span,) = otel.spans("dynalock.acquire")
+    assert span.attributes == {"dynalock.kind": key, "dynalock.outcome": "acquired"}
+    assert otel.collect().sum("dynalock.requests", dynalock__operation="UpdateItem", dynalock__result="ok") == 2
+
+
+def test_without_a_describer_nothing_names_the_lock(otel, make_client):
+    from dynalock_django.dynamodb import describe_keys_with
+
+    previous = describe_keys_with(None)
+    try:
+        make_client().acquire(unique()).release()
+    finally:
+        describe_keys_with(previous)
+    (span,) = otel.spans("dynalock.acquire")
+    assert span.attributes == {"dynalock.outcome": "acquired"}
