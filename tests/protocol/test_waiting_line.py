@@ -300,7 +300,8 @@ def test_a_waiter_silent_past_the_live_window_is_not_put_back_by_its_refresh(mak
 def test_a_hostile_queue_of_hundreds_of_entries_is_taken_out_a_bite_at_a_time(
     make_client, dynamodb, endpoint_url, table_name, key
 ):
-    client = make_client(make_dynamodb(endpoint_url, read_timeout=10))  # items of 60 KB: slow on a busy machine
+    # Items of 60 KB are slow to answer on a busy machine: a longer read time-out, and a lease that allows it.
+    client = make_client(make_dynamodb(endpoint_url, read_timeout=10), lease_duration=60.0, heartbeat_period=10.0)
     lease = client.acquire(key, keep_alive=False, owner_name=TAB)
     # Each pruning write stays inside DynamoDB's limits (checked on every request of the suite).
     store_queue(dynamodb, table_name, key, {f"{number:0200d}": MALFORMED[0] for number in range(300)})
