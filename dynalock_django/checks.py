@@ -291,6 +291,18 @@ def check_table(app_configs: Any = None, **_: Any) -> list[CheckMessage]:
                 id="dynalock.W020",
             )
         )
+    if description.is_eventually_consistent_global_table:
+        messages.append(
+            Warning(
+                f"The lock table {client.table_name!r} is a global table whose replicas agree only eventually "
+                f"(MultiRegionConsistency {description.multi_region_consistency or 'EVENTUAL'}, replicas in "
+                f"{', '.join(description.replica_regions)}): a lock taken in one region is not seen in another "
+                "for a second or more, so two regions can each hold it at once.",
+                hint="Use a table in one region, or a multi-Region strongly consistent (MRSC) global table; "
+                "see docs/guarantees.md, Global tables.",
+                id="dynalock.W022",
+            )
+        )
     if description.live_index_status != "ACTIVE":
         state = description.live_index_status or "missing"
         messages.append(

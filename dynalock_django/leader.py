@@ -77,7 +77,8 @@ def run_while_leader(
     The command runs as a :class:`~dynalock_django.supervised.SupervisedCommand`: in its own process
     group, told its fencing token, killed by the kernel if this process dies (Linux). A lost lease,
     or SIGTERM to this process, stops it (SIGTERM to its group, SIGKILL after ``grace_period``);
-    the lease is released only once nothing of it runs.
+    the lease is released only once nothing of it runs. Stopped with this process (Ctrl-Z), it is
+    continued only while the lease holds, and otherwise killed (EXIT_LEASE_LOST).
     """
     supervised: SupervisedCommand | None = None
 
@@ -87,9 +88,19 @@ def run_while_leader(
             supervised.stop()
 
     leader = Leadership(name, timeout=timeout, on_lost=stop)
+
+    def still_held() -> bool:
+        if leader.is_leader():
+            return True
+        # It ran out while this process was stopped (Ctrl-Z): the heartbeat, stopped too, could not say so.
+        leader.lost.set()
+        return False
+
     lease = leader.acquire()
     try:
-        supervised = SupervisedCommand(command, fencing_token=lease.fencing_token, grace_period=grace_period)
+        supervised = SupervisedCommand(
+            command, fencing_token=lease.fencing_token, grace_period=grace_period, still_held=still_held
+        )
         with supervised.forwarding_signals():
             supervised.start()
             if leader.lost.is_set():  # lost before the command started: the callback had nothing to stop

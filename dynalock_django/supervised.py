@@ -10,6 +10,13 @@ which gets a parent-death signal of its own, kills the rest of the group (what
 the command started in the background). Its fencing token is in the
 environment (:data:`FENCING_TOKEN_ENV`) so the command can fence its own writes.
 
+Under a terminal: Ctrl-Z (SIGTSTP) stops the command's group with the
+runner, and a continue (SIGCONT, ``fg``) resumes it only if the lease still
+holds; otherwise the command is killed where it stands, never resumed
+without the lease. A process group of its own cannot read the terminal (the
+terminal would stop it for good with SIGTTIN while the runner renews on), so
+a command run from a terminal gets /dev/null as its input (:func:`command_input`).
+
 What no runner can do: stop a command that detached itself from its
 process group (daemonized, ``setsid``), or, elsewhere than on Linux, a
 command whose runner was killed with SIGKILL. Nor can it stop a command in
@@ -82,8 +89,17 @@ class SupervisedCommand:
     on once it runs, instead of interrupting the runner half-way (with the command already running).
     """
 
-    def __init__(self, command: Sequence[str], *, fencing_token: int, grace_period: float) -> None:
+    def __init__(
+        self,
+        command: Sequence[str],
+        *,
+        fencing_token: int,
+        grace_period: float,
+        still_held: Callable[[], bool] = lambda: True,
+    ) -> None:
         self._command = list(command)
+        # Asked when the runner is continued after a stop: may the command run on?
+        self._still_held = still_held
         self._fencing_token = fencing_token
         self._grace_period = grace_period
         self._stopping = threading.Lock()
@@ -94,6 +110,8 @@ class SupervisedCommand:
         self._process: subprocess.Popen[bytes] | None = None
         self._sentinel: subprocess.Popen[bytes] | None = None
         self.stopped = False
+        # Killed at a continue because the lease ran out while runner and command were stopped.
+        self.killed_stopped = False
 
     @property
     def process(self) -> subprocess.Popen[bytes]:
@@ -106,6 +124,7 @@ class SupervisedCommand:
             self._process = subprocess.Popen(  # noqa: S603 (the operator's own command line)
                 self._command,
                 env={**os.environ, FENCING_TOKEN_ENV: str(self._fencing_token)},
+                stdin=command_input(),
                 process_group=0,
                 preexec_fn=_dies_with_this_thread(signal.SIGKILL),  # safe with threads: see there
             )
@@ -132,6 +151,26 @@ class SupervisedCommand:
         self._kill_timer.daemon = True
         self._kill_timer.start()
 
+    def suspend(self) -> None:
+        """The runner was told to stop (SIGTSTP: Ctrl-Z): stop the command's group, then the runner itself.
+
+        SIGSTOP, which the command cannot ignore: a command running on while its runner (and so the
+        heartbeat) stands still would outlive the lease, and another runner would start a second copy.
+        """
+        self.signal_group(signal.SIGSTOP)
+        os.kill(os.getpid(), signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """The runner was continued (SIGCONT): continue the command only if the lease still holds, else kill it.
+
+        Killed, not asked to stop: a command let run to handle a SIGTERM would run without the lease.
+        """
+        if self._still_held():
+            self.signal_group(signal.SIGCONT)
+            return
+        self.killed_stopped = self.stopped = True
+        self.signal_group(signal.SIGKILL)
+
     def wait(self) -> int:
         """Wait for the command to exit, kill what it left in its group, and return its exit status.
 
@@ -150,7 +189,9 @@ class SupervisedCommand:
 
     @contextlib.contextmanager
     def forwarding_signals(self) -> Iterator[None]:
-        """While inside: SIGTERM stops the command, the other signals in FORWARDED_SIGNALS reach its group.
+        """While inside: SIGTERM stops the command, the other signals in FORWARDED_SIGNALS reach its group,
+        SIGTSTP stops it with the runner and SIGCONT resumes it while the lease holds (:meth:`suspend`,
+        :meth:`resume`).
 
         Signal handlers belong to the main thread: elsewhere this does nothing.
         """
@@ -161,15 +202,32 @@ class SupervisedCommand:
         def handle(signum: int, frame: FrameType | None) -> None:
             if signum == signal.SIGTERM:
                 self.stop()
+            elif signum == signal.SIGTSTP:
+                self.suspend()
+            elif signum == signal.SIGCONT:
+                self.resume()
             else:
                 self.signal_group(signum)
 
-        previous = {signum: signal.signal(signum, handle) for signum in (signal.SIGTERM, *FORWARDED_SIGNALS)}
+        handled = (signal.SIGTERM, signal.SIGTSTP, signal.SIGCONT, *FORWARDED_SIGNALS)
+        previous = {signum: signal.signal(signum, handle) for signum in handled}
         try:
             yield
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+
+
+def command_input() -> int | None:
+    """The command's standard input: the runner's, or /dev/null when that is a terminal.
+
+    The command runs in a process group of its own, which is not the terminal's foreground group:
+    reading the terminal would stop it (SIGTTIN) for good while the runner renewed its lease on.
+    """
+    try:
+        return subprocess.DEVNULL if os.isatty(0) else None
+    except OSError:
+        return None
 
 
 def _start_sentinel(group: int) -> subprocess.Popen[bytes] | None:

@@ -6,6 +6,11 @@ the lock, and where it stands, from the write that keeps it in line. Who
 may take a freed lock is the caller's rule: the protocol only keeps the
 line. A grant keeps the queue (:func:`.writes.take_over` may take the taker
 out of it); so do renewals and releases, which return it to the holder.
+
+An entry not refreshed for :data:`.waiters.LIVE_SECONDS`, or not well-formed,
+holds nobody's place: it is taken out by the writes that read it (an ask
+refused for room, a detached lease's renewal: :mod:`.wire.queue_pruning`),
+so the cap counts live entries, and a refresh never brings it back.
 """
 
 from __future__ import annotations
@@ -15,10 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from .aws.store import Refused
 from .clock import Instant
-from .wire import item, validation, waiters
-from .wire.expressions import Expressions
+from .wire import item, queue_pruning, validation, waiters
+from .wire.expressions import Expressions, update_expression
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
+
     from .aws.store import LockStore
     from .clock import Clock
     from .options import CallChecks
@@ -43,24 +52,24 @@ class QueueMethods:
         that has room (:data:`.waiters.MAX_WAITERS`): a lock released while
         others wait keeps its line. Joining again starts the wait anew. When
         refused, nothing is written and the item is returned as found (None: no
-        item): the caller sees whether the lock is free. A held item without a
-        queue (written by the AWS Java client), or with a ``waiters`` attribute
-        that is not a map (written by hand), costs a second write that starts one.
+        item): the caller sees whether the lock is free. A full queue holding
+        entries that are not live or not well-formed costs a second write, which
+        takes them out and joins (conditioned on the queue being as read, so the
+        cap counts live entries). A held item without a queue (written by the AWS
+        Java client), or with a ``waiters`` attribute that is not a map (written
+        by hand), costs a second write that starts one.
         """
         lock_id, name = self.call_checks.lock_id(key, sort_key), _checked(waiter_id, name)
-        entry = waiters.entry(name, int(self.clock.time() * 1000))
-        exprs = Expressions()
-        queue, me = exprs.name(waiters.WAITERS), exprs.name(waiter_id)
-        room = f"(size({queue}) < {exprs.number(waiters.MAX_WAITERS)} OR attribute_exists({queue}.{me}))"
-        join = _request(
-            self.layout,
-            lock_id,
-            exprs,
-            update=f"SET {queue}.{me} = {exprs.value(entry)}",
-            condition=f"{_a_map(exprs, queue)} AND {room} AND attribute_exists({exprs.name(item.OWNER_NAME)})",
-        )
-        current = self._send(lock_id, join)
-        if current is None or current.is_released or current.waiters or current.is_malformed:
+        now = self.clock.time()
+        entry = waiters.entry(name, int(now * 1000))
+        current, joined = self._write(lock_id, _join(self.layout, lock_id, waiter_id, entry, []))
+        if joined or current is None:
+            return current
+        stale = [entry for entry in waiters.stale_entries(current.raw_waiters, now) if entry.waiter_id != waiter_id]
+        if stale and current.owner_name is not None:
+            # Refused for room: what is stale makes room (DynamoDB cannot count live entries itself).
+            return self._write(lock_id, _join(self.layout, lock_id, waiter_id, entry, stale))[0]
+        if current.is_released or current.waiters or current.is_malformed:
             return current
         exprs = Expressions()
         queue = exprs.name(waiters.WAITERS)
@@ -77,16 +86,19 @@ class QueueMethods:
     def refresh_waiter(self, key: str, waiter_id: str, *, sort_key: str | None = None) -> LockInfo | None:
         """Mark ``waiter_id`` as still waiting (its ``seen`` time); the item as it is after, or as found.
 
-        One UpdateItem, conditioned on the waiter being queued: one that left
-        or was taken out is not put back. Like :meth:`get`, it counts as a read
-        for :meth:`available_in`.
+        One UpdateItem, conditioned on the waiter being queued and live (seen
+        within :data:`.waiters.LIVE_SECONDS` of now, by this clock): one that
+        left, was taken out, or went silent too long is not put back. Like
+        :meth:`get`, it counts as a read for :meth:`available_in`.
         """
         lock_id = self.call_checks.lock_id(key, sort_key)
         validation.check_key("waiter_id", waiter_id, waiters.MAX_WAITER_ID_BYTES)
+        now_ms = int(self.clock.time() * 1000)
+        window_ms = int(waiters.LIVE_SECONDS * 1000)
         exprs = Expressions()
-        path = f"{exprs.name(waiters.WAITERS)}.{exprs.name(waiter_id)}"
-        seen = f"{path}.{exprs.name(waiters.SEEN)} = {exprs.number(int(self.clock.time() * 1000))}"
-        request = _request(self.layout, lock_id, exprs, update=f"SET {seen}", condition=f"attribute_exists({path})")
+        seen = f"{exprs.name(waiters.WAITERS)}.{exprs.name(waiter_id)}.{exprs.name(waiters.SEEN)}"
+        live = f"{seen} BETWEEN {exprs.number(now_ms - window_ms)} AND {exprs.number(now_ms + window_ms)}"
+        request = _request(self.layout, lock_id, exprs, update=f"SET {seen} = {exprs.number(now_ms)}", condition=live)
         return self._send(lock_id, request)
 
     def leave_queue(self, key: str, waiter_id: str, *, sort_key: str | None = None) -> None:
@@ -100,14 +112,19 @@ class QueueMethods:
             self.store.update(request)
 
     def _send(self, lock_id: LockId, request: dict[str, Any]) -> LockInfo | None:
+        return self._write(lock_id, request)[0]
+
+    def _write(self, lock_id: LockId, request: dict[str, Any]) -> tuple[LockInfo | None, bool]:
+        """The item after ``request`` (or as found when refused), and whether it was written."""
         try:
             stored = self.store.update(request)
             current: LockInfo | None = self.layout.parse(stored)
+            written = True
         except Refused as refused:
-            current = refused.current
+            current, written = refused.current, False
         if current is not None:
             self.process_state.observations.saw(lock_id, current, Instant.read(self.clock))
-        return current
+        return current, written
 
 
 def _checked(waiter_id: str, name: str) -> str:
@@ -117,6 +134,34 @@ def _checked(waiter_id: str, name: str) -> str:
         name = name[: waiters.MAX_NAME_CHARS]
     validation.check_key("waiter name", name, waiters.MAX_NAME_CHARS * 4)
     return name
+
+
+def _join(
+    layout: TableLayout,
+    lock_id: LockId,
+    waiter_id: str,
+    entry: AttributeValueTypeDef,
+    stale: Sequence[waiters.Stale],
+) -> dict[str, Any]:
+    """Add ``entry`` to the lock's queue if it has room beside its live entries, taking out (one bite of)
+    ``stale``, the entries found stale in it, each only if still stale.
+
+    The room is counted as read: an entry stale then is stale now, as a refresh does not bring it
+    back and time makes no entry live, so ``size < MAX_WAITERS + len(stale)`` counts the live
+    entries, and a join of a stale entry's own id keeps the size as it is.
+    """
+    exprs = Expressions()
+    queue, me = exprs.name(waiters.WAITERS), exprs.name(waiter_id)
+    removes, still_stale = queue_pruning.pruned(exprs, queue_pruning.first_bite(stale))
+    room = f"(size({queue}) < {exprs.number(waiters.MAX_WAITERS + len(stale))} OR attribute_exists({queue}.{me}))"
+    condition = [_a_map(exprs, queue), room, f"attribute_exists({exprs.name(item.OWNER_NAME)})", *still_stale]
+    return _request(
+        layout,
+        lock_id,
+        exprs,
+        update=update_expression([f"{queue}.{me} = {exprs.value(entry)}"], removes),
+        condition=" AND ".join(condition),
+    )
 
 
 def _a_map(exprs: Expressions, queue: str) -> str:

@@ -12,6 +12,7 @@ from dynalock_django.client import get_client
 from dynalock_django.dynamodb import Waiter
 from dynalock_django.dynamodb.wire.waiters import MAX_WAITERS
 from dynalock_django.keys import key_for_instance
+from testproject.desk.admin import CustomerAdmin
 from testproject.desk.models import Customer
 
 from .admin_support import DESK_EDITOR, browser, logged_in, with_token
@@ -156,6 +157,47 @@ def test_a_waiter_whose_page_went_silent_is_passed_over_and_taken_out(alice, bob
     assert queued_names(customer) == []  # carol left the line in the take, and bob was taken out with her
 
 
+def seen_ago(obj, user_waiter_id, seconds):
+    """Set a waiter's last poll ``seconds`` ago, as the table stores it."""
+    client = get_client()
+    client.dynamodb.update_item(
+        TableName=client.table_name,
+        Key={"key": {"S": key_for_instance(obj)}},
+        UpdateExpression="SET #w.#id.#seen = :then",
+        ExpressionAttributeNames={"#w": "waiters", "#id": user_waiter_id, "#seen": "seen"},
+        ExpressionAttributeValues={":then": {"N": str(int((time.time() - seconds) * 1000))}},
+    )
+
+
+def test_a_waiter_in_a_background_tab_keeps_its_turn(alice, bob, carol, customer):
+    alices, bobs = logged_in(alice), logged_in(bob)
+    alices_ticket = ticket_of(open_page(alices, customer))
+    ask(bobs, customer)
+    # A hidden tab's timers wake about once a minute: bob's page last polled 100 s ago.
+    seen_ago(customer, edit_queue.waiter_id(bob), 100)
+    release(alices, customer, alices_ticket)
+
+    page = open_page(logged_in(carol), customer)  # carol merely opens the page: it is kept for bob
+
+    assert page.context["dynalock"]["mode"] == "view"
+    assert "bob asked to edit first" in page.context["dynalock"]["message"]
+    assert wait(bobs, customer).json()["state"] == "taken"
+
+
+def test_twenty_people_who_closed_their_tabs_do_not_fill_the_queue(alice, bob, customer):
+    ticket_of(open_page(logged_in(alice), customer))
+    key = key_for_instance(customer)
+    for number in range(MAX_WAITERS):
+        get_client().join_queue(key, f"django-user:x{number}", name=f"w{number}")
+        seen_ago(customer, f"django-user:x{number}", edit_queue.LIVE_SECONDS + 1)  # gone without the leave beacon
+
+    answer = ask(logged_in(bob), customer).json()
+
+    assert answer["state"] == "waiting"
+    assert "You are next" in answer["message"]
+    assert queued_names(customer) == ["bob"]  # the ask took the stale entries out
+
+
 def test_asking_for_a_free_lock_takes_it(alice, bob, customer):
     alices = logged_in(alice)
     release(alices, customer, ticket_of(open_page(alices, customer)))
@@ -289,3 +331,25 @@ def test_a_waiter_since_the_end_of_time_is_shown_without_breaking_the_holders_re
     assert edit_queue.waiting_message([waiter], alice) == "mallory is waiting to edit since " + (
         "23:59." if time_zone == "UTC" else "?."
     )
+
+
+@pytest.mark.parametrize(
+    ("period", "warned"),
+    [
+        (3.0, False),
+        (60, False),
+        (61, True),
+        (0, True),
+        (-1, True),
+        (float("nan"), True),
+        (float("inf"), True),
+        ("3", True),
+    ],
+)
+def test_w004_a_poll_period_that_would_drop_waiters(period, warned):
+    from django.contrib import admin
+
+    class SlowAdmin(CustomerAdmin):
+        edit_lock_poll_seconds = period
+
+    assert ("dynalock.W004" in [message.id for message in SlowAdmin(Customer, admin.site).check()]) is warned

@@ -5,6 +5,7 @@ The settings checks make no request: those tests get no table. The deploy checks
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -172,6 +173,27 @@ def test_w021_a_table_without_the_live_locks_index(dynalock):
     assert message.id == "dynalock.W021"
     assert "is missing" in message.msg
     assert "dynalock createindex" in message.hint
+
+
+@pytest.mark.uses_dynalock
+@pytest.mark.parametrize(("consistency", "warned"), [(None, True), ("EVENTUAL", True), ("STRONG", False)])
+def test_w022_an_eventually_consistent_global_table(dynalock, monkeypatch, consistency, warned):
+    # No local store has global tables: the real description, with what DescribeTable shows for one.
+    described = LockClient.describe_table
+
+    def as_global_table(client):
+        real = described(client)
+        return dataclasses.replace(
+            real, replica_regions=("us-east-1", "eu-west-1"), multi_region_consistency=consistency
+        )
+
+    monkeypatch.setattr(LockClient, "describe_table", as_global_table)
+    with override_settings(DYNALOCK=dynalock):
+        messages = [message for message in check_table() if message.id == "dynalock.W022"]
+    assert bool(messages) is warned
+    if warned:
+        assert "us-east-1, eu-west-1" in messages[0].msg
+        assert "MRSC" in messages[0].hint
 
 
 def test_deploy_check_is_skipped_while_the_settings_are_wrong(configured):

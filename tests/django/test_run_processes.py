@@ -7,6 +7,7 @@ after its runner died shows up as ticks after the next command's first.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from dynalock_django.client import get_client
+from dynalock_django.leader import EXIT_LEASE_LOST
 from dynalock_django.locks import lock_key
 from dynalock_django.supervised import FENCING_TOKEN_ENV
 
@@ -165,3 +167,114 @@ def test_sigint_is_passed_on_to_the_command(dynalock, start_runner, tmp_path):
     # The command's KeyboardInterrupt ends it with SIGINT (130); the runner passes that on and releases.
     assert runner.wait(timeout=STARTED) == 128 + signal.SIGINT
     assert get_client().get(NIGHTLY).is_released
+
+
+def process_state(pid):
+    """The state letter /proc shows for ``pid`` (T: stopped), or None once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return None
+
+
+def test_ctrl_z_stops_the_command_with_the_runner_and_fg_resumes_it_while_the_lease_holds(
+    dynalock, start_runner, ticker, tmp_path
+):
+    env = manage_py_environment(
+        dynalock, "testproject.settings", DYNALOCK_LEASE_DURATION="30", DYNALOCK_HEARTBEAT_PERIOD="2"
+    )
+    path = tmp_path / "a.ticks"
+    runner = start_runner(env, "nightly", sys.executable, str(ticker), "a", str(path), "60")
+    wait_for(lambda: ticks(path), STARTED)
+    command = ticks(path)[0][0]
+
+    runner.send_signal(signal.SIGTSTP)  # Ctrl-Z
+
+    wait_for(lambda: process_state(runner.pid) == "T" and process_state(command) == "T", PATIENCE)
+    stopped = len(ticks(path))
+    time.sleep(0.3)
+    assert len(ticks(path)) == stopped  # the command stands still with its runner (and its heartbeat)
+
+    runner.send_signal(signal.SIGCONT)  # fg, well inside the lease
+
+    wait_for(lambda: len(ticks(path)) > stopped + 3, PATIENCE)
+    assert process_state(runner.pid) != "T"
+    assert get_client().get(NIGHTLY).owner_name is not None
+    runner.send_signal(signal.SIGTERM)
+    assert runner.wait(timeout=STARTED) == 128 + signal.SIGTERM
+
+
+def test_a_continue_after_the_lease_ran_out_ends_the_command_without_resuming_it(
+    dynalock, start_runner, ticker, tmp_path
+):
+    env = manage_py_environment(
+        dynalock, "testproject.settings", DYNALOCK_LEASE_DURATION="1", DYNALOCK_HEARTBEAT_PERIOD="0.25"
+    )
+    path = tmp_path / "a.ticks"
+    runner = start_runner(env, "nightly", sys.executable, str(ticker), "a", str(path), "60")
+    wait_for(lambda: ticks(path), STARTED)
+    command = ticks(path)[0][0]
+    runner.send_signal(signal.SIGTSTP)
+    wait_for(lambda: process_state(runner.pid) == "T" and process_state(command) == "T", PATIENCE)
+    time.sleep(2.0)  # past the lease: another runner may hold it by now
+
+    continued = time.monotonic()
+    runner.send_signal(signal.SIGCONT)
+
+    assert runner.wait(timeout=STARTED) == EXIT_LEASE_LOST
+    assert process_state(command) is None
+    assert max(at for _, _, at in ticks(path)) < continued  # killed where it stood: not one tick more
+    assert not Path(f"{path}.terminated").exists()  # not let run to handle a SIGTERM either
+
+
+def test_a_command_run_from_a_terminal_reads_dev_null_and_is_told(dynalock, tmp_path):
+    env = manage_py_environment(dynalock, "testproject.settings")
+    read = tmp_path / "read"
+    script = f"import pathlib, sys; pathlib.Path({str(read)!r}).write_text(repr(sys.stdin.read()))"
+    controller, terminal = os.openpty()
+    try:
+        runner = subprocess.Popen(
+            [sys.executable, "manage.py", "dynalock", "run", "nightly", "--", sys.executable, "-c", script],
+            cwd=ROOT,
+            env=env,
+            stdin=terminal,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            _, errors = runner.communicate(timeout=STARTED)
+        finally:
+            runner.kill()
+    finally:
+        os.close(controller)
+        os.close(terminal)
+    assert runner.returncode == 0
+    assert read.read_text() == "''"  # end of input at once, not a terminal that stops it for good
+    assert "the command's input is /dev/null, not this terminal" in errors
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--grace-period", "nan", "--", "true"], "--grace-period: 'nan': give a finite number of seconds"),
+        (["--grace-period", "-1", "--", "true"], "--grace-period: '-1': give a finite number of seconds"),
+        (["--grace-period", "inf", "--", "true"], "--grace-period: 'inf': give a finite number of seconds"),
+        (["--grace-period", "soon", "--", "true"], "'soon' is not a number of seconds"),
+        (["--", "no-such-program-dynalock"], "Cannot run 'no-such-program-dynalock': not found on PATH."),
+        (["--", "/no/such/program"], "Cannot run '/no/such/program': no such file."),
+    ],
+)
+def test_bad_arguments_get_a_clear_error_and_exit_code_2(dynalock, arguments, message):
+    env = manage_py_environment(dynalock, "testproject.settings")
+    finished = subprocess.run(
+        [sys.executable, "manage.py", "dynalock", "run", "nightly", *arguments],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=STARTED,
+        check=False,
+    )
+    assert finished.returncode == 2
+    assert message in finished.stderr
+    assert "Traceback" not in finished.stderr

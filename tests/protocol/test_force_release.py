@@ -45,6 +45,30 @@ def test_force_release_of_a_lock_that_changed_hands_changes_nothing(make_client,
     taken.release()
 
 
+def test_an_old_read_releases_nothing_of_a_later_holding_by_the_same_owner(make_client, key):
+    # A client keeps its owner name across release and re-acquire: only the fencing token tells the
+    # holding an operator read (an old confirmation page) from the one the same client holds now.
+    holder, operator = make_client(), make_client()
+    first = holder.acquire(key)
+    old = operator.get(key)
+    first.release()
+    again = holder.acquire(key)
+    assert again.owner_name == old.owner_name
+    assert again.fencing_token > old.fencing_token
+
+    with pytest.raises(LockNotAcquired):
+        operator.force_release(old, released_by="bob")
+    with pytest.raises(LockNotAcquired):
+        operator.take_over(old, owner_name="bob")
+
+    stored = operator.get(key)
+    assert not stored.is_released
+    assert stored.released_by is None
+    assert (stored.owner_name, stored.fencing_token) == (again.owner_name, again.fencing_token)
+    assert again.is_held()
+    again.release()
+
+
 def test_force_release_of_a_lock_its_holder_already_released_is_refused(make_client, key):
     holder, operator = make_client(), make_client()
     lease = holder.acquire(key)

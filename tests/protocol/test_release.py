@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 
@@ -11,6 +12,7 @@ from dynalock_django.dynamodb import LockLost
 from dynalock_django.dynamodb.leases.lease import record_of
 
 from ..dynamodb_support import HEARTBEAT, LEASE, RequestCounter
+from .fake_clock import FakeClock
 
 
 def test_releasing_a_lock_someone_else_took_raises_and_leaves_it_alone(make_client, key):
@@ -51,6 +53,35 @@ def test_delete_on_release_removes_the_item(make_client, key):
     lease = client.acquire(key)
     assert lease.release() is True
     assert client.get(key) is None
+
+
+def test_fencing_tokens_rise_across_delete_on_release_and_a_ttl_deletion_of_the_item(
+    make_client, dynamodb, table_name, key
+):
+    # Whoever deletes the item (delete_on_release, or DynamoDB's TTL days later), the next grant
+    # starts on a fresh item: its token must still be above every token issued for the key before.
+    # The clock moves a second between grants, as grants of one key are paced in practice.
+    clock = FakeClock(wall=time.time())
+    keeping, deleting = make_client(clock=clock), make_client(clock=clock, delete_on_release=True)
+    tokens = []
+
+    def grant(client):
+        clock.advance(1.0)
+        lease = client.acquire(key, keep_alive=False)
+        tokens.append(lease.fencing_token)
+        return lease
+
+    grant(keeping).release()
+    grant(keeping).release()  # kept, marked released: the token counts on from the item
+    grant(deleting).release()  # deleted with the release
+    assert keeping.get(key) is None
+    grant(keeping).release()
+    grant(keeping).release()
+    dynamodb.delete_item(TableName=table_name, Key={"key": {"S": key}})  # as TTL deletes a released item
+    grant(deleting).release()
+    grant(keeping).release()
+
+    assert all(earlier < later for earlier, later in itertools.pairwise(tokens)), tokens
 
 
 def test_with_block_exception_is_never_swallowed_even_if_release_fails(make_client, key):

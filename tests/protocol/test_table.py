@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dynalock_django.dynamodb import InvalidLockRequest, TableNotFound, TableSchemaError
+from dynalock_django.dynamodb.wire import schema
 
 from ..dynamodb_support import FaultInjector, create_bare_table, unique
 
@@ -147,3 +148,30 @@ def test_scan_pages_through_the_table_without_loading_it(make_client):
         client.scan_page(cursor="not-a-cursor")
     with pytest.raises(InvalidLockRequest, match="limit"):
         client.scan_page(limit=0)
+
+
+@pytest.mark.parametrize(
+    ("table", "regions", "eventual"),
+    [
+        ({}, (), False),  # a table in one region
+        ({"Replicas": [{"RegionName": "us-east-1"}, {"RegionName": "eu-west-1"}]}, ("us-east-1", "eu-west-1"), True),
+        (
+            {"Replicas": [{"RegionName": "us-east-1"}], "MultiRegionConsistency": "EVENTUAL"},
+            ("us-east-1",),
+            True,
+        ),
+        ({"Replicas": [{"RegionName": "us-east-1"}], "MultiRegionConsistency": "STRONG"}, ("us-east-1",), False),
+        ({"Replicas": "hostile", "MultiRegionConsistency": 7}, (), False),
+        ({"Replicas": [{"RegionName": 5}, "x"]}, ("?",), True),
+    ],
+)
+def test_a_global_tables_replicas_and_consistency_are_read_from_describe_table(table, regions, eventual):
+    described = schema.describe(
+        {"TableName": "locks", "KeySchema": [{"AttributeName": "key", "KeyType": "HASH"}], **table},
+        {},
+        partition_key_name="key",
+        sort_key_name=None,
+        ttl_attribute=None,
+    )
+    assert described.replica_regions == regions
+    assert described.is_eventually_consistent_global_table is eventual

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 import pytest
 
 from dynalock_django.dynamodb import InvalidLockRequest, LockInfo, LockNotAcquired
-from dynalock_django.dynamodb.wire import writes
+from dynalock_django.dynamodb.aws.store import Refused
+from dynalock_django.dynamodb.wire import queue_pruning, waiters, writes
 from dynalock_django.dynamodb.wire.conditions import Detached, KeptAlive
 from dynalock_django.dynamodb.wire.item import OWNER_NAME
 from dynalock_django.dynamodb.wire.layout import TableLayout
-from dynalock_django.dynamodb.wire.waiters import MAX_WAITERS, WAITERS
+from dynalock_django.dynamodb.wire.waiters import LIVE_SECONDS, MAX_WAITERS, NAME, SEEN, SINCE, WAITERS
 from dynalock_django.dynamodb.wire.writes import Stamp
 
-from ..dynamodb_support import RequestCounter
+from ..dynamodb_support import RequestCounter, make_dynamodb
 
 TAB = "django-user:7/tab:first"
 
@@ -174,3 +178,136 @@ def test_a_take_over_of_an_unchanged_item_refuses_a_holder_that_renewed_since_th
     assert holder.get(key).record_version_number == lease.record_version_number
     taken = taker.take_over(taker.get(key), unchanged=True)  # as read now: taken
     assert taken.fencing_token > lease.fencing_token
+
+
+# The queue heals itself: entries that hold no live waiter are taken out by the writes that read them.
+
+LIVE_MS = int(LIVE_SECONDS * 1000)
+
+
+def entry_seen(seconds_ago: float, name: str = "Gone") -> dict[str, Any]:
+    then = {"N": str(int((time.time() - seconds_ago) * 1000))}
+    return {"M": {NAME: {"S": name}, SINCE: then, SEEN: then}}
+
+
+def store_queue(dynamodb: Any, table_name: str, key: str, entries: dict[str, Any]) -> None:
+    dynamodb.update_item(
+        TableName=table_name,
+        Key={"key": {"S": key}},
+        UpdateExpression="SET #w = :w",
+        ExpressionAttributeNames={"#w": WAITERS},
+        ExpressionAttributeValues={":w": {"M": entries}},
+    )
+
+
+def stored_ids(dynamodb: Any, table_name: str, key: str) -> set[str]:
+    stored = dynamodb.get_item(TableName=table_name, Key={"key": {"S": key}}, ConsistentRead=True)["Item"]
+    return set(stored[WAITERS]["M"])
+
+
+MALFORMED = [
+    {"S": "not an entry"},
+    {"M": {SINCE: {"N": "1"}, SEEN: {"N": "1"}}},  # no name
+    {"M": {NAME: {"N": "1"}, SINCE: {"N": "1"}, SEEN: {"N": "1"}}},
+    {"M": {NAME: {"S": "x"}, SINCE: {"S": "1"}, SEEN: {"N": "1"}}},
+    {"M": {NAME: {"S": "x"}, SINCE: {"N": "1"}}},  # never seen
+    {"M": {NAME: {"S": "x"}, SINCE: {"N": "-1"}, SEEN: {"N": "1"}}},
+    {"M": {NAME: {"S": "x"}, SINCE: {"N": "1"}, SEEN: {"N": "1.5"}}},
+]
+
+
+def test_stale_entries_make_room_in_a_full_queue_in_one_more_write(make_client, dynamodb, table_name, key, store):
+    holder, waiter = make_client(), make_client(dynamodb)
+    lease = holder.acquire(key, keep_alive=False, owner_name=TAB)
+    # Twenty people asked and closed their tabs without the leave beacon (and a few entries were
+    # written by someone else): none of them is anyone's place in line.
+    dead = {f"gone{number}": entry_seen(LIVE_SECONDS + 60) for number in range(MAX_WAITERS - len(MALFORMED) - 1)}
+    malformed = {f"bad{number}": stored for number, stored in enumerate(MALFORMED)}
+    store_queue(dynamodb, table_name, key, {**dead, **malformed, "x" * 300: entry_seen(0)})
+    counter = RequestCounter(dynamodb)
+
+    joined = waiter.join_queue(key, "bob", name="Bob")
+
+    refused = store.refused_update_costs
+    assert dict(counter.calls) == {**refused, "UpdateItem": refused["UpdateItem"] + 1}
+    assert queued(joined) == [("bob", "Bob")]
+    assert stored_ids(dynamodb, table_name, key) == {"bob"}  # every stale entry taken out in the same write
+    lease.release()
+
+
+def test_the_cap_counts_live_entries_and_a_queue_of_live_ones_stays_full(make_client, dynamodb, table_name, key):
+    holder, waiter = make_client(), make_client()
+    lease = holder.acquire(key, keep_alive=False, owner_name=TAB)
+    live = {f"w{number}": entry_seen(LIVE_SECONDS - 30, "W") for number in range(MAX_WAITERS - 1)}
+    store_queue(dynamodb, table_name, key, {**live, "gone": entry_seen(LIVE_SECONDS + 5)})
+    assert "bob" in {w.waiter_id for w in waiter.join_queue(key, "bob", name="Bob").waiters}
+    assert stored_ids(dynamodb, table_name, key) == {*live, "bob"}
+    refused = waiter.join_queue(key, "carol", name="Carol")  # twenty live waiters: full
+    assert "carol" not in {w.waiter_id for w in refused.waiters}
+    assert stored_ids(dynamodb, table_name, key) == {*live, "bob"}
+    lease.release()
+
+
+@pytest.mark.parametrize("stale", [entry_seen(LIVE_SECONDS + 60), *MALFORMED], ids=["dead", *map(str, range(7))])
+def test_an_entry_stale_when_read_is_kept_if_its_waiter_asked_again_before_the_write(
+    make_client, dynamodb, table_name, key, stale
+):
+    client = make_client()
+    lease = client.acquire(key, keep_alive=False, owner_name=TAB)
+    store_queue(dynamodb, table_name, key, {"bob": stale})
+    found = waiters.stale_entries(client.get(key).raw_waiters, time.time())
+    assert [entry.waiter_id for entry in found] == ["bob"]
+    client.join_queue(key, "bob", name="Bob")  # bob asked again between the read and the write
+
+    with pytest.raises(Refused):
+        client.store.update(queue_pruning.prune(client.layout, (key, None), found))
+
+    assert queued(client.get(key)) == [("bob", "Bob")]
+    lease.release()
+
+
+def test_a_detached_leases_renewal_takes_stale_entries_out_once(make_client, dynamodb, table_name, key):
+    holder = make_client(dynamodb)
+    granted = holder.acquire(key, owner_name=TAB, keep_alive=False)
+    stale = {"gone": entry_seen(LIVE_SECONDS + 1), "bad": MALFORMED[2], "ahead": entry_seen(-LIVE_SECONDS - 60)}
+    store_queue(dynamodb, table_name, key, {**stale, "bob": entry_seen(LIVE_SECONDS - 30, "Bob")})
+    handle = holder.lease(key, owner_name=TAB, fencing_token=granted.fencing_token)
+    counter = RequestCounter(dynamodb)
+
+    handle.extend()
+
+    assert dict(counter.calls) == {"UpdateItem": 2}  # the renewal, and one write taking out what it found stale
+    counter.reset()
+    handle.extend()
+    assert dict(counter.calls) == {"UpdateItem": 1}  # nothing stale left: the renewal alone
+    assert stored_ids(dynamodb, table_name, key) == {"bob"}
+    assert handle.is_held()
+    handle.release()
+
+
+def test_a_waiter_silent_past_the_live_window_is_not_put_back_by_its_refresh(make_client, dynamodb, table_name, key):
+    client = make_client()
+    lease = client.acquire(key, keep_alive=False, owner_name=TAB)
+    store_queue(dynamodb, table_name, key, {"bob": entry_seen(LIVE_SECONDS + 5), "carol": entry_seen(LIVE_SECONDS - 5)})
+    after = client.refresh_waiter(key, "bob")  # its tab was frozen: it left the line when the window ended
+    assert [w.waiter_id for w in after.waiters if w.is_live(time.time())] == ["carol"]
+    assert [w.waiter_id for w in client.refresh_waiter(key, "carol").waiters if w.is_live(time.time())] == ["carol"]
+    store_queue(dynamodb, table_name, key, {"bob": MALFORMED[0]})
+    assert client.refresh_waiter(key, "bob").waiters == ()  # an entry of the wrong shape: refused, not a 503
+    lease.release()
+
+
+def test_a_hostile_queue_of_hundreds_of_entries_is_taken_out_a_bite_at_a_time(
+    make_client, dynamodb, endpoint_url, table_name, key
+):
+    # Items of 60 KB are slow to answer on a busy machine: a longer read time-out, and a lease that allows it.
+    client = make_client(make_dynamodb(endpoint_url, read_timeout=10), lease_duration=60.0, heartbeat_period=10.0)
+    lease = client.acquire(key, keep_alive=False, owner_name=TAB)
+    # Each pruning write stays inside DynamoDB's limits (checked on every request of the suite).
+    store_queue(dynamodb, table_name, key, {f"{number:0200d}": MALFORMED[0] for number in range(300)})
+    assert [w.waiter_id for w in client.join_queue(key, "bob", name="Bob").waiters] == ["bob"]  # no live entry
+    assert len(stored_ids(dynamodb, table_name, key)) == 300 - queue_pruning.MAX_PRUNED_PER_WRITE + 1
+    handle = client.lease(key, owner_name=TAB, fencing_token=lease.fencing_token)
+    handle.extend()
+    assert len(stored_ids(dynamodb, table_name, key)) == 300 - 2 * queue_pruning.MAX_PRUNED_PER_WRITE + 1
+    lease.release()

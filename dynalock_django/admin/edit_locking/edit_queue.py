@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
+from django.core.checks import CheckMessage, Warning
 from django.utils import dateformat, timezone
 from django.utils.translation import gettext as _
 
@@ -29,9 +30,32 @@ from .tickets import EditTicket, django_user_id
 if TYPE_CHECKING:
     from .object_locks import EditLock
 
-# Generous beside a page's poll (every few seconds), so a waiter's entry outlives a slow
+# The protocol's window (3 minutes), which its writes prune by: generous beside a page's poll
+# (every few seconds; about once a minute in a hidden tab), so a waiter's entry outlives a slow
 # poll and a wall clock a few seconds off; a page closed without a word drops out after it.
-LIVE_SECONDS = 30.0
+LIVE_SECONDS = Waiter.LIVE_SECONDS
+
+
+# A page's poll period, at most: a third of the window, so that a hidden tab (whose timers the
+# browser wakes about once a minute) still polls about two minutes apart at worst, inside it.
+MAX_POLL_SECONDS = LIVE_SECONDS / 3
+
+
+def poll_period_problems(model_admin: Any) -> list[CheckMessage]:
+    """System check ``dynalock.W004``: the admin's ``edit_lock_poll_seconds`` keeps its waiters live."""
+    period = model_admin.edit_lock_poll_seconds
+    if isinstance(period, int | float) and not isinstance(period, bool) and 0 < period <= MAX_POLL_SECONDS:
+        return []
+    return [
+        Warning(
+            f"{type(model_admin).__name__}.edit_lock_poll_seconds is {period!r}: a waiting page must poll "
+            f"well inside the {LIVE_SECONDS:g} s a waiter stays in line after its last poll, or it loses "
+            "its turn (and every page polls for the lock's release that slowly).",
+            hint=f"Use a number of seconds above 0 and at most {MAX_POLL_SECONDS:g} (the default is 3).",
+            obj=model_admin,
+            id="dynalock.W004",
+        )
+    ]
 
 
 def waiter_id(user: Any) -> str:
@@ -41,9 +65,7 @@ def waiter_id(user: Any) -> str:
 
 def live_waiters(waiters: Sequence[Waiter], now: float) -> list[Waiter]:
     """The waiters whose page refreshed their entry within :data:`LIVE_SECONDS` of ``now``, first asked first."""
-    # Either way: an entry "seen" in the future (a hostile item, a clock far ahead) is no waiter,
-    # or it would hold the line for ever.
-    return [waiter for waiter in waiters if abs(now - waiter.seen) <= LIVE_SECONDS]
+    return [waiter for waiter in waiters if waiter.is_live(now)]
 
 
 def next_in_line(waiters: Sequence[Waiter], user: Any) -> Waiter | None:

@@ -33,6 +33,7 @@ from .bulk_edits import actions_under_edit_locks, changelist_form_under_edit_loc
 from .change_page import checked_before_save, open_page, show_edit_lock
 from .changelist_column import editors_on_page, with_edit_lock_column
 from .deletion import delete_under_edit_lock
+from .edit_queue import poll_period_problems
 from .endpoints import EditLockEndpoints
 from .object_urls import object_for
 from .request_state import RequestEditLocks
@@ -198,7 +199,7 @@ class EditLockMixin(_ModelAdmin):
                     id="dynalock.W003",
                 )
             )
-        return messages_
+        return messages_ + poll_period_problems(self)
 
     def _for_request(self) -> EditLockMixin:
         """A copy of this admin for one request to work on, with that request's edit locks."""

@@ -17,8 +17,8 @@ from .. import telemetry
 from ..aws import botocore_errors
 from ..aws.store import Cancelled, Refused, TransactionsUnsupported
 from ..exceptions import DynamoDBError, LockLost
-from ..wire import writes
-from ..wire.waiters import WAITERS, parse_waiters
+from ..wire import queue_pruning, writes
+from ..wire.waiters import WAITERS, parse_waiters, stale_entries
 from ..wire.writes import Stamp
 from .lease import record_of
 from .lease_record import lost_message
@@ -26,11 +26,12 @@ from .lease_record import lost_message
 if TYPE_CHECKING:
     from ..aws.store import LockStore
     from ..clock import Clock
-    from ..wire.layout import TableLayout
+    from ..wire.layout import LockId, TableLayout
     from .holdings import Holdings
     from .lease import Lease
 
 release_logger = logging.getLogger("dynalock_django.release")
+queue_logger = logging.getLogger("dynalock_django.queue")
 
 
 class _Released(enum.Enum):
@@ -62,6 +63,7 @@ class LeaseWriter:
                 # Never refused by the circuit breaker: a lease must not be lost because other calls failed.
                 returned = self._store.update(request, always=True)
                 queue = parse_waiters(returned[WAITERS]) if WAITERS in returned else None
+                self._prune_queue(record.lock_id, returned.get(WAITERS))
             except Refused as refused:
                 current = refused.current
                 if not stamp.landed_in(current):
@@ -75,6 +77,22 @@ class LeaseWriter:
                     record.add_unanswered_version(stamp.version)
                 raise
             record.renewed(stamp.version, stamp.started, duration, queue)
+
+    def _prune_queue(self, lock_id: LockId, stored: Any) -> None:
+        """Take out the stale entries of the queue a detached lease's renewal returned (one more write, only then).
+
+        The holder's page renews every few seconds, so a waiter that went
+        silent leaves the line soon after its window ends even when nobody
+        asks. Refused: the queue changed since (someone asked or polled), and
+        the next renewal looks again; unanswered: the same.
+        """
+        stale = stale_entries(stored, self._clock.time())
+        if not stale:
+            return
+        try:
+            self._store.update(queue_pruning.prune(self._layout, lock_id, stale))
+        except (Refused, DynamoDBError) as error:
+            queue_logger.debug("Taking %d stale waiters out of %r failed: %r", len(stale), lock_id, error)
 
     def expire(self, lease: Lease, reason: str) -> None:
         """Report the lease lost because its safe time ran out (unless a renewal just landed)."""

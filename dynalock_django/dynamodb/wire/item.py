@@ -96,6 +96,9 @@ class LockInfo:
     sent_at: float | None = None
     # Who asked for the lock next, first asked first (see waiters.py); empty for items without a queue.
     waiters: tuple[Waiter, ...] = ()
+    # The ``waiters`` attribute as stored (None: none), whatever its shape, so that a writer
+    # can take out the entries it finds stale (:func:`.waiters.stale_entries`).
+    raw_waiters: Any = field(default=None, repr=False, compare=False)
 
     @property
     def is_malformed(self) -> bool:
@@ -165,6 +168,7 @@ def parse_item(item: Item, partition_key_name: str, sort_key_name: str | None) -
         raw_version=item.get(RECORD_VERSION_NUMBER),
         sent_at=None if problems else _sent_at(item, version),
         waiters=parse_waiters(item.get(WAITERS)),
+        raw_waiters=item.get(WAITERS),
     )
 
 

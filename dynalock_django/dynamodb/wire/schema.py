@@ -80,10 +80,19 @@ class TableDescription:
     problems: tuple[str, ...]
     # The live-locks index's status (ACTIVE, CREATING ...); None: the table has none, listings scan it.
     live_index_status: str | None = None
+    # A global table's replica regions (empty: a table in one region), and how its replicas agree:
+    # "EVENTUAL" (multi-region eventual consistency, DynamoDB's default) or "STRONG" (MRSC).
+    replica_regions: tuple[str, ...] = ()
+    multi_region_consistency: str | None = None
 
     @property
     def is_usable(self) -> bool:
         return self.status in {"ACTIVE", "UPDATING"} and not self.problems
+
+    @property
+    def is_eventually_consistent_global_table(self) -> bool:
+        """Replicas that agree only eventually: two regions can each grant the same lock (see guarantees.md)."""
+        return bool(self.replica_regions) and self.multi_region_consistency != "STRONG"
 
 
 def describe(
@@ -130,7 +139,20 @@ def describe(
         ttl_attribute=stored_ttl_attribute,
         problems=tuple(problems),
         live_index_status=live_index.index_status(table),
+        replica_regions=_replica_regions(table.get("Replicas")),
+        multi_region_consistency=_text(table.get("MultiRegionConsistency")),
     )
+
+
+def _replica_regions(replicas: Any) -> tuple[str, ...]:
+    if not isinstance(replicas, list):
+        return ()
+    regions = (replica.get("RegionName") for replica in replicas if isinstance(replica, dict))
+    return tuple(region if isinstance(region, str) else "?" for region in regions)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _show(key: tuple[str, str] | None) -> str:

@@ -5,15 +5,18 @@ One map attribute, ``waiters``: waiter id → ``{"name": S, "since": N, "seen": 
 that a renewal can return it at no extra request. The AWS Java client drops it
 when it writes the item with PutItem: its locks simply have no queue.
 
-Anything read here may have been written by someone else: an entry that is
-not a well-formed map is skipped, and names are cut to :data:`MAX_NAME_CHARS`.
+An entry not refreshed for :data:`LIVE_SECONDS` (by the reader's wall clock)
+is no longer in line. Anything read here may have been written by someone
+else: an entry that is not well-formed is skipped, and names are cut to
+:data:`MAX_NAME_CHARS`. Entries that hold no live waiter (:func:`stale_entries`)
+are taken out by the writes that read them (:mod:`.queue_pruning`).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
@@ -28,6 +31,11 @@ SEEN = "seen"
 MAX_WAITERS = 20
 MAX_WAITER_ID_BYTES = 200
 MAX_NAME_CHARS = 150
+# How long an entry stays in line after its waiter last refreshed it. A waiting page polls every
+# few seconds, but browsers wake a hidden tab's timers about once a minute: three minutes keep a
+# background tab in line through a late poll or two, and a wall clock a few seconds off. A page
+# closed without a word (or a tab frozen by the browser) leaves the line when the window ends.
+LIVE_SECONDS = 180.0
 
 _DIGITS = re.compile(r"[0-9]{1,15}")
 
@@ -36,10 +44,35 @@ _DIGITS = re.compile(r"[0-9]{1,15}")
 class Waiter:
     """One entry of a lock's queue. ``since`` and ``seen`` are epoch seconds on the waiter's wall clock."""
 
+    LIVE_SECONDS: ClassVar[float] = LIVE_SECONDS
+
     waiter_id: str
     name: str
     since: float
     seen: float
+
+    def is_live(self, now: float) -> bool:
+        """Refreshed within :data:`LIVE_SECONDS` of ``now`` (epoch seconds, the reader's wall clock)."""
+        # Either way: an entry "seen" far in the future (a hostile item, a clock far ahead) is no
+        # waiter, or it would hold the line for ever.
+        return abs(now - self.seen) <= LIVE_SECONDS
+
+
+@dataclass(frozen=True)
+class Stale:
+    """A queue entry that holds no live waiter, and what shows it, as stored.
+
+    The entry is taken out only while that still holds (:func:`.queue_pruning.still_stale`):
+    any join or refresh of the same waiter id makes it false, so a waiter who asked again,
+    or whose page polled, between the read and the write stays in line.
+    """
+
+    waiter_id: str
+    # The field (of the entry; None: the entry itself) that is not of type ``expected_type``,
+    # or whose stored value is ``as_read`` (a number no join or refresh writes again).
+    field: str | None = None
+    expected_type: str | None = None
+    as_read: Any = None
 
 
 def parse_waiters(value: Any) -> tuple[Waiter, ...]:
@@ -50,6 +83,15 @@ def parse_waiters(value: Any) -> tuple[Waiter, ...]:
         return ()
     waiters = [waiter for waiter_id, entry in entries if (waiter := _waiter(waiter_id, entry)) is not None]
     return tuple(sorted(waiters, key=lambda waiter: (waiter.since, waiter.waiter_id)))[:MAX_WAITERS]
+
+
+def stale_entries(value: Any, now: float) -> tuple[Stale, ...]:
+    """The entries of the queue stored in ``value`` that are not well-formed, or not live at ``now``; never fails."""
+    try:
+        entries = value["M"].items()
+    except (KeyError, TypeError, AttributeError):
+        return ()
+    return tuple(stale for waiter_id, stored in entries if (stale := _stale(waiter_id, stored, now)) is not None)
 
 
 def entry(name: str, wall_ms: int) -> AttributeValueTypeDef:
@@ -71,6 +113,27 @@ def _waiter(waiter_id: Any, stored: Any) -> Waiter | None:
     if len(waiter_id.encode("utf-8", "surrogatepass")) > MAX_WAITER_ID_BYTES:
         return None
     return Waiter(waiter_id, name[:MAX_NAME_CHARS], int(since) / 1000.0, int(seen) / 1000.0)
+
+
+def _stale(waiter_id: Any, stored: Any, now: float) -> Stale | None:
+    if not isinstance(waiter_id, str):
+        return None  # not a map key DynamoDB could have returned
+    if len(waiter_id.encode("utf-8", "surrogatepass")) > MAX_WAITER_ID_BYTES:
+        return Stale(waiter_id)  # no ask writes such an id: nothing to witness
+    fields = stored.get("M") if isinstance(stored, dict) else None
+    if not isinstance(fields, dict):
+        return Stale(waiter_id, expected_type="M")
+    for name, kind in ((NAME, "S"), (SINCE, "N"), (SEEN, "N")):
+        field = fields.get(name)
+        if not (isinstance(field, dict) and isinstance(field.get(kind), str)):
+            return Stale(waiter_id, name, expected_type=kind)
+    for name in (SINCE, SEEN):
+        if not _DIGITS.fullmatch(fields[name]["N"]):
+            return Stale(waiter_id, name, as_read=fields[name])
+    parsed = _waiter(waiter_id, stored)
+    if parsed is None or not parsed.is_live(now):
+        return Stale(waiter_id, SEEN, as_read=fields[SEEN])
+    return None
 
 
 def largest_queue() -> AttributeValueTypeDef:

@@ -6,8 +6,12 @@ an item cannot hide text or drive the terminal with escape sequences. ``--json``
 
 from __future__ import annotations
 
+import argparse
 import getpass
 import json
+import math
+import os
+import shutil
 import socket
 import sys
 from datetime import UTC, datetime
@@ -22,6 +26,7 @@ from ...dynamodb import TTL_UNAVAILABLE, DynalockError, LockNotAcquired, TableNo
 from ...keys import key_for_model, model_label
 from ...leader import EXIT_LEASE_LOST, run_while_leader
 from ...live_lock_rows import LockRow, describe_rows, read_page
+from ...supervised import command_input
 
 
 class Command(BaseCommand):
@@ -86,7 +91,9 @@ class Command(BaseCommand):
         run.add_argument(
             "--timeout", type=float, default=None, help="Seconds to wait for the lease (default: forever)."
         )
-        run.add_argument("--grace-period", type=float, default=10.0, help="Seconds between SIGTERM and SIGKILL.")
+        run.add_argument(
+            "--grace-period", type=_grace_period, default=10.0, help="Seconds between SIGTERM and SIGKILL."
+        )
         run.add_argument("command", nargs="+", help="The command (after --).")
         run.set_defaults(method=self.run)
 
@@ -227,10 +234,37 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(f"Released {key!r} (was held by {printable(described['holder'])})."))
 
     def run(self, *, name: str, command: list[str], timeout: float | None, grace_period: float, **_: Any) -> None:
-        code = run_while_leader(name, command, timeout=timeout, grace_period=grace_period)
+        if shutil.which(command[0]) is None:  # before taking the lease, for nothing
+            raise CommandError(f"Cannot run {printable(command[0])!r}: {_not_runnable(command[0])}.", returncode=2)
+        if command_input() is not None:
+            self.stderr.write(
+                "dynalock run: the command's input is /dev/null, not this terminal: it runs in a process "
+                "group of its own, which the terminal would stop if it read from it. Pipe its input in instead."
+            )
+        try:
+            code = run_while_leader(name, command, timeout=timeout, grace_period=grace_period)
+        except (FileNotFoundError, PermissionError) as error:  # gone between the check and the start
+            raise CommandError(f"Cannot run {printable(command[0])!r}: {error.strerror}.", returncode=2) from error
         if code == EXIT_LEASE_LOST:
             self.stderr.write(f"Lease {name!r} was lost: the command was stopped.")
         sys.exit(code)
+
+
+def _grace_period(text: str) -> float:
+    """``--grace-period``: a finite number of seconds, 0 or more (nan, -1 meant an immediate SIGKILL, inf never)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(seconds) or seconds < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a finite number of seconds, 0 or more (default 10)")
+    return seconds
+
+
+def _not_runnable(program: str) -> str:
+    if os.sep in program:
+        return "no such file" if not os.path.exists(program) else "not an executable file"
+    return "not found on PATH"
 
 
 def _model(label: str) -> Any:
