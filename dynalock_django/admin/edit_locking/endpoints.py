@@ -30,7 +30,7 @@ from ...keys import telemetry_attributes
 from ...models import FORCE_RELEASE_PERMISSION
 from ..breadcrumbs import Crumb, breadcrumbs
 from ..staff_messages import staff_message, unavailable_response
-from . import edit_queue
+from . import asking, edit_queue
 from .explanations import held_message, lost_message
 from .idle_resume import opened_at, resume
 from .object_locks import EditLock
@@ -126,21 +126,17 @@ class EditLockEndpoints:
 
     def ask(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """POST: "Ask to edit" on a read-only page puts the user in line for the lock (or gives it, if free)."""
-        return self._answer(
-            request, object_id, lambda obj, edit_lock: self._turn(request, obj, edit_queue.ask(edit_lock))
-        )
+        return self._answer(request, object_id, lambda obj, edit_lock: self._turn(request, obj, asking.ask(edit_lock)))
 
     def wait(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """POST: a waiting page's poll keeps the user in line; at their turn it takes the lock for the page."""
-        return self._answer(
-            request, object_id, lambda obj, edit_lock: self._turn(request, obj, edit_queue.wait(edit_lock))
-        )
+        return self._answer(request, object_id, lambda obj, edit_lock: self._turn(request, obj, asking.wait(edit_lock)))
 
     def leave(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """POST: a waiting page went away (sent as it unloads): its user leaves the line."""
 
         def left(obj: models.Model, edit_lock: EditLock) -> Answer:
-            edit_queue.leave(edit_lock)
+            asking.leave(edit_lock)
             return {"state": "left"}
 
         return self._answer(request, object_id, left)
@@ -213,7 +209,7 @@ class EditLockEndpoints:
         hand_over(response, state.ticket, back, secure=request.is_secure())
         return response
 
-    def _turn(self, request: HttpRequest, obj: models.Model, turn: edit_queue.Turn) -> JsonResponse:
+    def _turn(self, request: HttpRequest, obj: models.Model, turn: asking.Turn) -> JsonResponse:
         """A turn's answer; one that took the lock leaves its ticket for the page's reload, which then edits."""
         response = JsonResponse({"state": turn.state, "message": turn.message})
         if turn.ticket is not None:
