@@ -20,14 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from .aws.store import Refused
 from .clock import Instant
-from .wire import item, queue_pruning, validation, waiters
-from .wire.expressions import Expressions, update_expression
+from .wire import queue_writes, validation, waiters
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
-
     from .aws.store import LockStore
     from .clock import Clock
     from .options import CallChecks
@@ -62,26 +57,16 @@ class QueueMethods:
         lock_id, name = self.call_checks.lock_id(key, sort_key), _checked(waiter_id, name)
         now = self.clock.time()
         entry = waiters.entry(name, int(now * 1000))
-        current, joined = self._write(lock_id, _join(self.layout, lock_id, waiter_id, entry, []))
+        current, joined = self._write(lock_id, queue_writes.join(self.layout, lock_id, waiter_id, entry, []))
         if joined or current is None:
             return current
         stale = [entry for entry in waiters.stale_entries(current.raw_waiters, now) if entry.waiter_id != waiter_id]
         if stale and current.owner_name is not None:
             # Refused for room: what is stale makes room (DynamoDB cannot count live entries itself).
-            return self._write(lock_id, _join(self.layout, lock_id, waiter_id, entry, stale))[0]
+            return self._write(lock_id, queue_writes.join(self.layout, lock_id, waiter_id, entry, stale))[0]
         if current.is_released or current.waiters or current.is_malformed:
             return current
-        exprs = Expressions()
-        queue = exprs.name(waiters.WAITERS)
-        start = _request(
-            self.layout,
-            lock_id,
-            exprs,
-            update=f"SET {queue} = {exprs.value({'M': {waiter_id: entry}})}",
-            # Not a map: a path into it would be a ValidationException for every ask; start a new queue.
-            condition=f"(attribute_not_exists({queue}) OR NOT {_a_map(exprs, queue)}) AND {_held(exprs)}",
-        )
-        return self._send(lock_id, start)
+        return self._send(lock_id, queue_writes.start(self.layout, lock_id, waiter_id, entry))
 
     def refresh_waiter(self, key: str, waiter_id: str, *, sort_key: str | None = None) -> LockInfo | None:
         """Mark ``waiter_id`` as still waiting (its ``seen`` time); the item as it is after, or as found.
@@ -94,20 +79,13 @@ class QueueMethods:
         lock_id = self.call_checks.lock_id(key, sort_key)
         validation.check_key("waiter_id", waiter_id, waiters.MAX_WAITER_ID_BYTES)
         now_ms = int(self.clock.time() * 1000)
-        window_ms = int(waiters.LIVE_SECONDS * 1000)
-        exprs = Expressions()
-        seen = f"{exprs.name(waiters.WAITERS)}.{exprs.name(waiter_id)}.{exprs.name(waiters.SEEN)}"
-        live = f"{seen} BETWEEN {exprs.number(now_ms - window_ms)} AND {exprs.number(now_ms + window_ms)}"
-        request = _request(self.layout, lock_id, exprs, update=f"SET {seen} = {exprs.number(now_ms)}", condition=live)
-        return self._send(lock_id, request)
+        return self._send(lock_id, queue_writes.refresh(self.layout, lock_id, waiter_id, now_ms))
 
     def leave_queue(self, key: str, waiter_id: str, *, sort_key: str | None = None) -> None:
         """Take ``waiter_id`` out of the lock's queue (one UpdateItem; nothing happens if it is not there)."""
         lock_id = self.call_checks.lock_id(key, sort_key)
         validation.check_key("waiter_id", waiter_id, waiters.MAX_WAITER_ID_BYTES)
-        exprs = Expressions()
-        path = f"{exprs.name(waiters.WAITERS)}.{exprs.name(waiter_id)}"
-        request = _request(self.layout, lock_id, exprs, update=f"REMOVE {path}", condition=f"attribute_exists({path})")
+        request = queue_writes.leave(self.layout, lock_id, waiter_id)
         with contextlib.suppress(Refused):  # refused: not queued (any more), nothing to take out
             self.store.update(request)
 
@@ -134,54 +112,3 @@ def _checked(waiter_id: str, name: str) -> str:
         name = name[: waiters.MAX_NAME_CHARS]
     validation.check_key("waiter name", name, waiters.MAX_NAME_CHARS * 4)
     return name
-
-
-def _join(
-    layout: TableLayout,
-    lock_id: LockId,
-    waiter_id: str,
-    entry: AttributeValueTypeDef,
-    stale: Sequence[waiters.Stale],
-) -> dict[str, Any]:
-    """Add ``entry`` to the lock's queue if it has room beside its live entries, taking out (one bite of)
-    ``stale``, the entries found stale in it, each only if still stale.
-
-    The room is counted as read: an entry stale then is stale now, as a refresh does not bring it
-    back and time makes no entry live, so ``size < MAX_WAITERS + len(stale)`` counts the live
-    entries, and a join of a stale entry's own id keeps the size as it is.
-    """
-    exprs = Expressions()
-    queue, me = exprs.name(waiters.WAITERS), exprs.name(waiter_id)
-    removes, still_stale = queue_pruning.pruned(exprs, queue_pruning.first_bite(stale))
-    room = f"(size({queue}) < {exprs.number(waiters.MAX_WAITERS + len(stale))} OR attribute_exists({queue}.{me}))"
-    condition = [_a_map(exprs, queue), room, f"attribute_exists({exprs.name(item.OWNER_NAME)})", *still_stale]
-    return _request(
-        layout,
-        lock_id,
-        exprs,
-        update=update_expression([f"{queue}.{me} = {exprs.value(entry)}"], removes),
-        condition=" AND ".join(condition),
-    )
-
-
-def _a_map(exprs: Expressions, queue: str) -> str:
-    return f"attribute_type({queue}, {exprs.string('M')})"
-
-
-def _held(exprs: Expressions) -> str:
-    """The item is a lock that is not marked released (held, or its holder stopped renewing)."""
-    return f"attribute_exists({exprs.name(item.OWNER_NAME)}) AND attribute_not_exists({exprs.name(item.IS_RELEASED)})"
-
-
-def _request(
-    layout: TableLayout, lock_id: LockId, exprs: Expressions, *, update: str, condition: str
-) -> dict[str, Any]:
-    return {
-        "TableName": layout.table_name,
-        "Key": layout.key(lock_id),
-        "UpdateExpression": update,
-        "ConditionExpression": condition,
-        "ReturnValues": "ALL_NEW",
-        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        **exprs.params(),
-    }
