@@ -15,6 +15,7 @@ BENCHMARKS = [
     "live_index",
     "edit_lock",
     "recovery",
+    "bad_day",
 ]
 
 
