@@ -31,7 +31,11 @@ from ..stores import shared_endpoint_url
 from .protocol import print_table
 
 READ_TIMEOUT = 2.0
-RECOMMENDED = {"connect_timeout": 1, "read_timeout": READ_TIMEOUT, "retries": {"mode": "standard", "total_max_attempts": 3}}
+RECOMMENDED = {
+    "connect_timeout": 1,
+    "read_timeout": READ_TIMEOUT,
+    "retries": {"mode": "standard", "total_max_attempts": 3},
+}
 HUNG = 3600.0  # seconds: longer than any run; hang(0) ends it
 # Each key's condition names at most MAX_UNANSWERED lost versions, each under this many bytes (quoted,
 # with its placeholder): the bound of the third table, as in tests/protocol/test_bad_day.py.
@@ -96,15 +100,23 @@ def main() -> None:
 
 @contextmanager
 def through(proxy: FaultProxy, **settings: Any) -> Iterator[None]:
-    """DYNALOCK on a new table behind ``proxy``, with the recommended botocore config."""
+    """DYNALOCK on a new table behind ``proxy``, with the recommended botocore config unless ``settings`` say.
+
+    The table is made and deleted on the endpoint itself, patiently: a loaded machine's slow answer
+    there is not what the run measures.
+    """
+    from django.test import override_settings
+
     from dynalock_django.testing import lock_table
 
-    settings.setdefault("BOTO_CONFIG", RECOMMENDED)
-    with lock_table(ENDPOINT_URL=proxy.url, **settings):
-        try:
-            yield
-        finally:
-            proxy.hang(0)  # the table is deleted through it
+    patient = {"connect_timeout": 1, "read_timeout": 10, "retries": {"total_max_attempts": 1}}
+    with lock_table(ENDPOINT_URL=shared_endpoint_url(), BOTO_CONFIG=patient) as dynalock:
+        settings.setdefault("BOTO_CONFIG", RECOMMENDED)
+        with override_settings(DYNALOCK={**dynalock, "ENDPOINT_URL": proxy.url, **settings}):
+            try:
+                yield
+            finally:
+                proxy.hang(0)
 
 
 def cases() -> list[tuple[str, float, Callable[[], Any]]]:
@@ -144,8 +156,6 @@ def cases() -> list[tuple[str, float, Callable[[], Any]]]:
 
 
 def calls(proxy: FaultProxy, rounds: int) -> list[tuple[str, ...]]:
-    from dynalock_django.client import get_client
-
     chosen = cases()
     worst: dict[str, float] = {}
     with through(proxy, BREAKER_THRESHOLD=None):  # the deadline alone
@@ -155,9 +165,7 @@ def calls(proxy: FaultProxy, rounds: int) -> list[tuple[str, ...]]:
     open_times: dict[str, tuple[float, int]] = {}
     with through(proxy, BREAKER_THRESHOLD=3, BREAKER_COOL_DOWN=HUNG):
         proxy.hang(HUNG)
-        client = get_client()
-        while not client.breaker.is_open:
-            failing_call(lambda: client.try_acquire(unique()))
+        trip_the_breaker()
         for name, _, call in chosen:
             sent = requests_sent(proxy)
             open_times[name] = (failing_call(call), requests_sent(proxy) - sent)
@@ -177,6 +185,15 @@ def calls(proxy: FaultProxy, rounds: int) -> list[tuple[str, ...]]:
             )
         )
     return rows
+
+
+def trip_the_breaker() -> None:
+    """Reads that get no answer, until the breaker opens (reads: no unanswered write to clean up later)."""
+    from dynalock_django.client import get_client
+
+    client = get_client()
+    while not client.breaker.is_open:
+        failing_call(lambda: client.get(unique()))
 
 
 def failing_call(call: Callable[[], Any]) -> float:
@@ -199,7 +216,6 @@ def admin_pages(proxy: FaultProxy) -> list[tuple[str, ...]]:
     from django.contrib.auth.models import User
     from django.test import Client
 
-    from dynalock_django.client import get_client
     from testproject.desk.models import Customer
 
     customers = [Customer.objects.create(name=f"Customer {i}", plan="pro") for i in range(20)]
@@ -214,6 +230,7 @@ def admin_pages(proxy: FaultProxy) -> list[tuple[str, ...]]:
     answering: dict[str, float] = {}
     hung: dict[str, float] = {}
     opened: dict[str, float] = {}
+    sent_while_open: dict[str, int] = {}
     with through(proxy, BREAKER_THRESHOLD=None):
         for name, url in pages:
             page(client, url)  # warm up
@@ -223,14 +240,13 @@ def admin_pages(proxy: FaultProxy) -> list[tuple[str, ...]]:
             hung[name] = page(client, url)
     with through(proxy, BREAKER_THRESHOLD=3, BREAKER_COOL_DOWN=HUNG):
         proxy.hang(HUNG)
-        while not get_client().breaker.is_open:
-            failing_call(lambda: get_client().try_acquire(unique()))
-        sent = requests_sent(proxy)
+        trip_the_breaker()
         for name, url in pages:
+            sent = requests_sent(proxy)
             opened[name] = statistics.median(page(client, url) for _ in range(5))
-        sent_while_open = requests_sent(proxy) - sent
+            sent_while_open[name] = requests_sent(proxy) - sent
     return [
-        (name, f"{answering[name]:.0f}", f"{hung[name]:.0f}", f"{opened[name]:.0f}", str(sent_while_open))
+        (name, f"{answering[name]:.0f}", f"{hung[name]:.0f}", f"{opened[name]:.0f}", str(sent_while_open[name]))
         for name, _ in pages
     ]
 
@@ -262,7 +278,7 @@ def lost_answers(proxy: FaultProxy, lost: int) -> list[tuple[str, ...]]:
             proxy.request_sizes.clear()
             proxy.rates = FaultRates(lost_transaction=1.0) if lost_of else FaultRates(lost_response=1.0)
 
-            def answers_lost() -> int:
+            def answers_lost(lost_of: tuple[str, ...] = lost_of) -> int:
                 return sum(len(sizes) for name, sizes in proxy.request_sizes.items() if not lost_of or name in lost_of)
 
             started, calls, acquired = time.monotonic(), 0, 0

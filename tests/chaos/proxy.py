@@ -47,7 +47,7 @@ class FaultRates:
 
 class _QuietServer(ThreadingHTTPServer):
     def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that gave up (its time-out, its deadline) before its answer was written is the point: no traceback."""
+        """A client that gave up (its time-out, its deadline) before its answer came is the point: no traceback."""
         if not isinstance(sys.exc_info()[1], ConnectionError):
             super().handle_error(request, client_address)
 

@@ -20,8 +20,8 @@ import pytest
 from django.test import override_settings
 
 from dynalock_django import Leadership, lock_object, lock_objects
-from dynalock_django.leader import run_while_leader
 from dynalock_django.exceptions import DynamoDBUnavailable
+from dynalock_django.leader import run_while_leader
 
 from ..chaos.proxy import FaultProxy, FaultRates
 from ..protocol.test_bad_day import BAD_DAY_BOTOCORE, READ_TIMEOUT, SLACK
