@@ -43,6 +43,9 @@ DEFAULTS: dict[str, Any] = {
     # Calls in a row without an answer from DynamoDB after which calls fail at once (None: never), and for how long.
     "BREAKER_THRESHOLD": 3,
     "BREAKER_COOL_DOWN": 5.0,
+    # While DynamoDB does not answer, the admin's change pages are read-only; True lets staff edit without edit
+    # locks (each save logged), their saves still refused by a row's fence if a newer lease wrote it.
+    "EDIT_DURING_OUTAGE": False,
 }
 
 
@@ -132,6 +135,10 @@ class DynalockSettings:
     @property
     def BREAKER_COOL_DOWN(self) -> float:
         return float(self._get("BREAKER_COOL_DOWN"))
+
+    @property
+    def EDIT_DURING_OUTAGE(self) -> bool:
+        return bool(self._get("EDIT_DURING_OUTAGE"))
 
 
 dynalock_settings = DynalockSettings()

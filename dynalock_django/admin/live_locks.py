@@ -33,7 +33,7 @@ from ..dynamodb import DynalockError, DynamoDBError, InvalidLockRequest, LockInf
 from ..live_lock_rows import LockRow, ModelFilter, describe, load_page
 from ..models import FORCE_RELEASE_PERMISSION, Lock
 from .live_locks_page import ordering_link, page_rows, sidebar
-from .staff_messages import staff_message, unavailable_response
+from .staff_messages import paused_message, staff_message, unavailable_response
 
 if TYPE_CHECKING:  # django-stubs makes ModelAdmin generic; Django's class is not subscriptable
     _ModelAdmin = admin.ModelAdmin[Lock]
@@ -93,7 +93,7 @@ class LiveLocksAdmin(_ModelAdmin):
             )
             error = None
         except DynalockError as failure:  # a missing table, DynamoDB down: say so on the page
-            page, error = None, staff_message(failure)
+            page, error = None, paused_message(failure) or staff_message(failure)
         rows = page.rows if page is not None else []
         context = {
             **self.admin_site.each_context(request),
