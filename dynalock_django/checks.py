@@ -56,7 +56,7 @@ def check_settings(app_configs: Any = None, **_: Any) -> list[CheckMessage]:
 
 
 def _outage(values: dict[str, Any]) -> list[CheckMessage]:
-    """The circuit breaker's settings."""
+    """The circuit breaker's settings, and whether the admin edits during an outage."""
     messages: list[CheckMessage] = []
     threshold, cool_down = values["BREAKER_THRESHOLD"], values["BREAKER_COOL_DOWN"]
     threshold_ok = threshold is None or (
@@ -69,6 +69,25 @@ def _outage(values: dict[str, Any]) -> list[CheckMessage]:
                 f"number of seconds; not {threshold!r} and {cool_down!r}.",
                 hint="The defaults: 3 calls without an answer in a row, then 5.0 s of failing at once.",
                 id="dynalock.E019",
+            )
+        )
+    editing = values["EDIT_DURING_OUTAGE"]
+    if not isinstance(editing, bool):
+        messages.append(
+            Error(
+                "DYNALOCK['EDIT_DURING_OUTAGE'] must be True or False.",
+                hint="The default is False.",
+                id="dynalock.E029",
+            )
+        )
+    elif editing:
+        messages.append(
+            Warning(
+                "DYNALOCK['EDIT_DURING_OUTAGE'] is on: while DynamoDB does not answer, staff edit in the admin without "
+                "edit locks, so two people may edit one object at once and the later save overwrites the earlier.",
+                hint="Keep the default (False): change pages are read-only until the lock service answers again. "
+                "Each save made without a lock is logged (logger dynalock_django.admin).",
+                id="dynalock.W005",
             )
         )
     return messages

@@ -47,6 +47,9 @@ DEFAULTS: dict[str, Any] = {
     "BREAKER_COOL_DOWN": 5.0,
     # OpenTelemetry spans name the lock's key (a row's primary key, a task's arguments); metrics never do.
     "TRACE_KEYS": False,
+    # While DynamoDB does not answer, the admin's change pages are read-only; True lets staff edit without edit
+    # locks (each save logged), their saves still refused by a row's fence if a newer lease wrote it.
+    "EDIT_DURING_OUTAGE": False,
 }
 
 
@@ -144,6 +147,10 @@ class DynalockSettings:
     @property
     def TRACE_KEYS(self) -> bool:
         return bool(self._get("TRACE_KEYS"))
+
+    @property
+    def EDIT_DURING_OUTAGE(self) -> bool:
+        return bool(self._get("EDIT_DURING_OUTAGE"))
 
 
 dynalock_settings = DynalockSettings()

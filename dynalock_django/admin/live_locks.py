@@ -35,7 +35,7 @@ from ..live_lock_rows import LockRow, ModelFilter, describe, load_page, with_obj
 from ..models import FORCE_RELEASE_PERMISSION, Lock
 from .breadcrumbs import Crumb, breadcrumbs
 from .live_locks_page import activity, changelist_for, clock, ordering_link, page_rows, sidebar
-from .staff_messages import staff_message, unavailable_response
+from .staff_messages import paused_message, staff_message, unavailable_response
 
 if TYPE_CHECKING:  # django-stubs makes ModelAdmin generic; Django's class is not subscriptable
     _ModelAdmin = admin.ModelAdmin[Lock]
@@ -95,7 +95,8 @@ class LiveLocksAdmin(_ModelAdmin):
             )
             error = None
         except DynalockError as failure:  # a missing table, DynamoDB down: say so on the page
-            page, error = None, f"{_('The live locks cannot be shown.')} {staff_message(failure)}"
+            shown = paused_message(failure) or f"{_('The live locks cannot be shown.')} {staff_message(failure)}"
+            page, error = None, shown
         rows = page.rows if page is not None else []
         # The page refreshes its rows alone (?fragment=1), without the sidebar.
         filters = [] if params.get("fragment") else sidebar(params, rows, _lockable_models(may_view))

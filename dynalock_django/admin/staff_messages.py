@@ -44,6 +44,18 @@ def staff_message(error: DynalockError) -> str:
     }
 
 
+def paused_message(error: DynalockError) -> str | None:
+    """What staff are told while DynamoDB does not answer (``error`` a DynamoDBUnavailable, CircuitOpen too); None else.
+
+    The same words on every page, whatever failed; the details go to the log (a warning: the
+    breaker makes many pages fail alike while it lasts).
+    """
+    if not isinstance(error, DynamoDBUnavailable):
+        return None
+    logger.warning("DynamoDB is not answering: %s", printable(error))
+    return _("Editing is paused: the lock service is not answering. Try again in a minute.")
+
+
 def unavailable_response(
     request: HttpRequest, model_admin: admin.ModelAdmin[Any], error: DynamoDBError
 ) -> HttpResponse:
@@ -55,6 +67,6 @@ def unavailable_response(
         **breadcrumbs(site, opts, Crumb(title)),
         "opts": opts,
         "title": title,
-        "message": staff_message(error),
+        "message": paused_message(error) or staff_message(error),
     }
     return TemplateResponse(request, "admin/dynalock_django/unavailable.html", page, status=503)

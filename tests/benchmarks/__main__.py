@@ -17,6 +17,7 @@ BENCHMARKS = [
     "edit_lock",
     "telemetry",
     "recovery",
+    "bad_day",
 ]
 
 

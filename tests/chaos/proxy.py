@@ -13,6 +13,7 @@ import collections
 import http.client
 import json
 import random
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -44,6 +45,13 @@ class FaultRates:
         return "pass"
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that gave up (its time-out, its deadline) before its answer came is the point: no traceback."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class FaultProxy:
     def __init__(self, upstream: str, rates: FaultRates, seed: int) -> None:
         self.upstream = urlparse(upstream)
@@ -56,7 +64,7 @@ class FaultProxy:
         self._lock = threading.Lock()
         self._down_until = 0.0
         self._hang_until = 0.0
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = _QuietServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)

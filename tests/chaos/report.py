@@ -17,6 +17,7 @@ HEADER = (
     "takeover after kill ms p50/p99",
     "late waiter -> takeover ms p50/p99",
     "handoff ms p50/p99",
+    "worst wait past timeout s",
     "errors surfaced",
     "result",
 )
@@ -41,6 +42,7 @@ def rows(outcomes: list[Outcome]) -> list[tuple[str, ...]]:
                 percentiles(verdict.takeovers),
                 percentiles(_late_waits(outcome)),
                 percentiles(verdict.handoffs),
+                f"{verdict.worst_wait_past_timeout:.2f}",
                 errors,
                 result,
             )

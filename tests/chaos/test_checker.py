@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .checker import check
+from .checker import BROWNOUT_SLACK_SECONDS, check
 from .history import Event
 
 HB, REFRESH = 0.25, 0.1
@@ -120,3 +120,14 @@ def test_waiting_past_the_timeout_fails():
     events = [ev(0, "a", "acquire_start", "k", timeout=1.0), ev(3.0, "a", "acquire_failed", "k")]
     _, failed = properties(events)
     assert "nobody waits longer than its timeout plus a refresh period" in failed
+
+
+def test_in_a_brownout_waiting_past_the_timeout_and_one_read_time_out_fails():
+    def waited(seconds):
+        return [ev(0, "a", "acquire_start", "k", timeout=1.0), ev(seconds, "a", "acquire_failed", "k")]
+
+    verdict, late = properties(waited(1.0 + 0.5 + BROWNOUT_SLACK_SECONDS + 0.1), read_timeout=0.5)
+    _, in_time = properties(waited(1.0 + 0.5 + BROWNOUT_SLACK_SECONDS - 0.1), read_timeout=0.5)
+    assert "nobody waits longer than its timeout plus one read time-out" in late
+    assert verdict.worst_wait_past_timeout == pytest.approx(0.5 + BROWNOUT_SLACK_SECONDS + 0.1)
+    assert in_time == set()

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from dynalock_django.dynamodb import LockClient
+from dynalock_django.dynamodb.aws.breaker import DEFAULT_COOL_DOWN
 
 from ..dynamodb_support import make_dynamodb
 from ..protocol.fake_clock import OffsetClock
@@ -41,6 +42,7 @@ class WorkerConfig:
     kill_probability: float = 0.0  # per holding: SIGKILL itself before, during or after the write
     pause_probability: float = 0.0  # per holding: SIGSTOP itself between read and write (the runner resumes it)
     many: bool = False  # lock sets of 2-4 keys (listed in a random order) with acquire_many
+    breaker_cool_down: float = DEFAULT_COOL_DOWN  # the client's circuit breaker's
 
 
 def die_here(record: Recorder, now: bool, phase: str) -> None:
@@ -117,11 +119,11 @@ def run(config: WorkerConfig) -> None:
 
     django.setup()
     otel_sample.start_if_asked(config.name)  # DYNALOCK_CHAOS_METRICS: a sample of the exported metrics
-    from dynalock_django.dynamodb import DynalockError, LockLost
+    from dynalock_django.dynamodb import CircuitOpen, DynalockError, LockLost
 
     record = Recorder(Path(config.history), config.name)
     rng = random.Random(config.seed)
-    client = lock_client(config)
+    client = lock_client(config, breaker_cool_down=config.breaker_cool_down)
     config.window.arrive()
     while time.monotonic() < config.window.until():
         keys = pick_keys(config, rng)
@@ -137,6 +139,8 @@ def run(config: WorkerConfig) -> None:
             for key in keys:
                 record("error", key, error=type(error).__name__)
                 record("acquire_failed", key)
+            if isinstance(error, CircuitOpen):  # told to come back later: not at once, as a real caller would
+                time.sleep(min(error.retry_after, 0.1))
             continue
         for lease in leases:
             record("acquired", lease.key, lease.fencing_token, safe_until=lease.safe_until)
@@ -180,7 +184,7 @@ class ProbeConfig:
     max_clock_skew: float | None
 
 
-def lock_client(config: WorkerConfig | ProbeConfig) -> LockClient:
+def lock_client(config: WorkerConfig | ProbeConfig, *, breaker_cool_down: float = DEFAULT_COOL_DOWN) -> LockClient:
     """The process's client: the workload's lease, its wall clock off by its offset, its takeover rule."""
     return LockClient(
         make_dynamodb(config.endpoint_url),
@@ -190,6 +194,7 @@ def lock_client(config: WorkerConfig | ProbeConfig) -> LockClient:
         refresh_period=config.refresh,
         clock=OffsetClock(config.wall_offset),
         max_clock_skew=config.max_clock_skew,
+        breaker_cool_down=breaker_cool_down,
     )
 
 

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from dynalock_django.dynamodb import InvalidLockRequest, LockClient
+from dynalock_django.dynamodb.aws.breaker import DEFAULT_COOL_DOWN
 
-from ..dynamodb_support import HEARTBEAT, LEASE, REFRESH, make_dynamodb, short_lease_client, unique
+from ..dynamodb_support import BOTO_CONFIG, HEARTBEAT, LEASE, REFRESH, make_dynamodb, short_lease_client, unique
 from ..java_client import JavaLockClient
 from . import workers
 from .checker import ClockBound, Verdict, check
@@ -54,6 +55,10 @@ class Workload:
     # Clocks skewed beyond max_clock_skew: a control in which holders may overlap, but the fence must hold.
     overlaps_allowed: bool = False
     many: bool = False  # sets of 2-4 keys with acquire_many
+    endpoint_hang: float = 0.0  # seconds, once, a third into the run: requests accepted and never answered
+    # Every wait must end within its timeout plus one read time-out (the rule of a bad day), not only a refresh.
+    wait_within_read_timeout: bool = False
+    breaker_cool_down: float = DEFAULT_COOL_DOWN  # the workers' circuit breaker's
 
 
 # The bound of the two clock-bound workloads. Within it, no two clocks differ by more than SKEW.
@@ -91,6 +96,18 @@ WORKLOADS = [
         wall_offsets=(-3.0, 0.0, 3.0, 0.0),
         max_clock_skew=SKEW,
         overlaps_allowed=True,
+    ),
+    # A bad day: answers delayed past the read time-out (the write lands after its caller gave up), lost
+    # after landing, and a few seconds of an endpoint that accepts requests and answers none.
+    Workload(
+        "brownout",
+        processes=6,
+        hold=0.02,
+        timeout=2.0,
+        faults=FaultRates(latency=0.05, latency_seconds=0.8, lost_response=0.03, error_500=0.01),
+        endpoint_hang=2 * LEASE,
+        wait_within_read_timeout=True,
+        breaker_cool_down=LEASE / 2,  # the suite's leases are 1/20 of the defaults; so is its cool-down
     ),
     Workload(
         "many",
@@ -135,7 +152,7 @@ def run(workload: Workload, endpoint_url: str, seed: int, workdir: Path, duratio
         if workload.crash_probes:
             faults["crash probes"] = workload.crash_probes
         proxy = None
-        if workload.faults or workload.endpoint_down:
+        if workload.faults or workload.endpoint_down or workload.endpoint_hang:
             proxy = FaultProxy(endpoint_url, workload.faults or FaultRates(), seed)
         with proxy or contextlib.nullcontext():
             url = proxy.url if proxy else endpoint_url
@@ -162,6 +179,7 @@ def run(workload: Workload, endpoint_url: str, seed: int, workdir: Path, duratio
                     pause_probability=workload.pause_probability,
                     max_clock_skew=workload.max_clock_skew,
                     many=workload.many,
+                    breaker_cool_down=workload.breaker_cool_down,
                 )
                 for i in range(workload.processes)
             ]
@@ -190,6 +208,7 @@ def run(workload: Workload, endpoint_url: str, seed: int, workdir: Path, duratio
         control=workload.control,
         overlaps_allowed=workload.overlaps_allowed,
         clock_bound=None if workload.overlaps_allowed else bound,
+        read_timeout=BOTO_CONFIG.read_timeout if workload.wait_within_read_timeout else None,
     )
     _check_recorded_violations(events, verdict)
     if verdict.operations == 0:
@@ -220,13 +239,12 @@ def _supervise(
         return
     stopped_since: dict[str, float] = {}
     spawned = len(configs)
-    down_at = time.monotonic() + (run_until - time.monotonic()) / 3 if workload.endpoint_down else None
+    outage = workload.endpoint_down or workload.endpoint_hang
+    down_at = time.monotonic() + (run_until - time.monotonic()) / 3 if outage else None
     while time.monotonic() < run_until + 15 and any(p.is_alive() for p in processes.values()):
         now = time.monotonic()
         if down_at is not None and now >= down_at and proxy is not None:
-            proxy.down(workload.endpoint_down)
-            record("endpoint_down", seconds=workload.endpoint_down)
-            faults["endpoint down"] = faults.get("endpoint down", 0) + 1
+            _outage(proxy, workload, record, faults)
             down_at = None
         for name, process in list(processes.items()):
             if (
@@ -253,6 +271,17 @@ def _supervise(
             record("violation", property=f"every run stops by itself (worker {name} had to be killed)")
         elif process.exitcode not in (0, -signal.SIGKILL):
             record("violation", property=f"workers never crash (worker {name} exited with {process.exitcode})")
+
+
+def _outage(proxy: FaultProxy, workload: Workload, record: Recorder, faults: dict[str, int]) -> None:
+    if workload.endpoint_down:
+        proxy.down(workload.endpoint_down)
+        record("endpoint_down", seconds=workload.endpoint_down)
+        faults["endpoint down"] = faults.get("endpoint down", 0) + 1
+    if workload.endpoint_hang:
+        proxy.hang(workload.endpoint_hang)
+        record("endpoint_hang", seconds=workload.endpoint_hang)
+        faults["endpoint hung"] = faults.get("endpoint hung", 0) + 1
 
 
 def _crash_probe(url: str, table: str, history: Path, name: str, workload: Workload) -> None:

@@ -82,6 +82,8 @@ def test_e002_unknown_key_suggests_the_close_one(configured):
         ({"BREAKER_THRESHOLD": 0}, "dynalock.E019"),
         ({"BREAKER_THRESHOLD": "3"}, "dynalock.E019"),
         ({"BREAKER_COOL_DOWN": 0}, "dynalock.E019"),
+        ({"EDIT_DURING_OUTAGE": "yes"}, "dynalock.E029"),
+        ({"EDIT_DURING_OUTAGE": True}, "dynalock.W005"),
     ],
 )
 def test_each_bad_value_has_its_id_and_a_hint(configured, changes, expected):

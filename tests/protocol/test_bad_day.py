@@ -6,6 +6,7 @@ rules themselves are unit-tested on numbers (test_deadlines.py, test_breaker.py,
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 
@@ -65,6 +66,28 @@ def test_acquire_many_on_a_hung_endpoint_raises_within_its_timeout_and_one_read_
     client = through(proxy, make_client, breaker_threshold=None)
     proxy.hang(30)
     elapsed, error = timed(lambda: client.acquire_many([unique() for _ in range(3)], timeout=1.0))
+    assert isinstance(error, DynamoDBUnavailable)
+    assert elapsed <= 1.0 + READ_TIMEOUT + SLACK
+
+
+# More attempts than recommended: a retry after a time-out (one read time-out more each) would show past the bound.
+MANY_ATTEMPTS = {**BAD_DAY_BOTOCORE, "retries": {"total_max_attempts": 6}}
+
+
+@pytest.mark.parametrize("many", [False, True], ids=["aacquire", "aacquire_many"])
+def test_the_async_forms_on_a_hung_endpoint_raise_within_their_timeout_and_one_read_time_out(
+    proxy, make_client, key, many
+):
+    # A lease past the worst case of one call with these attempts (the client warns otherwise).
+    client = make_client(make_dynamodb(proxy.url, **MANY_ATTEMPTS), lease_duration=60.0, breaker_threshold=None)
+    proxy.hang(30)
+
+    async def acquire() -> object:
+        if many:
+            return await client.aacquire_many([key, unique()], timeout=1.0)
+        return await client.aacquire(key, timeout=1.0)
+
+    elapsed, error = timed(lambda: asyncio.run(acquire()))
     assert isinstance(error, DynamoDBUnavailable)
     assert elapsed <= 1.0 + READ_TIMEOUT + SLACK
 

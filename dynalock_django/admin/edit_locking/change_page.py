@@ -8,6 +8,7 @@ since when, which tells them by itself when the lock frees. A save is refused
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -21,10 +22,11 @@ from django.template.response import TemplateResponse
 from django.utils.translation import gettext as _
 
 from ...conf import dynalock_settings
-from ...dynamodb import DynamoDBError, LockLost
+from ...dynamodb import DynamoDBError, DynamoDBUnavailable, LockLost
+from ...fencing import fencing_field, has_fencing_token
 from ...models import FORCE_RELEASE_PERMISSION
-from ..staff_messages import staff_message
-from .explanations import held_message, lost_message, unavailable_message
+from ..staff_messages import paused_message, staff_message
+from .explanations import held_message, lost_message, outage_message, unavailable_message
 from .idle_resume import opened_stamp
 from .object_locks import EditLock, EditState
 from .object_urls import endpoint_url
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
 TEMPLATE = "admin/dynalock_django/edit_lock/change_form.html"
 REFUSED = "edit_lock_not_held"  # the form error's code: a save from a tab that does not hold the edit lock
 
+logger = logging.getLogger("dynalock_django.admin")
+
 
 def open_page(model_admin: admin.ModelAdmin[Any], request: HttpRequest, obj: models.Model) -> EditPage:
     """Decide, before the page renders, whether it holds the lock (editable) or shows who does."""
@@ -48,6 +52,12 @@ def open_page(model_admin: admin.ModelAdmin[Any], request: HttpRequest, obj: mod
         else:  # a view-only user takes no lock, but is told who is editing
             current = edit_lock.read()
             state = edit_lock.held_by(None if edit_lock.is_free(current) else current)
+    except DynamoDBUnavailable as error:  # CircuitOpen too: then at once, without a request
+        if may_edit and dynalock_settings.EDIT_DURING_OUTAGE:
+            paused_message(error)  # the failure, logged
+            state = EditState(edit_lock.key, unlocked=True)
+        else:  # read-only, saying so in staff words
+            state = EditState(edit_lock.key, problem=unavailable_message(error))
     except DynamoDBError as error:
         state = EditState(edit_lock.key, problem=unavailable_message(error))
     return EditPage(state, may_edit)
@@ -82,16 +92,46 @@ def checked_before_save(
 def _renewed_for_save(request: HttpRequest, edit_lock: EditLock) -> EditPage:
     ticket = EditTicket.parse(request.POST.get(TICKET_FIELD))
     lease, problem = None, None
-    if ticket is None:
-        problem = _("This page does not hold the edit lock.")
-    else:
-        try:
+    try:
+        if ticket is None:
+            if dynalock_settings.EDIT_DURING_OUTAGE:  # a page opened during an outage: is it still on?
+                edit_lock.read()
+            problem = _("This page does not hold the edit lock.")
+        else:
             lease = edit_lock.renew(ticket)
-        except LockLost as lost:
-            problem = lost_message(edit_lock, lost.current)
-        except DynamoDBError as error:
-            problem = f"{_('Your edit lock could not be checked.')} {staff_message(error)}"
+    except LockLost as lost:
+        problem = lost_message(edit_lock, lost.current)
+    except DynamoDBUnavailable as error:
+        if dynalock_settings.EDIT_DURING_OUTAGE:
+            paused_message(error)  # the failure, logged
+            return EditPage(EditState(edit_lock.key, ticket=ticket, unlocked=True), may_edit=True)
+        problem = unavailable_message(error)
+    except DynamoDBError as error:
+        problem = f"{_('Your edit lock could not be checked.')} {staff_message(error)}"
     return EditPage(EditState(edit_lock.key, ticket=ticket, problem=problem), may_edit=True, lease=lease)
+
+
+def save_without_lock(request: HttpRequest, obj: models.Model) -> None:
+    """A save made without its edit lock (EDIT_DURING_OUTAGE), logged.
+
+    With no lease to fence it, it leaves the row's fencing token as it is: a write under a newer lease,
+    even one that landed since this page read the row, keeps refusing older leases' writes.
+    """
+    logger.warning(
+        "%s %r saved by %r without its edit lock: DynamoDB was not answering (EDIT_DURING_OUTAGE is on).",
+        obj._meta.label,
+        obj.pk,
+        request.user.get_username(),
+    )
+    if not has_fencing_token(type(obj)):
+        obj.save()
+        return
+    fence = fencing_field(type(obj))
+    obj.save(
+        update_fields=[
+            field.name for field in obj._meta.concrete_fields if not field.primary_key and field is not fence
+        ]
+    )
 
 
 def show_edit_lock(
@@ -147,6 +187,8 @@ def _page_context(
     mode = _mode(state)
     if state.problem:
         message = state.problem
+    elif state.unlocked:
+        message = outage_message()
     elif mode == "edit":
         message = _("You are editing this. Others see it read-only until you save or leave this page.")
     elif state.holder is not None or state.next_in_line is not None:
@@ -218,7 +260,9 @@ def _held_by_another(state: EditState) -> bool:
 
 
 def _mode(state: EditState) -> str:
-    """What the page's script does: renew the page's lock (edit), say it was lost, or wait for it (view)."""
+    """What the page's script does: renew the page's lock (edit), say it was lost, wait for it (view), or nothing."""
+    if state.unlocked:
+        return "outage"  # editable, with no lock to renew or wait for
     if state.ticket is None:
         return "view"
     return "lost" if state.problem else "edit"

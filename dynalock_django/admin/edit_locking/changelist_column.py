@@ -22,7 +22,7 @@ from ...client import get_client
 from ...dynamodb import DynamoDBError, LockInfo
 from ...keys import key_for_instance
 from ...live_lock_rows import describe
-from ..staff_messages import staff_message
+from ..staff_messages import paused_message, staff_message
 from .tickets import is_users_tab
 
 EDIT_LOCK_COLUMN = "edit_lock_status"
@@ -54,7 +54,7 @@ def editors_on_page(request: HttpRequest, changelist: ChangeList) -> dict[str, s
         _without_column(changelist)
         messages.warning(
             request,
-            f"{_('Who is editing which row cannot be shown.')} {staff_message(error)}",
+            paused_message(error) or f"{_('Who is editing which row cannot be shown.')} {staff_message(error)}",
         )
         return {}
     now = datetime.now(UTC)

@@ -6,7 +6,7 @@ from django.utils import dateformat, timezone
 from django.utils.translation import gettext as _
 
 from ...dynamodb import DynamoDBError, LockInfo
-from ..staff_messages import staff_message
+from ..staff_messages import paused_message, staff_message
 from .edit_queue import kept_for_message
 from .object_locks import EditLock, EditState
 
@@ -36,7 +36,17 @@ def held_message(state: EditState) -> str:
 
 
 def unavailable_message(error: DynamoDBError) -> str:
-    return f"{_('Edit locks are unavailable, so nothing can be edited here for now.')} {staff_message(error)}"
+    return paused_message(error) or (
+        f"{_('Edit locks are unavailable, so nothing can be edited here for now.')} {staff_message(error)}"
+    )
+
+
+def outage_message() -> str:
+    """A change page open for editing without its edit lock (EDIT_DURING_OUTAGE), while DynamoDB does not answer."""
+    return _(
+        "The lock service is not answering: you are editing without an edit lock, so someone else may be "
+        "editing this too. Your save is recorded."
+    )
 
 
 def lost_message(edit_lock: EditLock, current: LockInfo | None) -> str:

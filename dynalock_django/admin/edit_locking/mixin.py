@@ -30,7 +30,7 @@ from ...fencing import fenced_save, has_fencing_token
 from ...keys import key_for_instance
 from ...transactions import release_when_transaction_ends
 from .bulk_edits import actions_under_edit_locks, changelist_form_under_edit_locks, claim_for_write
-from .change_page import checked_before_save, open_page, show_edit_lock
+from .change_page import checked_before_save, open_page, save_without_lock, show_edit_lock
 from .changelist_column import editors_on_page, with_edit_lock_column
 from .deletion import delete_under_edit_lock
 from .edit_queue import poll_period_problems
@@ -81,7 +81,9 @@ class EditLockMixin(_ModelAdmin):
         page = self._locks().page
         # Only a page shown (GET) turns read-only. A POST is judged by its ticket when its form
         # validates: a refusal is a form error, and the user's input stays on the page.
-        if not allowed or obj is None or page is None or page.state.ticket is not None or request.method != "GET":
+        if not allowed or obj is None or page is None or request.method != "GET":
+            return allowed
+        if page.state.ticket is not None or page.state.unlocked:
             return allowed
         return page.state.key != key_for_instance(obj)
 
@@ -94,9 +96,11 @@ class EditLockMixin(_ModelAdmin):
         return checked_before_save(form, request, obj, self._locks())
 
     def save_model(self, request: HttpRequest, obj: models.Model, form: Any, change: bool) -> None:
-        lease = self._locks().lease_for(obj)
+        lease, page = self._locks().lease_for(obj), self._locks().page
         if lease is not None and has_fencing_token(type(obj)):
             fenced_save(obj, lease)
+        elif page is not None and page.state.unlocked:
+            save_without_lock(request, obj)
         else:
             super().save_model(request, obj, form, change)
 

@@ -42,6 +42,7 @@ class EditState:
     frees_at: datetime | None = None
     problem: str | None = None  # why this page cannot save
     next_in_line: str | None = None  # the lock is free, but kept for this user, who asked first (edit_queue)
+    unlocked: bool = False  # editable without the lock: DynamoDB did not answer, and EDIT_DURING_OUTAGE is on
 
     @property
     def holder_data(self) -> LockData | None:
