@@ -87,3 +87,22 @@ def test_without_a_threshold_it_never_opens():
     breaker = CircuitBreaker(FakeClock(), threshold=None, cool_down=5.0)
     failing(breaker, 100)
     assert breaker.before_call() is False
+
+
+def test_it_says_once_when_it_opens_and_once_when_it_closes(caplog):
+    """One WARNING line per change, with the last failure escaped; none while it stays as it is."""
+    clock = FakeClock()
+    breaker = CircuitBreaker(clock, threshold=2, cool_down=5.0)
+    with caplog.at_level("WARNING", logger="dynalock_django.breaker"):
+        failing(breaker, 1)
+        assert caplog.messages == []  # one call without an answer is no outage yet
+        breaker.unanswered(ConnectionError("no answer\x1b[2J"), probe=breaker.before_call())
+        breaker.unanswered(LOST, probe=False)  # a call already under way when it opened: no second line
+        clock.advance(5.0 + TICK)
+        breaker.unanswered(LOST, probe=breaker.before_call())  # a failed probe: open again, not news
+        clock.advance(5.0 + TICK)
+        breaker.answered(probe=breaker.before_call())
+        breaker.answered(probe=False)
+    opened, closed = caplog.messages
+    assert "did not answer 2 calls in a row" in opened and "\x1b" not in opened
+    assert "circuit breaker is closed" in closed

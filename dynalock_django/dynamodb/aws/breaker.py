@@ -15,13 +15,18 @@ renewal that gets an answer closes the breaker.
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import TYPE_CHECKING
 
 from ..exceptions import CircuitOpen
+from ..wire.display import printable
 
 if TYPE_CHECKING:
     from ..clock import Clock
+
+# One WARNING line each time the breaker opens or closes: what an operator acts on (docs/operations.md).
+logger = logging.getLogger("dynalock_django.breaker")
 
 DEFAULT_THRESHOLD = 3
 DEFAULT_COOL_DOWN = 5.0
@@ -58,10 +63,13 @@ class CircuitBreaker:
     def answered(self, *, probe: bool) -> None:
         """The call got an answer (any answer): DynamoDB is there."""
         with self._mutex:
+            was_open = self._open_until is not None
             self._failures = 0
             self._open_until = None
             if probe:
                 self._probing = False
+        if was_open:
+            logger.warning("DynamoDB answers again: the circuit breaker is closed, calls go through")
 
     def unanswered(self, error: BaseException, *, probe: bool) -> None:
         """The call got no answer (a time-out, a lost connection, a 5xx): ``error``, botocore's."""
@@ -70,8 +78,19 @@ class CircuitBreaker:
             self._last_failure = error
             if probe:
                 self._probing = False
-            if self._threshold is not None and (probe or self._failures >= self._threshold):
-                self._open_until = self._clock.monotonic() + self._cool_down
+            if self._threshold is None or not (probe or self._failures >= self._threshold):
+                return
+            opens = self._open_until is None
+            self._open_until = self._clock.monotonic() + self._cool_down
+            failures = self._failures
+        if opens:
+            logger.warning(
+                "DynamoDB did not answer %d calls in a row: the circuit breaker is open, calls fail at once for "
+                "%gs, then one probes (last failure: %s)",
+                failures,
+                self._cool_down,
+                printable(str(error)),
+            )
 
     def finished(self, *, probe: bool) -> None:
         """The call ended without telling (an error of ours): a probe leaves its place to the next call."""
