@@ -104,5 +104,6 @@ def test_it_says_once_when_it_opens_and_once_when_it_closes(caplog):
         breaker.answered(probe=breaker.before_call())
         breaker.answered(probe=False)
     opened, closed = caplog.messages
-    assert "did not answer 2 calls in a row" in opened and "\x1b" not in opened
+    assert "did not answer 2 calls in a row" in opened
+    assert "\x1b" not in opened
     assert "circuit breaker is closed" in closed
