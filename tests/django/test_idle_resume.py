@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import math
+import re
+
 import pytest
 from django.test import override_settings
 
 from dynalock_django import lock_object
+from dynalock_django.conf import MAX_PAGE_SECONDS
 from dynalock_django.fencing import fenced_save
 
 from .admin_support import browser, logged_in, with_token
@@ -38,6 +43,36 @@ def test_the_page_is_told_the_idle_time_out(alice, customer, dynalock):
     with override_settings(DYNALOCK={**dynalock, "EDIT_IDLE_TIMEOUT": None}):
         config = logged_in(alice).get(change_url(customer)).context["dynalock"]["config"]
     assert config["idleSeconds"] is None
+
+
+@pytest.mark.parametrize(
+    ("changes", "lease", "idle"),
+    [
+        ({"EDIT_IDLE_TIMEOUT": math.inf}, 60.0, None),  # endless: never idle
+        ({"EDIT_IDLE_TIMEOUT": math.nan}, 60.0, None),
+        ({"EDIT_IDLE_TIMEOUT": 30 * 86400}, 60.0, MAX_PAGE_SECONDS),  # past a browser timer's 24.8 days
+        ({"EDIT_LEASE_DURATION": math.inf}, MAX_PAGE_SECONDS, 900.0),
+        ({"EDIT_LEASE_DURATION": 10**12}, MAX_PAGE_SECONDS, 900.0),
+    ],
+)
+def test_durations_past_what_a_page_can_time_open_a_page_with_only_finite_numbers(
+    alice, customer, dynalock, changes, lease, idle
+):
+    """Check E014/E018 refuses these settings; a project that runs anyway still gets working pages."""
+    with override_settings(DYNALOCK={**dynalock, **changes}):
+        page = logged_in(alice).get(change_url(customer))
+        assert page.status_code == 200
+        config = page.context["dynalock"]["config"]
+        assert (config["leaseSeconds"], config["idleSeconds"]) == (lease, idle)
+        assert config["renewSeconds"] == lease / 3
+        script = re.search(r'<script id="dynalock-edit-lock" type="application/json">(.*?)</script>', page.content.decode())
+        assert script is not None
+        json.loads(script[1], parse_constant=refuse)  # no Infinity or NaN: the page's script would never run
+        assert stored(customer).lease_duration == lease
+
+
+def refuse(constant):
+    raise AssertionError(f"{constant} in the page's JSON")
 
 
 def test_continue_editing_takes_the_free_lock_again_in_one_write(alice, customer, requests_made):
