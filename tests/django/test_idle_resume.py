@@ -10,11 +10,14 @@ import pytest
 from django.test import override_settings
 
 from dynalock_django import lock_object
+from dynalock_django.admin.edit_locking.idle_resume import same_row_models
+from dynalock_django.admin.edit_locking.tickets import TICKET_FIELD
 from dynalock_django.conf import MAX_PAGE_SECONDS
 from dynalock_django.fencing import fenced_save
 
 from .admin_support import browser, logged_in, with_token
 from .test_admin_edit_lock import change_url, customer_form, edit_lock_url, stored, ticket_of
+from .testapp.models import Account, AccountProxy, PremiumAccount, Tag, TagProxy
 
 pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
@@ -124,6 +127,37 @@ def test_a_save_by_someone_else_meanwhile_is_named_and_never_overwritten(
     assert refused.status_code == 200  # the old ticket saves nothing
     customer.refresh_from_db()
     assert customer.name == "Bob's Acme"
+
+
+def test_a_save_through_another_admin_of_the_same_rows_counts_as_a_change(
+    make_staff, django_capture_on_commit_callbacks
+):
+    """A proxy model's admin logs under its own content type; Tag has no fencing token to tell instead."""
+    tag = Tag.objects.create(slug="red", label="Red")
+    alices = logged_in(make_staff("alice", "view_tag", "change_tag"))
+    bobs = logged_in(make_staff("bob", "view_tagproxy", "change_tagproxy"))
+    form = idle_page(alices, tag)
+    proxied = TagProxy.objects.get(pk=tag.pk)
+    bobs_ticket = ticket_of(bobs.get(change_url(proxied)))
+    with django_capture_on_commit_callbacks(execute=True):  # his save's release
+        saved = bobs.post(change_url(proxied), {"slug": "red", "label": "Crimson", TICKET_FIELD: str(bobs_ticket)})
+    assert saved.status_code == 302
+
+    answer = resume(alices, tag, form).json()
+
+    assert answer["state"] == "changed"
+    assert answer["message"].startswith("bob changed this at ")
+    assert "ticket" not in answer  # alice's page, still showing "Red", may not save over it
+    tag.refresh_from_db()
+    assert tag.label == "Crimson"
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [(Tag, {Tag, TagProxy}), (TagProxy, {Tag, TagProxy}), (PremiumAccount, {Account, AccountProxy, PremiumAccount})],
+)
+def test_the_models_of_one_row_are_its_proxies_parents_and_children(model, expected):
+    assert set(same_row_models(model)) == expected
 
 
 def test_a_fenced_write_outside_the_admin_counts_as_a_change(alice, customer, django_capture_on_commit_callbacks):
