@@ -159,8 +159,7 @@ def _page_durations(values: dict[str, Any]) -> list[CheckMessage]:
     if idle is not None and (not _is_number(idle) or not 0 < idle <= MAX_PAGE_SECONDS):
         messages.append(
             Error(
-                f"DYNALOCK['EDIT_IDLE_TIMEOUT'] must be a positive number of seconds, {limit}, or None; "
-                f"not {idle!r}.",
+                f"DYNALOCK['EDIT_IDLE_TIMEOUT'] must be a positive number of seconds, {limit}, or None; not {idle!r}.",
                 hint=f"The default is {DEFAULTS['EDIT_IDLE_TIMEOUT']!r} (15 minutes); None keeps idle tabs' locks.",
                 id="dynalock.E018",
             )

@@ -147,7 +147,8 @@ def test_delete_selected_leaves_a_lock_kept_for_a_waiter_to_the_waiter(
         assert "Acme Corp: Nobody is editing this now: bob asked to edit first" in html
         assert "Nothing was deleted." in html
     assert Customer.objects.count() == 1 + others
-    assert stored(customer).is_released and not any(held(obj) for obj in selected)
+    assert stored(customer).is_released
+    assert not any(held(obj) for obj in selected)
     assert [waiter.name for waiter in stored(customer).waiters] == ["bob"]  # still his turn
 
 
@@ -167,6 +168,8 @@ def test_an_edit_locked_action_leaves_a_lock_kept_for_a_waiter_to_the_waiter(
     assert "Nothing was changed." in html
     assert Customer.objects.count() == 2
     customer.refresh_from_db()
-    assert customer.email == "" and duplicate.notes.count() == 1
-    assert not held(customer) and not held(duplicate)
+    assert customer.email == ""
+    assert duplicate.notes.count() == 1
+    assert not held(customer)
+    assert not held(duplicate)
     assert [waiter.name for waiter in stored(customer).waiters] == ["bob"]

@@ -68,7 +68,7 @@ def test_durations_past_what_a_page_can_time_open_a_page_with_only_finite_number
         config = page.context["dynalock"]["config"]
         assert (config["leaseSeconds"], config["idleSeconds"]) == (lease, idle)
         assert config["renewSeconds"] == lease / 3
-        script = re.search(r'<script id="dynalock-edit-lock" type="application/json">(.*?)</script>', page.content.decode())
+        script = re.search(r'<script id="dynalock-edit-lock" type="application/json">(.*?)</script>', page.text)
         assert script is not None
         json.loads(script[1], parse_constant=refuse)  # no Infinity or NaN: the page's script would never run
         assert stored(customer).lease_duration == lease

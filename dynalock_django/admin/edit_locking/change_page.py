@@ -27,8 +27,8 @@ from ...dynamodb import DynamoDBError, DynamoDBUnavailable, LockLost
 from ...fencing import fencing_field, has_fencing_token
 from ...models import FORCE_RELEASE_PERMISSION
 from ..staff_messages import paused_message, staff_message
-from .explanations import held_message, lost_message, outage_message, unavailable_message
 from .edit_queue import MAX_POLL_SECONDS
+from .explanations import held_message, lost_message, outage_message, unavailable_message
 from .idle_resume import opened_stamp
 from .object_locks import EditLock, EditState
 from .object_urls import endpoint_url
