@@ -54,7 +54,8 @@ def claim_all(objects: Sequence[models.Model], user: Any) -> LeaseGroup | Refusa
     Two requests per 100 objects when they are free. An object the user
     edits in another tab (whose page may not have said goodbye yet) is
     released from that tab and the whole set asked for once more, as
-    :meth:`EditLock.claim` does for one.
+    :meth:`EditLock.claim` does for one. A free lock kept for someone who
+    asked to edit first refuses the set too, as it refuses a change page.
     """
     by_key = {key_for_instance(obj): obj for obj in objects}
     try:
