@@ -14,7 +14,7 @@ from urllib.parse import urlparse
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 
-from .conf import DEFAULTS
+from .conf import DEFAULTS, MAX_PAGE_SECONDS
 from .dynamodb import (
     MAX_RENEWAL_WORKERS,
     RECOMMENDED_CONFIG,
@@ -116,7 +116,6 @@ def _durations(values: dict[str, Any]) -> list[CheckMessage]:
         ("LEASE_DURATION", "E004"),
         ("HEARTBEAT_PERIOD", "E005"),
         ("REFRESH_PERIOD", "E007"),
-        ("EDIT_LEASE_DURATION", "E014"),
     ):
         if not _is_number(values[name]) or not values[name] > 0:
             messages.append(
@@ -126,15 +125,7 @@ def _durations(values: dict[str, Any]) -> list[CheckMessage]:
                     id=f"dynalock.{check_id}",
                 )
             )
-    idle = values["EDIT_IDLE_TIMEOUT"]
-    if idle is not None and (not _is_number(idle) or not idle > 0):
-        messages.append(
-            Error(
-                f"DYNALOCK['EDIT_IDLE_TIMEOUT'] must be a positive number of seconds or None, not {idle!r}.",
-                hint=f"The default is {DEFAULTS['EDIT_IDLE_TIMEOUT']!r} (15 minutes); None keeps idle tabs' locks.",
-                id="dynalock.E018",
-            )
-        )
+    messages += _page_durations(values)
     if messages:
         return messages
     lease, period = float(values["LEASE_DURATION"]), float(values["HEARTBEAT_PERIOD"])
@@ -146,6 +137,31 @@ def _durations(values: dict[str, Any]) -> list[CheckMessage]:
                 hint=f"Raise LEASE_DURATION above {2 * period:g} or lower HEARTBEAT_PERIOD below {lease / 2:g} "
                 "(recommended: a lease of 4 heartbeat periods).",
                 id="dynalock.E006",
+            )
+        )
+    return messages
+
+
+def _page_durations(values: dict[str, Any]) -> list[CheckMessage]:
+    """The durations a change page's script times (E014, E018): no longer than a browser's timer can wait."""
+    messages: list[CheckMessage] = []
+    limit = f"at most {MAX_PAGE_SECONDS:g} (24 days: a browser's timer fires at once past about 24.8)"
+    lease = values["EDIT_LEASE_DURATION"]
+    if not _is_number(lease) or not 0 < lease <= MAX_PAGE_SECONDS:
+        messages.append(
+            Error(
+                f"DYNALOCK['EDIT_LEASE_DURATION'] must be a positive number of seconds, {limit}; not {lease!r}.",
+                hint=f"The default is {DEFAULTS['EDIT_LEASE_DURATION']!r}.",
+                id="dynalock.E014",
+            )
+        )
+    idle = values["EDIT_IDLE_TIMEOUT"]
+    if idle is not None and (not _is_number(idle) or not 0 < idle <= MAX_PAGE_SECONDS):
+        messages.append(
+            Error(
+                f"DYNALOCK['EDIT_IDLE_TIMEOUT'] must be a positive number of seconds, {limit}, or None; not {idle!r}.",
+                hint=f"The default is {DEFAULTS['EDIT_IDLE_TIMEOUT']!r} (15 minutes); None keeps idle tabs' locks.",
+                id="dynalock.E018",
             )
         )
     return messages

@@ -6,9 +6,14 @@ fill in defaults, so a bad value surfaces as a system check with a hint.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from django.conf import settings
+
+# The longest a change page's script can time (EDIT_LEASE_DURATION, EDIT_IDLE_TIMEOUT): a browser's
+# setTimeout fires at once for a delay past 2**31 - 1 ms (about 24.8 days); 24 days stays inside it.
+MAX_PAGE_SECONDS = 24 * 24 * 3600.0
 
 DEFAULTS: dict[str, Any] = {
     "TABLE_NAME": "dynalock",
@@ -120,12 +125,17 @@ class DynalockSettings:
 
     @property
     def EDIT_LEASE_DURATION(self) -> float:
-        return float(self._get("EDIT_LEASE_DURATION"))
+        """At most :data:`MAX_PAGE_SECONDS`, whatever is set (check E014 says so): a page's script times it."""
+        value = float(self._get("EDIT_LEASE_DURATION"))
+        return float(DEFAULTS["EDIT_LEASE_DURATION"]) if math.isnan(value) else min(value, MAX_PAGE_SECONDS)
 
     @property
     def EDIT_IDLE_TIMEOUT(self) -> float | None:
+        """At most :data:`MAX_PAGE_SECONDS` (check E018); an endless one (inf, NaN) is None, never idle."""
         value = self._get("EDIT_IDLE_TIMEOUT")
-        return None if value is None else float(value)
+        if value is None or not math.isfinite(float(value)):
+            return None
+        return min(float(value), MAX_PAGE_SECONDS)
 
     @property
     def ADMIN_SHOWS_ALL_KEYS(self) -> bool:

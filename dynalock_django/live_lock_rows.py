@@ -18,6 +18,7 @@ from django.contrib.admin.utils import quote
 from django.db import models
 from django.urls import NoReverseMatch, reverse
 from django.utils.text import capfirst
+from django.utils.translation import gettext as _
 
 from .conf import dynalock_settings
 from .dynamodb import LockClient, LockInfo, ScanPage
@@ -42,9 +43,7 @@ class LockRow:
 
     @property
     def holder(self) -> str:
-        if self.data is not None:
-            return self.data.holder
-        return self.lock.owner_name or "?"
+        return holder_label(self.lock, shows_hosts=True)
 
     @property
     def model_name(self) -> str:
@@ -72,6 +71,23 @@ class LockRow:
             return None
         ends = _later(self.lock.renewed_at, self.lock.lease_duration)
         return None if ends is None else max(0.0, (ends - datetime.now(UTC)).total_seconds())
+
+
+def holder_label(lock: LockInfo, *, shows_hosts: bool) -> str:
+    """Who holds ``lock``, for people: its user; for code, its host and process only when ``shows_hosts``.
+
+    Host names and pids map the servers: only those who may see the live-locks
+    page (:data:`.models.VIEW_LOCK_PERMISSION`) are shown them; others read
+    "a background job".
+    """
+    data = LockData.from_bytes(lock.data)
+    if data is not None and data.username:
+        return data.username
+    if not shows_hosts:
+        return _("a background job")
+    if data is not None:
+        return data.holder
+    return lock.owner_name or "?"
 
 
 @dataclass

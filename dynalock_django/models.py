@@ -7,6 +7,8 @@ from django.utils.translation import gettext_lazy as _
 
 # Who may take a lock away from its holder: on the live-locks page, or by taking over an edit lock.
 FORCE_RELEASE_PERMISSION = "dynalock_django.force_release"
+# Who may see the live-locks page, and with it the host names and pids of the processes holding locks.
+VIEW_LOCK_PERMISSION = "dynalock_django.view_lock"
 
 
 if not apps.is_installed("dynalock_django"):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import os
+import socket
 import warnings
 
 import pytest
@@ -12,6 +14,7 @@ from django.db.models.signals import post_delete
 from django.test import Client, override_settings
 
 from dynalock_django import client as client_module
+from dynalock_django import lock_object
 from dynalock_django.admin.edit_locking.tickets import HANDOFF_COOKIE, TICKET_FIELD, EditTicket
 from dynalock_django.client import get_client
 from dynalock_django.conf import DEFAULTS
@@ -113,6 +116,17 @@ def test_a_view_only_user_takes_no_lock_but_sees_who_edits(alice, vera, customer
     html = open_page(logged_in(vera), customer).content.decode()
     assert "Being edited by alice" in html
     assert stored(customer).fencing_token == ticket.fencing_token
+
+
+def test_a_row_locked_by_code_names_host_and_pid_only_to_who_may_see_live_locks(vera, carol, customer):
+    with lock_object(customer):
+        banners = [open_page(logged_in(user), customer).context["dynalock"] for user in (vera, carol)]
+    host = f"{socket.gethostname()} (pid {os.getpid()})"
+    assert banners[0]["message"].startswith("Being edited by a background job since")
+    assert banners[0]["config"]["holder"] == "a background job"
+    assert host not in str(banners[0])
+    assert banners[1]["message"].startswith(f"Being edited by {host} since")  # carol has view_lock
+    assert banners[1]["config"]["holder"] == host
 
 
 def test_add_pages_take_no_lock(alice, dynalock):

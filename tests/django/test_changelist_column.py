@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
+import socket
 
 import pytest
 
+from dynalock_django import lock_object
 from dynalock_django.client import get_client
 from dynalock_django.keys import key_for_instance
 from testproject.desk.admin import CustomerAdmin
@@ -56,6 +59,14 @@ def test_free_and_released_rows_say_nothing(alice, requests_made):
     _acme, globex = Customer.objects.create(name="Acme"), Customer.objects.create(name="Globex")
     get_client().acquire(key_for_instance(globex)).release()
     assert column(logged_in(alice).get(CUSTOMERS)) == ["", ""]
+
+
+def test_a_row_locked_by_code_names_host_and_pid_only_to_who_may_see_live_locks(alice, make_staff, customer):
+    operator = make_staff("olga", *EDITOR, "view_lock")
+    with lock_object(customer):
+        staffs, operators = column(logged_in(alice).get(CUSTOMERS)), column(logged_in(operator).get(CUSTOMERS))
+    assert staffs == ["a background job, 0 min"]
+    assert operators == [f"{socket.gethostname()} (pid {os.getpid()}), 0 min"]
 
 
 def test_long_edits_count_hours(alice, customer):

@@ -108,3 +108,28 @@ def test_modifying_actions_skip_rows_someone_edits_and_read_only_ones_take_no_lo
     assert (red.label, blue.label) == ("Red", "reviewed")
     counted = bobs.post("/admin/testapp/tag/", with_token({"action": "count_selected", **selected}), follow=True)
     assert "2 selected" in counted.content.decode()
+
+
+def test_rows_whose_free_lock_is_kept_for_a_waiter_are_left_to_the_waiter(
+    alice, bob, make_staff, tags, django_capture_on_commit_callbacks
+):
+    """The queue's rule, as the change page, the delete page and Delete selected keep it."""
+    red, blue = tags
+    alices = browser(alice)
+    ticket = open_change_page(alices, red)
+    assert browser(bob).post(f"/admin/testapp/tag/{red.pk}/edit-lock/ask/", with_token({})).json()["state"] == "waiting"
+    released = alices.post(f"/admin/testapp/tag/{red.pk}/edit-lock/release/", with_token({"ticket": str(ticket)}))
+    assert released.json() == {"state": "released"}  # free now, and bob's turn
+    carols = browser(make_staff("carol", *EDITOR))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        listed = edit_in_list(carols, "/admin/testapp/tag/", "slug", "label", {"red": "Carol's", "blue": "Carol's"})
+        action = {"action": "mark_reviewed", "_selected_action": ["red", "blue"]}
+        acted = carols.post("/admin/testapp/tag/", with_token(action), follow=True)
+
+    for response in (listed, acted):
+        assert "Red was not changed: Nobody is editing this now: bob asked to edit first" in response.content.decode()
+    red.refresh_from_db()
+    blue.refresh_from_db()
+    assert (red.label, blue.label) == ("Red", "reviewed")
+    assert [waiter.name for waiter in get_client().get(key_for_instance(red)).waiters] == ["bob"]

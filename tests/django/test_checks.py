@@ -15,6 +15,7 @@ from django.test import override_settings
 
 from dynalock_django import client as client_module
 from dynalock_django.checks import check_settings, check_table
+from dynalock_django.conf import MAX_PAGE_SECONDS
 from dynalock_django.dynamodb import LockClient
 
 from ..dynamodb_support import SHORT_LEASE_SETTINGS, create_bare_table, make_dynamodb, unique
@@ -100,6 +101,21 @@ def test_e017_max_clock_skew_must_be_none_or_a_finite_number_of_seconds(configur
     assert message.id == "dynalock.E017"
     assert "MAX_CLOCK_SKEW" in message.msg
     assert "None" in message.hint
+
+
+@pytest.mark.parametrize(("name", "check_id"), [("EDIT_LEASE_DURATION", "E014"), ("EDIT_IDLE_TIMEOUT", "E018")])
+@pytest.mark.parametrize("bad", [math.inf, math.nan, MAX_PAGE_SECONDS + 1, 2**31 / 1000])
+def test_e014_e018_a_change_pages_durations_must_be_finite_and_within_a_browsers_timer(configured, name, check_id, bad):
+    with override_settings(DYNALOCK={**configured, name: bad}):
+        [message] = check_settings()
+    assert message.id == f"dynalock.{check_id}"
+    assert name in message.msg
+    assert "24 days" in message.msg
+
+
+@pytest.mark.parametrize("name", ["EDIT_LEASE_DURATION", "EDIT_IDLE_TIMEOUT"])
+def test_a_change_pages_durations_up_to_24_days_pass(configured, name):
+    assert ids_for(configured, **{name: MAX_PAGE_SECONDS}) == []
 
 
 @pytest.mark.parametrize("good", [None, 0, 0.5, 2])

@@ -13,7 +13,8 @@ from testproject.desk.admin import CustomerAdmin
 from testproject.desk.models import Customer
 
 from ..dynamodb_support import RequestCounter
-from .admin_support import PATIENT, browser, held, logged_in, with_token
+from .admin_support import DESK_EDITOR, PATIENT, browser, held, logged_in, with_token
+from .test_admin_edit_lock import change_url, customer_form, edit_lock_url, stored
 
 pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
@@ -117,3 +118,58 @@ def test_without_dynamodb_nothing_is_deleted(alice, customer, dynalock):
             assert "Edit locks are unavailable" in html
             assert "Nothing was deleted." in html
     assert Customer.objects.filter(pk=customer.pk).exists()
+
+
+def kept_for_bob(alice, bob, customer, capture_on_commit):
+    """Bob asks while alice edits; alice saves: the lock is free, and kept for bob (test_ask_to_edit)."""
+    alices = logged_in(alice)
+    ticket = open_page(alices, customer)
+    assert logged_in(bob).post(edit_lock_url(customer, "ask")).json()["state"] == "waiting"
+    with capture_on_commit(execute=True):  # her save's release
+        assert alices.post(change_url(customer), customer_form(ticket, name="Acme Corp")).status_code == 302
+    assert stored(customer).is_released
+    assert [waiter.name for waiter in stored(customer).waiters] == ["bob"]
+
+
+@pytest.mark.parametrize("others", [0, 1])  # one object: the single write; two: the transaction
+def test_delete_selected_leaves_a_lock_kept_for_a_waiter_to_the_waiter(
+    alice, bob, make_staff, customer, others, django_capture_on_commit_callbacks
+):
+    kept_for_bob(alice, bob, customer, django_capture_on_commit_callbacks)
+    carol = make_staff("carol", *DESK_EDITOR)
+    selected = [customer, *(Customer.objects.create(name=f"Other {n}", plan="free") for n in range(others))]
+
+    confirmation = delete_selected(browser(carol), selected, confirmed=False).content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        deleted = delete_selected(browser(carol), selected).content.decode()
+
+    for html in (confirmation, deleted):
+        assert "Acme Corp: Nobody is editing this now: bob asked to edit first" in html
+        assert "Nothing was deleted." in html
+    assert Customer.objects.count() == 1 + others
+    assert stored(customer).is_released
+    assert not any(held(obj) for obj in selected)
+    assert [waiter.name for waiter in stored(customer).waiters] == ["bob"]  # still his turn
+
+
+def test_an_edit_locked_action_leaves_a_lock_kept_for_a_waiter_to_the_waiter(
+    alice, bob, make_staff, customer, django_capture_on_commit_callbacks
+):
+    kept_for_bob(alice, bob, customer, django_capture_on_commit_callbacks)
+    carol = make_staff("carol", *DESK_EDITOR)
+    duplicate = Customer.objects.create(name="Acme Corp (2)", plan="free", email="acme@example.com")
+    duplicate.notes.create(body="Called")
+    merge = {"action": "merge_customers", "_selected_action": [customer.pk, duplicate.pk]}
+
+    with django_capture_on_commit_callbacks(execute=True):
+        html = browser(carol).post(CHANGELIST, with_token(merge), follow=True).content.decode()
+
+    assert "Acme Corp: Nobody is editing this now: bob asked to edit first" in html
+    assert "Nothing was changed." in html
+    assert Customer.objects.count() == 2
+    customer.refresh_from_db()
+    assert customer.email == ""
+    assert duplicate.notes.count() == 1
+    assert not held(customer)
+    assert not held(duplicate)
+    assert [waiter.name for waiter in stored(customer).waiters] == ["bob"]

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import math
+import re
+
 import pytest
 from django.test import override_settings
 
 from dynalock_django import lock_object
+from dynalock_django.admin.edit_locking.idle_resume import same_row_models
+from dynalock_django.admin.edit_locking.tickets import TICKET_FIELD
+from dynalock_django.conf import MAX_PAGE_SECONDS
 from dynalock_django.fencing import fenced_save
 
 from .admin_support import browser, logged_in, with_token
 from .test_admin_edit_lock import change_url, customer_form, edit_lock_url, stored, ticket_of
+from .testapp.models import Account, AccountProxy, PremiumAccount, Tag, TagProxy
 
 pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
@@ -38,6 +46,36 @@ def test_the_page_is_told_the_idle_time_out(alice, customer, dynalock):
     with override_settings(DYNALOCK={**dynalock, "EDIT_IDLE_TIMEOUT": None}):
         config = logged_in(alice).get(change_url(customer)).context["dynalock"]["config"]
     assert config["idleSeconds"] is None
+
+
+@pytest.mark.parametrize(
+    ("changes", "lease", "idle"),
+    [
+        ({"EDIT_IDLE_TIMEOUT": math.inf}, 60.0, None),  # endless: never idle
+        ({"EDIT_IDLE_TIMEOUT": math.nan}, 60.0, None),
+        ({"EDIT_IDLE_TIMEOUT": 30 * 86400}, 60.0, MAX_PAGE_SECONDS),  # past a browser timer's 24.8 days
+        ({"EDIT_LEASE_DURATION": math.inf}, MAX_PAGE_SECONDS, 900.0),
+        ({"EDIT_LEASE_DURATION": 10**12}, MAX_PAGE_SECONDS, 900.0),
+    ],
+)
+def test_durations_past_what_a_page_can_time_open_a_page_with_only_finite_numbers(
+    alice, customer, dynalock, changes, lease, idle
+):
+    """Check E014/E018 refuses these settings; a project that runs anyway still gets working pages."""
+    with override_settings(DYNALOCK={**dynalock, **changes}):
+        page = logged_in(alice).get(change_url(customer))
+        assert page.status_code == 200
+        config = page.context["dynalock"]["config"]
+        assert (config["leaseSeconds"], config["idleSeconds"]) == (lease, idle)
+        assert config["renewSeconds"] == lease / 3
+        script = re.search(r'<script id="dynalock-edit-lock" type="application/json">(.*?)</script>', page.text)
+        assert script is not None
+        json.loads(script[1], parse_constant=refuse)  # no Infinity or NaN: the page's script would never run
+        assert stored(customer).lease_duration == lease
+
+
+def refuse(constant):
+    raise AssertionError(f"{constant} in the page's JSON")
 
 
 def test_continue_editing_takes_the_free_lock_again_in_one_write(alice, customer, requests_made):
@@ -89,6 +127,37 @@ def test_a_save_by_someone_else_meanwhile_is_named_and_never_overwritten(
     assert refused.status_code == 200  # the old ticket saves nothing
     customer.refresh_from_db()
     assert customer.name == "Bob's Acme"
+
+
+def test_a_save_through_another_admin_of_the_same_rows_counts_as_a_change(
+    make_staff, django_capture_on_commit_callbacks
+):
+    """A proxy model's admin logs under its own content type; Tag has no fencing token to tell instead."""
+    tag = Tag.objects.create(slug="red", label="Red")
+    alices = logged_in(make_staff("alice", "view_tag", "change_tag"))
+    bobs = logged_in(make_staff("bob", "view_tagproxy", "change_tagproxy"))
+    form = idle_page(alices, tag)
+    proxied = TagProxy.objects.get(pk=tag.pk)
+    bobs_ticket = ticket_of(bobs.get(change_url(proxied)))
+    with django_capture_on_commit_callbacks(execute=True):  # his save's release
+        saved = bobs.post(change_url(proxied), {"slug": "red", "label": "Crimson", TICKET_FIELD: str(bobs_ticket)})
+    assert saved.status_code == 302
+
+    answer = resume(alices, tag, form).json()
+
+    assert answer["state"] == "changed"
+    assert answer["message"].startswith("bob changed this at ")
+    assert "ticket" not in answer  # alice's page, still showing "Red", may not save over it
+    tag.refresh_from_db()
+    assert tag.label == "Crimson"
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [(Tag, {Tag, TagProxy}), (TagProxy, {Tag, TagProxy}), (PremiumAccount, {Account, AccountProxy, PremiumAccount})],
+)
+def test_the_models_of_one_row_are_its_proxies_parents_and_children(model, expected):
+    assert set(same_row_models(model)) == expected
 
 
 def test_a_fenced_write_outside_the_admin_counts_as_a_change(alice, customer, django_capture_on_commit_callbacks):

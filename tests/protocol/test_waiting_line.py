@@ -67,6 +67,22 @@ def test_the_queue_outlives_renewals_and_releases_and_a_taker_leaves_it_in_the_s
     taken.release()
 
 
+@pytest.mark.requires("transactions")
+def test_acquire_many_grants_each_lease_with_the_queue_its_write_found(make_client, key):
+    """As a single grant does: whoever takes a set of free locks learns who waits for each (its BatchGetItem)."""
+    holder, other = make_client(), make_client()
+    keys = [key, f"{key}-other"]
+    lease = holder.acquire(key, owner_name=TAB, keep_alive=False)
+    holder.join_queue(key, "bob", name="Bob")
+    lease.release()
+    group = other.acquire_many(keys, timeout=0)
+    try:
+        assert [(w.waiter_id, w.name) for w in group[key].waiters] == [("bob", "Bob")]
+        assert group[keys[1]].waiters == ()
+    finally:
+        group.release()
+
+
 def test_joining_without_a_lock_item_writes_nothing_and_a_released_lock_keeps_its_line(make_client, key):
     holder, waiter = make_client(), make_client()
     assert waiter.join_queue(key, "bob", name="Bob") is None  # no item: nothing created

@@ -9,6 +9,7 @@ since when, which tells them by itself when the lock frees. A save is refused
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -21,11 +22,12 @@ from django.template.loader import select_template
 from django.template.response import TemplateResponse
 from django.utils.translation import gettext as _
 
-from ...conf import dynalock_settings
+from ...conf import MAX_PAGE_SECONDS, dynalock_settings
 from ...dynamodb import DynamoDBError, DynamoDBUnavailable, LockLost
 from ...fencing import fencing_field, has_fencing_token
 from ...models import FORCE_RELEASE_PERMISSION
 from ..staff_messages import paused_message, staff_message
+from .edit_queue import MAX_POLL_SECONDS
 from .explanations import held_message, lost_message, outage_message, unavailable_message
 from .idle_resume import opened_stamp
 from .object_locks import EditLock, EditState
@@ -217,8 +219,8 @@ def _page_context(
             "leaseSeconds": lease,
             "renewSeconds": lease / 3,
             # A visible editing page looks between renewals (one read each), so that news reaches it within seconds.
-            "checkSeconds": min(check_seconds, lease / 3),
-            "pollSeconds": poll_seconds,
+            "checkSeconds": min(_page_seconds(check_seconds, lease / 3), lease / 3),
+            "pollSeconds": _page_seconds(poll_seconds, MAX_POLL_SECONDS),
             "checkUrl": url("check"),
             "renewUrl": url("renew"),
             "releaseUrl": url("release"),
@@ -253,6 +255,13 @@ def _page_context(
             },
         },
     }
+
+
+def _page_seconds(seconds: Any, otherwise: float) -> float:
+    """A ModelAdmin's period as the page's timers can take it: JSON has no Infinity or NaN (W004 warns of them)."""
+    if not isinstance(seconds, int | float) or not 0 < seconds < math.inf:
+        return otherwise
+    return min(float(seconds), MAX_PAGE_SECONDS)
 
 
 def _held_by_another(state: EditState) -> bool:

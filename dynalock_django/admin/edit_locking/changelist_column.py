@@ -21,7 +21,8 @@ from django.utils.translation import gettext as _
 from ...client import get_client
 from ...dynamodb import DynamoDBError, LockInfo
 from ...keys import key_for_instance
-from ...live_lock_rows import describe
+from ...live_lock_rows import describe, holder_label
+from ...models import VIEW_LOCK_PERMISSION
 from ..staff_messages import paused_message, staff_message
 from .tickets import is_users_tab
 
@@ -57,25 +58,29 @@ def editors_on_page(request: HttpRequest, changelist: ChangeList) -> dict[str, s
             paused_message(error) or f"{_('Who is editing which row cannot be shown.')} {staff_message(error)}",
         )
         return {}
-    now = datetime.now(UTC)
-    return {key: editor_label(lock, request.user, now) for key, lock in locks.items()}
+    now, shows_hosts = datetime.now(UTC), request.user.has_perm(VIEW_LOCK_PERMISSION)
+    return {key: editor_label(lock, request.user, now, shows_hosts=shows_hosts) for key, lock in locks.items()}
 
 
 def _without_column(changelist: ChangeList) -> None:
     changelist.list_display = [column for column in changelist.list_display if column != EDIT_LOCK_COLUMN]
 
 
-def editor_label(lock: LockInfo, user: Any, now: datetime) -> str:
-    """What the column says for a row: "alice, 3 min", "you", or nothing when nobody is editing it."""
-    row = describe(lock)
-    if row.state != "held":
+def editor_label(lock: LockInfo, user: Any, now: datetime, *, shows_hosts: bool = False) -> str:
+    """What the column says for a row: "alice, 3 min", "you", or nothing when nobody is editing it.
+
+    A row locked by code is named by its host and pid only when ``shows_hosts``
+    (the user may see the live-locks page); else "a background job".
+    """
+    if describe(lock).state != "held":
         return ""
     if is_users_tab(lock.owner_name, user):
         return _("you")
+    holder = holder_label(lock, shows_hosts=shows_hosts)
     if lock.acquired_at is None:
-        return row.holder
+        return holder
     minutes = int((now - lock.acquired_at).total_seconds() // 60)
-    return _("%(holder)s, %(duration)s") % {"holder": row.holder, "duration": _duration(max(0, minutes))}
+    return _("%(holder)s, %(duration)s") % {"holder": holder, "duration": _duration(max(0, minutes))}
 
 
 def _duration(minutes: int) -> str:

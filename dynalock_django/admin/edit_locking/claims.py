@@ -20,6 +20,8 @@ from ...dynamodb import DynamoDBError, Lease, LeaseGroup, LockInfo, LockNotAcqui
 from ...keys import key_for_instance
 from ...payload import LockData
 from ...transactions import release_when_transaction_ends
+from . import edit_queue
+from .edit_queue import kept_for_message
 from .explanations import held_message, unavailable_message
 from .object_locks import PURPOSE, EditLock
 
@@ -52,7 +54,8 @@ def claim_all(objects: Sequence[models.Model], user: Any) -> LeaseGroup | Refusa
     Two requests per 100 objects when they are free. An object the user
     edits in another tab (whose page may not have said goodbye yet) is
     released from that tab and the whole set asked for once more, as
-    :meth:`EditLock.claim` does for one.
+    :meth:`EditLock.claim` does for one. A free lock kept for someone who
+    asked to edit first refuses the set too, as it refuses a change page.
     """
     by_key = {key_for_instance(obj): obj for obj in objects}
     try:
@@ -64,11 +67,45 @@ def claim_all(objects: Sequence[models.Model], user: Any) -> LeaseGroup | Refusa
     except DynamoDBError as error:
         return Refusal([], unavailable_message(error))
     if isinstance(found, LeaseGroup):
-        release_when_transaction_ends(found, router.db_for_write(type(objects[0])))
+        using = router.db_for_write(type(objects[0]))
+        kept = _kept_for_others(found, by_key, user, using)
+        if kept is not None:
+            return kept
+        release_when_transaction_ends(found, using)
         return found
     return Refusal(
         [(by_key[key], held_message(EditLock(by_key[key], user).held_by(holder))) for key, holder in found.items()]
     )
+
+
+def _kept_for_others(
+    group: LeaseGroup, by_key: dict[str, models.Model], user: Any, using: str | None
+) -> Refusal | None:
+    """The objects whose free lock is kept for someone who asked to edit first, as :meth:`EditLock.open` keeps it.
+
+    Then the whole group is let go again at once (one more request per 100),
+    and nothing is done: a free lock with a live waiter ahead is the waiter's.
+    Else None, and the user leaves the queues they had joined in another tab.
+    """
+    kept = [
+        (by_key[lease.key], kept_for_message(first.name))
+        for lease in group
+        if (first := edit_queue.next_in_line(lease.waiters, user)) is not None
+    ]
+    if kept:
+        try:
+            group.release(best_effort=True)
+        except DynamoDBError:
+            release_when_transaction_ends(group, using)  # tried again then: never left held by the heartbeat
+        return Refusal(kept)
+    me = edit_queue.waiter_id(user)
+    for lease in group:
+        if any(waiter.waiter_id == me for waiter in lease.waiters):
+            # Asked in another tab, and got it here. Housekeeping only: an entry left behind goes stale
+            # and is pruned, while a failure here must not leave the group unreleased.
+            with contextlib.suppress(DynamoDBError):
+                get_client().leave_queue(lease.key, me)
+    return None
 
 
 def _try(by_key: dict[str, models.Model], user: Any) -> LeaseGroup | dict[str, LockInfo]:

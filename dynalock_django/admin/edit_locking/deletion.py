@@ -20,7 +20,9 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from ...dynamodb import DynamoDBError
+from . import edit_queue
 from .claims import Refusal, claim
+from .edit_queue import kept_for_message
 from .explanations import held_message, unavailable_message
 from .locked_actions import all_or_nothing, tell_refusal
 from .object_locks import EditLock
@@ -37,8 +39,12 @@ def deletion_refusal(obj: models.Model, user: Any) -> str | None:
         current = edit_lock.read()
     except DynamoDBError as error:
         return unavailable_message(error)
-    if edit_lock.is_free(current) or edit_lock.is_mine(current):
+    if edit_lock.is_mine(current):
         return None
+    if edit_lock.is_free(current):
+        # Free, but kept for whoever asked to edit first, as the deletion itself would find it (claims).
+        first = edit_queue.next_in_line(current.waiters if current is not None else (), user)
+        return None if first is None else kept_for_message(first.name)
     return held_message(edit_lock.held_by(current))
 
 

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from django.apps import apps
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.contenttypes.models import ContentType
 from django.core import signing
@@ -22,6 +23,7 @@ from django.utils import dateformat, timezone
 from django.utils.translation import gettext as _
 
 from ...fencing import fencing_field, has_fencing_token
+from ...keys import root_model
 from .explanations import held_message
 from .object_locks import EditLock
 from .tickets import EditTicket
@@ -63,12 +65,25 @@ def resume(edit_lock: EditLock, obj: models.Model, old: EditTicket, opened: date
     return Resumed("held", _("You are editing this again."), state.ticket)
 
 
+def same_row_models(model: type[models.Model]) -> list[type[models.Model]]:
+    """Every installed model whose instances of a pk are the row of ``model``'s: its proxies, parents and children.
+
+    They share the row's edit lock (:func:`.keys.root_model`), and a change made
+    through any of their admins is logged under that model's content type,
+    with the same pk (a multi-table child's pk is its parent's).
+    """
+    root = root_model(model)
+    return [other for other in apps.get_models() if root_model(other) is root]
+
+
 def _changed_since(obj: models.Model, old: EditTicket, opened: datetime) -> str | None:
     """Who changed ``obj`` since ``opened``, for people; None when nobody did."""
     model = type(obj)
     entry = (
         LogEntry.objects.filter(
-            content_type=ContentType.objects.get_for_model(obj, for_concrete_model=False),
+            content_type__in=list(
+                ContentType.objects.get_for_models(*same_row_models(model), for_concrete_models=False).values()
+            ),
             object_id=str(obj.pk),
             action_flag=CHANGE,
             action_time__gt=opened,

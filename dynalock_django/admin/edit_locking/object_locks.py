@@ -23,6 +23,8 @@ from ...client import get_client
 from ...conf import dynalock_settings
 from ...dynamodb import Lease, LockInfo, LockLost, LockNotAcquired, LockTimeout
 from ...keys import key_for_instance
+from ...live_lock_rows import holder_label
+from ...models import VIEW_LOCK_PERMISSION
 from ...payload import LockData
 from . import edit_queue
 from .tickets import EditTicket, is_users_tab, owner_name
@@ -43,6 +45,7 @@ class EditState:
     problem: str | None = None  # why this page cannot save
     next_in_line: str | None = None  # the lock is free, but kept for this user, who asked first (edit_queue)
     unlocked: bool = False  # editable without the lock: DynamoDB did not answer, and EDIT_DURING_OUTAGE is on
+    shows_hosts: bool = False  # the user may see the live-locks page: a holder that is code is named by host and pid
 
     @property
     def holder_data(self) -> LockData | None:
@@ -50,10 +53,8 @@ class EditState:
 
     @property
     def holder_name(self) -> str:
-        data = self.holder_data
-        if data is not None:
-            return data.holder
-        return (self.holder.owner_name if self.holder else None) or "?"
+        """Who holds the lock, for the user in front of the page (:func:`.live_lock_rows.holder_label`)."""
+        return holder_label(self.holder, shows_hosts=self.shows_hosts) if self.holder else "?"
 
 
 class EditLock:
@@ -163,7 +164,13 @@ class EditLock:
 
     def held_by(self, holder: LockInfo | None) -> EditState:
         frees_at = None if holder is None else _from_now(get_client().available_in(holder))
-        return EditState(self.key, holder=holder, holder_is_me=self.is_mine(holder), frees_at=frees_at)
+        return EditState(
+            self.key,
+            holder=holder,
+            holder_is_me=self.is_mine(holder),
+            frees_at=frees_at,
+            shows_hosts=self.user.has_perm(VIEW_LOCK_PERMISSION),
+        )
 
     def is_mine(self, holder: LockInfo | None) -> bool:
         """The lock is held by one of this user's tabs."""

@@ -212,6 +212,7 @@ class GroupAcquirer:
                         stamp.started,
                         options,
                         taken_over=step.may_take_over,
+                        waiters=current.waiters,  # as a single grant's: the queue the write found
                     )
                 )
             else:  # changed hands between the commit and the read (a forced release, a takeover): start again
