@@ -207,7 +207,8 @@ def test_a_release_retried_inside_botocore_after_its_answer_was_lost_counts_as_r
     granted = detach(granting, key)
     faults = FaultInjector(dynamodb)
     counter = RequestCounter(dynamodb)
-    faults.lose_response("UpdateItem")
+    # Lost as a closed connection: botocore retries that (never a read time-out, the deadline rule).
+    faults.lose_response("UpdateItem", timed_out=False)
 
     assert serving.lease(key, owner_name=TAB, fencing_token=granted.fencing_token).release() is True
 
