@@ -14,6 +14,7 @@ import ast
 import importlib
 from pathlib import Path
 
+import django
 import pytest
 from django.contrib import admin
 
@@ -80,6 +81,17 @@ def resolve(expression: ast.expr, namespace: dict[str, object]) -> object:
         owner = resolve(expression.value, namespace)
         return getattr(owner, expression.attr, None) if owner is not None else None
     return None
+
+
+@pytest.fixture(autouse=True)
+def unpatched_django(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Django as a user's project has it: django-tasks and django-tasks-db (test dependencies of the run-once
+    tasks) run ``django_stubs_ext.monkeypatch()`` when imported, which this module's checks must not lean on."""
+    import django_stubs_ext.patch
+
+    for spec in django_stubs_ext.patch._need_generic:  # the classes it makes generic on this Django, no other
+        if (spec.version is None or django.VERSION[:2] <= spec.version) and "__class_getitem__" in vars(spec.cls):
+            monkeypatch.delattr(spec.cls, "__class_getitem__")
 
 
 def test_django_is_not_patched_so_this_check_means_something():

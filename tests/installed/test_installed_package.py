@@ -84,7 +84,7 @@ def test_the_wheel_holds_the_package_and_nothing_else(dists):
     for expected in (
         f"{PACKAGE}/py.typed",
         f"{PACKAGE}/migrations/0001_initial.py",
-        f"{PACKAGE}/templates/admin/{PACKAGE}/lock/change_list.html",
+        f"{PACKAGE}/templates/admin/{PACKAGE}/live_locks/change_list.html",
         f"{PACKAGE}/static/{PACKAGE}/edit_lock.js",
     ):
         assert expected in shipped
