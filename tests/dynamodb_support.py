@@ -16,13 +16,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import boto3
 from botocore.awsrequest import AWSResponse
 from botocore.config import Config
 from botocore.exceptions import ConnectionClosedError, ReadTimeoutError
 from botocore.httpsession import URLLib3Session
 
 from dynalock_django.dynamodb import Lease, LockClient
+from dynalock_django.dynamodb.aws.connection import new_session
 from dynalock_django.dynamodb.leases.lease import record_of
 
 ENDPOINT_ENV = "DYNALOCK_TEST_ENDPOINT_URL"
@@ -55,7 +55,7 @@ SHORT_LEASE_SETTINGS = {
 
 
 def make_dynamodb(endpoint_url: str, **config: Any) -> Any:
-    return boto3.session.Session().client(
+    return new_session().client(
         "dynamodb",
         region_name=REGION,
         endpoint_url=endpoint_url,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import time
-from multiprocessing.context import SpawnContext
+from multiprocessing.context import BaseContext
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -19,9 +19,9 @@ class NotReady(RuntimeError):
 
 
 class RunWindow:
-    """Shared with the spawned workers (a ``Value`` passes to them as they start)."""
+    """Shared with the workers (a ``Value`` passes to them as they start)."""
 
-    def __init__(self, context: SpawnContext) -> None:
+    def __init__(self, context: BaseContext) -> None:
         self._ready: Synchronized[int] = context.Value("i", 0)
         self._until: Synchronized[float] = context.Value("d", math.inf)
 

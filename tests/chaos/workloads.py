@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import dataclasses
-import multiprocessing
+import functools
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -21,13 +24,14 @@ from dynalock_django.dynamodb.aws.breaker import DEFAULT_COOL_DOWN
 
 from ..dynamodb_support import BOTO_CONFIG, HEARTBEAT, LEASE, REFRESH, make_dynamodb, short_lease_client, unique
 from ..java_client import JavaLockClient
+from ..worker_processes import worker_context
 from . import workers
 from .checker import ClockBound, Verdict, check
 from .history import Event, Recorder, load
 from .proxy import FaultProxy, FaultRates
 from .run_window import NotReady, RunWindow
 
-spawn = multiprocessing.get_context("spawn")
+forkserver = worker_context()
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -156,7 +160,7 @@ def run(workload: Workload, endpoint_url: str, seed: int, workdir: Path, duratio
             proxy = FaultProxy(endpoint_url, workload.faults or FaultRates(), seed)
         with proxy or contextlib.nullcontext():
             url = proxy.url if proxy else endpoint_url
-            window = RunWindow(spawn)
+            window = RunWindow(forkserver)
             configs = [
                 workers.WorkerConfig(
                     name=f"w{i}",
@@ -290,11 +294,11 @@ def _crash_probe(url: str, table: str, history: Path, name: str, workload: Workl
     config = workers.ProbeConfig(
         f"{name}-holder", url, table, str(history), unique(name), LEASE, HEARTBEAT, REFRESH, skew / 2, skew
     )
-    holder = spawn.Process(target=workers.hold_then_die, args=(config,))
+    holder = forkserver.Process(target=workers.hold_then_die, args=(config,))
     holder.start()
     holder.join(60)
     time.sleep(ClockBound(LEASE, skew).at_once_after)
-    waiter = spawn.Process(
+    waiter = forkserver.Process(
         target=workers.arrive_late,
         args=(dataclasses.replace(config, name=f"{name}-waiter", wall_offset=-skew / 2),),
     )
@@ -303,7 +307,7 @@ def _crash_probe(url: str, table: str, history: Path, name: str, workload: Workl
 
 
 def _start(config: workers.WorkerConfig) -> Any:
-    process = spawn.Process(target=workers.run, args=(config,), name=config.name)
+    process = forkserver.Process(target=workers.run, args=(config,), name=config.name)
     process.start()
     return process
 
@@ -316,15 +320,24 @@ def _is_stopped(pid: int | None) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] == "T"
 
 
-def _create_database(path: Path, counters: int) -> None:
-    env = {**os.environ, "DYNALOCK_TEST_DATABASE": str(path)}
+@functools.cache
+def _migrated_database() -> Path:
+    """One migrated database a run (``manage.py migrate`` takes seconds); each workload starts from a copy."""
+    folder = Path(tempfile.mkdtemp(prefix="dynalock-chaos-db-"))
+    atexit.register(shutil.rmtree, folder, True)
+    path = folder / "migrated.sqlite3"
     subprocess.run(
         # --skip-checks: DYNALOCK in tests/settings.py names no table on purpose; the workers get theirs
         [sys.executable, "manage.py", "migrate", "-v0", "--skip-checks", "--settings=tests.settings"],
-        env=env,
+        env={**os.environ, "DYNALOCK_TEST_DATABASE": str(path)},
         check=True,
         cwd=REPO,
     )
+    return path
+
+
+def _create_database(path: Path, counters: int) -> None:
+    shutil.copyfile(_migrated_database(), path)
     with contextlib.closing(sqlite3.connect(path)) as db, db:
         db.executemany(
             "INSERT INTO testapp_account (id, name, balance) VALUES (?, ?, 0)",

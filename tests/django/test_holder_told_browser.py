@@ -10,6 +10,7 @@ measured times are printed.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -135,3 +136,110 @@ def test_stop_waiting_leaves_the_line(staff_page, live_server, customer, default
     banner(bob).get_by_text("You are not waiting to edit this any more.").wait_for(timeout=5000)
     assert lock_of(customer).waiters == ()
     assert bob.locator("#dynalock-ask").is_visible()  # he may ask again
+
+
+class FakeTime:
+    """The page's clock (Playwright's: timers, Date, performance.now), paused and moved only by the
+    test, with every edit-lock request the page sends stamped with the page's time. The server
+    answers in real time; each step waits for those answers before the clock moves on."""
+
+    STEP = 0.1
+
+    def __init__(self, page: Any) -> None:
+        self.page = page
+        self.requests: list[tuple[float, str]] = []
+        self.pending = 0
+        page.on("request", self._sent)
+        page.on("requestfinished", self._answered)
+        page.on("requestfailed", self._answered)
+        page.clock.install()
+        self.now = 0.0
+
+    def pause(self) -> None:
+        """From now on the page's time stands still unless the test moves it."""
+        wall = float(self.page.evaluate("Date.now()")) / 1000
+        self.page.clock.pause_at(wall + 1)  # Unix seconds
+        self.now = float(self.page.evaluate("performance.now()")) / 1000
+
+    def _sent(self, request: Any) -> None:
+        if "/edit-lock/" in request.url:
+            self.pending += 1
+            self.requests.append((self.now, request.url.rstrip("/").rsplit("/", 1)[-1]))
+
+    def _answered(self, request: Any) -> None:
+        if "/edit-lock/" in request.url:
+            self.pending -= 1
+
+    def run_for(self, seconds: float) -> None:
+        for _ in range(round(seconds / self.STEP)):
+            self.page.clock.run_for(round(self.STEP * 1000))
+            self.now += self.STEP
+            deadline = time.monotonic() + BOUND
+            while self.pending and time.monotonic() < deadline:
+                self.page.wait_for_timeout(10)  # real time: the answer and what the page does with it
+            assert not self.pending, "the server did not answer the page's request"
+
+    def looks(self, since: float) -> list[tuple[float, str]]:
+        """Renewals and the looks between them (one request each) sent from ``since`` on (page seconds)."""
+        return [(at, action) for at, action in self.requests if at >= since and action in ("renew", "check")]
+
+
+def page_config(page: Any) -> dict[str, Any]:
+    return page.evaluate("JSON.parse(document.getElementById('dynalock-edit-lock').textContent)")  # type: ignore[no-any-return]
+
+
+def set_hidden(page: Any, hidden: bool) -> None:
+    """As if the user switched to another tab (or back): what the page sees of it."""
+    page.evaluate(
+        "hidden => { Object.defineProperty(document, 'hidden', {value: hidden, configurable: true});"
+        " document.dispatchEvent(new Event('visibilitychange')); }",
+        hidden,
+    )
+
+
+def test_the_notice_schedule_on_a_fake_clock_a_look_every_few_seconds_while_visible_none_while_hidden(
+    staff_page, live_server, customer, default_edit_lease
+):
+    alice = staff_page("alice")
+    clock = FakeTime(alice)
+    url = change_url(live_server, customer)
+    alice.goto(url)
+    clock.pause()
+    config = page_config(alice)
+    check, renew = config["checkSeconds"], config["renewSeconds"]
+    assert (check, renew) == (CustomerAdmin.edit_lock_check_seconds, 20.0)
+    opened = clock.now
+
+    clock.run_for(2 * renew)
+    visible = clock.looks(opened)
+    times = [at for at, _ in visible]
+    assert times[0] - opened <= check + FakeTime.STEP
+    gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+    # A look every checkSeconds, a renewal in place of a look every renewSeconds: never two close together.
+    assert all(check - 2 * FakeTime.STEP <= gap <= check + 2 * FakeTime.STEP for gap in gaps), gaps
+    assert [action for _, action in visible].count("renew") == 2
+    per_hour = len(visible) * 3600 / (2 * renew)
+    print(f"a visible editing tab: {per_hour:.0f} requests an hour ({3600 / renew:.0f} of them renewals)")
+
+    # Bob asks (in real time, on his own page): alice's page hears at its next look, within checkSeconds.
+    bob = staff_page("bob")
+    bob.goto(url)
+    bob.click("#dynalock-ask")
+    banner(bob).get_by_text("You are next").wait_for(timeout=BOUND * 1000)
+    asked = clock.now
+    waiting = alice.locator("#dynalock-waiting", has_text="bob is waiting to edit since")
+    while not waiting.is_visible():
+        assert clock.now - asked <= check + FakeTime.STEP, "the holder was not told at its next look"
+        clock.run_for(FakeTime.STEP)
+    print(f"ask -> holder told after {clock.now - asked:.1f} s of the page's time (a look every {check:g} s)")
+
+    # Hidden: renewals only (the lock is kept), no looks; shown again: it renews (and so looks) at once.
+    set_hidden(alice, True)
+    hidden = clock.now
+    clock.run_for(2 * renew)
+    assert [action for _, action in clock.looks(hidden)] == ["renew", "renew"]
+    print(f"a hidden editing tab: {len(clock.looks(hidden)) * 3600 / (2 * renew):.0f} requests an hour")
+    set_hidden(alice, False)
+    shown = clock.now
+    clock.run_for(FakeTime.STEP)
+    assert [action for _, action in clock.looks(shown)] == ["renew"]

@@ -190,14 +190,14 @@ def test_ctrl_z_stops_the_command_with_the_runner_and_fg_resumes_it_while_the_le
 
     runner.send_signal(signal.SIGTSTP)  # Ctrl-Z
 
-    wait_for(lambda: process_state(runner.pid) == "T" and process_state(command) == "T", PATIENCE)
+    wait_for(lambda: process_state(runner.pid) == "T" and process_state(command) == "T", STARTED)
     stopped = len(ticks(path))
     time.sleep(0.3)
     assert len(ticks(path)) == stopped  # the command stands still with its runner (and its heartbeat)
 
     runner.send_signal(signal.SIGCONT)  # fg, well inside the lease
 
-    wait_for(lambda: len(ticks(path)) > stopped + 3, PATIENCE)
+    wait_for(lambda: len(ticks(path)) > stopped + 3, STARTED)
     assert process_state(runner.pid) != "T"
     assert get_client().get(NIGHTLY).owner_name is not None
     runner.send_signal(signal.SIGTERM)

@@ -1,4 +1,4 @@
-"""Worker processes for the multi-process tests (started with the 'spawn' method)."""
+"""Worker processes for the multi-process tests (forked from the fork server of tests/worker_processes.py)."""
 
 from __future__ import annotations
 

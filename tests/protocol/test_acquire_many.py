@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from typing import Any
 
 import pytest
 
@@ -119,19 +120,26 @@ def test_waiting_reads_only_the_held_keys_and_takes_all_once_they_are_free(make_
     held = holder.acquire_many([names[0], names[2]])
     read: list[str] = []
     batches: list[set[str]] = []
+    # The holder lets go once the waiter has read while waiting (not after a set time: a busy machine
+    # could start the waiter after the release, and there would be no waiting to look at).
+    releaser = threading.Thread(target=held.release)
+
+    def release_once() -> None:
+        if not releaser.is_alive() and releaser.ident is None:
+            releaser.start()
+
     # The held keys are read one by one (GetItem) or together (BatchGetItem); a transaction's grant reads
-    # every key's token back with one BatchGetItem at the end.
-    dynamodb.meta.events.register(
-        "provide-client-params.dynamodb.GetItem", lambda params, **_: read.append(params["Key"]["key"]["S"])
-    )
-    dynamodb.meta.events.register(
-        "provide-client-params.dynamodb.BatchGetItem",
-        lambda params, **_: batches.append(
-            {key["key"]["S"] for request in params["RequestItems"].values() for key in request["Keys"]}
-        ),
-    )
-    releaser = threading.Timer(3 * 0.1, held.release)
-    releaser.start()
+    # every key's token back with one BatchGetItem at the end. (A handler's answer would replace the request.)
+    def one_read(params: dict[str, Any], **_: Any) -> None:
+        read.append(params["Key"]["key"]["S"])
+        release_once()
+
+    def batch_read(params: dict[str, Any], **_: Any) -> None:
+        batches.append({key["key"]["S"] for request in params["RequestItems"].values() for key in request["Keys"]})
+        release_once()
+
+    dynamodb.meta.events.register("provide-client-params.dynamodb.GetItem", one_read)
+    dynamodb.meta.events.register("provide-client-params.dynamodb.BatchGetItem", batch_read)
     group = waiter.acquire_many(names, timeout=PATIENCE)
     releaser.join()
     waiting_reads = batches[:-1] if batches and batches[-1] == set(names) else batches
@@ -179,7 +187,7 @@ def test_a_transaction_whose_answer_was_lost_is_resolved_by_the_next(make_client
 @pytest.mark.requires("transactions")
 def test_a_retried_transaction_is_idempotent(make_client, endpoint_url):
     names = keys(3)
-    dynamodb = make_dynamodb(endpoint_url, retries={"mode": "standard", "total_max_attempts": 2}, read_timeout=0.2)
+    dynamodb = make_dynamodb(endpoint_url, retries={"mode": "standard", "total_max_attempts": 2}, read_timeout=1)
     client = make_client(dynamodb, lease_duration=5, heartbeat_period=1)
     first = client.acquire_many(names)
     tokens = first.fencing_tokens

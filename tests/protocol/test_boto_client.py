@@ -41,3 +41,18 @@ def test_retry_budget_is_every_attempt_timing_out_plus_the_longest_backoffs():
     assert retry_budget_seconds(RECOMMENDED) == 3 * (1 + 2) + 1 + 2
     with pytest.raises(ConfigurationError, match="must be numbers"):
         retry_budget_seconds({"connect_timeout": "soon"})
+
+
+def test_each_client_reads_credentials_and_region_from_the_environment_as_it_is_then(monkeypatch):
+    # Clients share the loaded service models, not a session: what boto3 resolves is resolved anew.
+    clients = []
+    for access_key, region in (("AKIAFIRST", "eu-west-1"), ("AKIASECOND", "ap-south-1")):
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", access_key)
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+        monkeypatch.setenv("AWS_DEFAULT_REGION", region)
+        clients.append(build_dynamodb_client())
+    first, second = clients
+    assert first._request_signer._credentials.access_key == "AKIAFIRST"
+    assert second._request_signer._credentials.access_key == "AKIASECOND"
+    assert (first.meta.region_name, second.meta.region_name) == ("eu-west-1", "ap-south-1")
+    assert first._loader is second._loader  # the models were read once

@@ -36,7 +36,9 @@ def run_in_child(check):
 def test_a_forked_child_has_its_own_owner_and_connection_and_none_of_the_parents_leases(
     endpoint_url, make_client, key, pass_factory
 ):
-    client = make_client((lambda: make_dynamodb(endpoint_url)) if pass_factory else make_dynamodb(endpoint_url))
+    # A lease of a few heartbeats more than the suite's: forking and a child's start load the machine for a moment.
+    dynamodb = (lambda: make_dynamodb(endpoint_url)) if pass_factory else make_dynamodb(endpoint_url)
+    client = make_client(dynamodb, lease_duration=3 * LEASE)
     lease = client.acquire(key)
     parent = {"owner": client.owner_name, "dynamodb": id(client.dynamodb)}
 

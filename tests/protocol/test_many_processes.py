@@ -10,25 +10,25 @@ beside the first's.
 from __future__ import annotations
 
 import itertools
-import multiprocessing
 from collections import defaultdict
 
 import pytest
 
+from ..worker_processes import worker_context
 from . import processes
 from .test_processes import collect
 
 PROCESSES, ROUNDS, HOT_KEYS = 4, 15, 6
-spawn = multiprocessing.get_context("spawn")
+forkserver = worker_context()
 
 
 def run(endpoint_url, table_name, key, tmp_path, *, together):
     hot_keys = [f"{key}-{i}" for i in range(HOT_KEYS)]
     for hot_key in hot_keys:
         (tmp_path / hot_key).write_text("0 0")
-    results = spawn.Queue()
+    results = forkserver.Queue()
     workers = [
-        spawn.Process(
+        forkserver.Process(
             target=processes.lock_random_sets,
             args=(endpoint_url, table_name, hot_keys, str(tmp_path), ROUNDS, together, results),
         )

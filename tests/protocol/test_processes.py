@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import multiprocessing
 import os
 import queue
 import signal
@@ -15,18 +14,19 @@ import pytest
 from dynalock_django.dynamodb import LockTimeout
 
 from ..dynamodb_support import HEARTBEAT, LEASE
+from ..worker_processes import worker_context
 from . import processes
 
 PROCESSES, ROUNDS = 8, 50
-spawn = multiprocessing.get_context("spawn")
+forkserver = worker_context()
 
 
 def test_eight_processes_never_overlap_and_lose_no_update(endpoint_url, table_name, key, tmp_path):
     counter = tmp_path / "counter"
     counter.write_text("0")
-    results = spawn.Queue()
+    results = forkserver.Queue()
     workers = [
-        spawn.Process(
+        forkserver.Process(
             target=processes.increment_under_lock,
             args=(endpoint_url, table_name, key, str(counter), ROUNDS, results),
         )
@@ -64,8 +64,8 @@ def collect(results, workers, timeout=300.0):
 
 
 def test_a_killed_holder_is_taken_over_after_its_lease_and_not_before(endpoint_url, table_name, make_client, key):
-    safe_until, acquired = spawn.Value("d", 0.0), spawn.Event()
-    holder = spawn.Process(
+    safe_until, acquired = forkserver.Value("d", 0.0), forkserver.Event()
+    holder = forkserver.Process(
         target=processes.hold_and_report, args=(endpoint_url, table_name, key, safe_until, acquired, 60.0)
     )
     holder.start()
@@ -95,8 +95,8 @@ def test_a_killed_holder_is_taken_over_after_its_lease_and_not_before(endpoint_u
 
 
 def test_a_heartbeating_holder_process_is_never_taken_over(endpoint_url, table_name, make_client, key):
-    safe_until, acquired = spawn.Value("d", 0.0), spawn.Event()
-    holder = spawn.Process(
+    safe_until, acquired = forkserver.Value("d", 0.0), forkserver.Event()
+    holder = forkserver.Process(
         target=processes.hold_and_report, args=(endpoint_url, table_name, key, safe_until, acquired, 4 * LEASE)
     )
     holder.start()

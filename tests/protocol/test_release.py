@@ -8,10 +8,11 @@ import time
 
 import pytest
 
-from dynalock_django.dynamodb import LockLost
+from dynalock_django.dynamodb import DynamoDBUnavailable, LockLost
 from dynalock_django.dynamodb.leases.lease import record_of
+from dynalock_django.dynamodb.leases.lease_record import RAN_OUT
 
-from ..dynamodb_support import HEARTBEAT, LEASE, RequestCounter
+from ..dynamodb_support import HEARTBEAT, LEASE, FaultInjector, RequestCounter
 from .fake_clock import FakeClock
 
 
@@ -135,6 +136,22 @@ def test_release_after_safe_time_ran_out_but_nobody_took_it_succeeds(make_client
     assert not lease.is_held()
     assert lease.release() is True
     assert client.get(key).is_released
+
+
+def test_a_release_that_cannot_write_a_lease_that_ran_out_reports_it_lost(make_client, dynamodb, key):
+    # A stopped process resumes: its release may run before the heartbeat sees the lease ran out. The
+    # release cannot tell whether anyone held the lock since, so whoever waits for a loss must hear of it.
+    client = make_client(dynamodb)
+    lease = client.acquire(key)
+    told = []
+    lease.add_lost_callback(told.append)
+    with record_of(lease).write_lock:  # neither a renewal nor the heartbeat's expiry can run meanwhile
+        time.sleep(LEASE + 0.1)
+        FaultInjector(dynamodb).fail("UpdateItem", times=10)
+        with pytest.raises(DynamoDBUnavailable):
+            lease.release()
+    assert told == [lease]
+    assert lease.lost_reason == RAN_OUT
 
 
 def test_release_callbacks_run_once_however_the_lease_is_released(make_client, key):

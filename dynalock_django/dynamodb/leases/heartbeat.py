@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Protocol
 
 from ..exceptions import DynamoDBUnavailable, LockLost, TableNotFound
+from .lease_record import RAN_OUT
 from .renewal_capacity import OccasionalWarning, RenewalCapacity
 from .renewal_schedule import IDLE_WAKE_SECONDS, Jitter, Plan, Renewal, RenewalSchedule, urgency
 from .renewal_workers import RenewalWorkers
@@ -251,7 +252,7 @@ class Heartbeat:
             logger.warning("This client's heartbeat cannot keep up: %s", problem)
 
     def _expiry_reason(self, lease: Lease) -> str:
-        reason = "its lease ran out without a successful renewal"
+        reason = RAN_OUT
         with self._schedule_lock:
             last_error = self._schedule.last_error(lease)
         if last_error is not None:

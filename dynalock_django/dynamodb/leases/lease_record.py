@@ -184,6 +184,10 @@ class LeaseRecord:
             logger.exception("Lease callback %r for %r raised", callback, self.key)
 
 
+# Why a lease whose safe time passed before any renewal landed is lost (the heartbeat and a late release say it).
+RAN_OUT = "its lease ran out without a successful renewal"
+
+
 def lost_message(key: str, current: LockInfo | None) -> str:
     """Why the lease on ``key`` is gone, as found in ``current`` (the item now, None when deleted)."""
     if current is None:

@@ -21,7 +21,7 @@ from ..wire import queue_pruning, writes
 from ..wire.waiters import WAITERS, parse_waiters, stale_entries
 from ..wire.writes import Stamp
 from .lease import record_of
-from .lease_record import lost_message
+from .lease_record import RAN_OUT, lost_message
 
 if TYPE_CHECKING:
     from ..aws.store import LockStore
@@ -127,6 +127,10 @@ class LeaseWriter:
                 # Found out by the release, not the heartbeat: the lease was lost all the same, and
                 # whoever waits for that (on_lost, wait_until_lost) must hear it.
                 self._holdings.forget(lease, lost=(str(outcome), outcome.current))
+            elif not was_held and (isinstance(outcome, DynamoDBError) or outcome is _Released.GONE):
+                # It ran out before this release, which cannot tell whether anyone held it since: lost,
+                # as the heartbeat would have said had it run first (a paused process races the two).
+                self._holdings.forget(lease, lost=(RAN_OUT, None), superseded=False)
             else:
                 self._holdings.forget(lease, released=True)
         if isinstance(outcome, DynamoDBError | LockLost):

@@ -48,6 +48,14 @@
     timer = window.setTimeout(action, seconds * 1000);
   }
 
+  // When the next renewal is due (performance.now()): a look that falls due with it is left to it.
+  let renewalDue = Infinity;
+
+  function scheduleRenewal(seconds) {
+    renewalDue = performance.now() + seconds * 1000;
+    schedule(renew, seconds);
+  }
+
   function stopSaving() {
     for (const button of form.querySelectorAll("[type=submit]")) button.disabled = true;
   }
@@ -116,7 +124,7 @@
       lastLook = started;
       say("edit", config.strings.editing);
       showWaiting(body.waiting);  // who waits to edit came with the renewal itself
-      schedule(renew, config.renewSeconds);
+      scheduleRenewal(config.renewSeconds);
       return;
     }
     if (response && response.status === 409 && body) {
@@ -125,7 +133,7 @@
     }
     // Unreachable, or DynamoDB unavailable: try again soon; the lock holds until safeUntil.
     if (performance.now() > safeUntil - config.renewSeconds * 1000) say("unreachable", config.strings.unreachable);
-    schedule(renew, Math.min(2, config.renewSeconds));
+    scheduleRenewal(Math.min(2, config.renewSeconds));
   }
 
   // A look between renewals: one read, no write. A renewal counts as a look (its answer says the same).
@@ -138,7 +146,8 @@
 
   async function check() {
     if (!holding || document.hidden) return;  // hidden: it looks again as soon as it is shown
-    if (performance.now() - lastLook >= config.checkSeconds * 1000 - 100) {
+    const now = performance.now();
+    if (now - lastLook >= config.checkSeconds * 1000 - 100 && renewalDue - now > 100) {
       lastLook = performance.now();
       let response = null;
       try {
@@ -218,7 +227,7 @@
       safeUntil = lastInput + config.leaseSeconds * 1000;
       say("edit", config.strings.editing);
       allowSaving();
-      schedule(renew, config.renewSeconds);
+      scheduleRenewal(config.renewSeconds);
       scheduleCheck();
       watchIdle();
     } else if (answer && answer.state === "changed") {
@@ -239,7 +248,7 @@
   }
 
   if (holding) {
-    schedule(renew, config.renewSeconds);
+    scheduleRenewal(config.renewSeconds);
     scheduleCheck();
     // A hidden tab's timers may be slowed down, and it does not look: renew as soon as it is looked at again.
     document.addEventListener("visibilitychange", () => {

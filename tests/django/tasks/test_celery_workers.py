@@ -21,6 +21,7 @@ from celery import Celery
 from dynalock_django.client import get_client
 
 from ...dynamodb_support import LEASE, PATIENCE
+from .jobs import VISIBILITY
 from .workers import count_lines, overlaps, read_runs, redis_url, tokens_increase
 
 pytestmark = [pytest.mark.uses_dynalock, pytest.mark.slow]
@@ -31,11 +32,18 @@ JOB = "tests.django.tasks.jobs.celery_job"
 
 
 @pytest.fixture
-def worker(dynalock, redis_url, tmp_path):
+def worker_env() -> dict[str, str]:
+    """More environment for the worker (a test parametrizes it)."""
+    return {}
+
+
+@pytest.fixture
+def worker(dynalock, redis_url, tmp_path, worker_env):
     """A Celery worker (prefork, 2 child processes) on the test's broker and lock table; its runs file."""
     runs = tmp_path / "runs"
     env = {
         **os.environ,
+        **worker_env,
         "DJANGO_SETTINGS_MODULE": "tests.settings",
         "DYNALOCK_TEST_SETTINGS": json.dumps(dynalock),
         "DYNALOCK_TEST_BROKER": redis_url,
@@ -121,6 +129,26 @@ def test_a_killed_worker_frees_its_key_after_about_a_lease_and_the_redelivered_c
         f"\nceleryworkers: killed=1 redelivered after {redelivered_after:.2f}s, ran after {freed_after:.2f}s "
         f"= {freed_after / LEASE:.2f} leases ({(run.started - float(redelivered)) / LEASE:.2f} waiting for the key)"
     )
+
+
+@pytest.mark.parametrize("worker_env", [{VISIBILITY: "2"}])
+def test_a_copy_the_broker_hands_out_again_while_the_task_runs_is_skipped_visibly(worker, tmp_path):
+    sender, runs = worker
+    seconds = 8.0  # four visibility timeouts, eight leases: renewed all along
+    sender.send_task(JOB, args=(4, seconds))
+    wait_until(lambda: count_lines(runs) >= 1, seconds + 30, "the task did not run", tmp_path / "worker.log")
+    time.sleep(2)  # a copy handed out late would begin by now
+
+    begun = count_lines(Path(str(runs) + ".prerun"))
+    skipped = count_lines(Path(str(runs) + ".skipped"))
+    done = read_runs(runs)
+    assert begun >= 2, "the broker did not hand the running task out again: the test proves nothing"
+    assert [run.name for run in done] == ["celery-4"]  # it ran once
+    assert skipped == begun - 1  # every other copy met the live lease, and said so
+    assert overlaps(done) == 0
+    client = get_client()
+    assert all(client.get(key).is_released for key in _keys(client))
+    print(f"\nceleryworkers: redelivered while running: copies={begun} runs=1 skips={skipped} overlaps=0 stuck=0")
 
 
 def _keys(client) -> list[str]:
