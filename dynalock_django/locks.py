@@ -82,7 +82,7 @@ class _HeldLock(Generic[Held]):
         self.held = held
         try:
             for lease in leases_of(held):
-                _watch(lease)
+                signals.watch(lease)
                 signals.lease_acquired.send(sender=lease.key, lease=lease)
         except BaseException:  # a receiver failed: the caller never gets the lock, so nobody would release it
             self.release(best_effort=True)
@@ -96,7 +96,7 @@ class _HeldLock(Generic[Held]):
         self.held = held
         try:
             for lease in leases_of(held):
-                _watch(lease)
+                signals.watch(lease)
                 await signals.lease_acquired.asend(sender=lease.key, lease=lease)
         except BaseException:  # a receiver failed, or the task was cancelled: release what nobody else would
             await self.arelease(best_effort=True)
@@ -240,22 +240,9 @@ class ObjectsLock(_HeldLock[LeaseGroup]):
         return await get_client().aacquire_many(lock_keys, timeout=timeout, data=self.lock_data.to_bytes())
 
 
-def _watch(lease: Lease) -> None:
-    lease.add_release_callback(_send_released)
-    lease.add_lost_callback(_send_lost)
-
-
 def _note_failed_release(exc: BaseException, held: Lease | LeaseGroup, error: Exception) -> None:
     keys = ", ".join(repr(lease.key) for lease in leases_of(held))
     exc.add_note(f"dynalock: releasing {keys} also failed: {error}")
-
-
-def _send_released(lease: Lease) -> None:
-    signals.lease_released.send(sender=lease.key, lease=lease)
-
-
-def _send_lost(lease: Lease) -> None:
-    signals.lease_lost.send(sender=lease.key, lease=lease)
 
 
 def lock_object(instance: models.Model, **options: Any) -> KeyLock:

@@ -1,15 +1,39 @@
 """Signals for audit and metrics; each is sent with ``sender`` = the lock key and ``lease=``.
 
-``lease_lost`` is sent from the client's heartbeat thread (or one of its renewal workers).
+The ``lease_*`` signals are sent for the locks of ``lock_object``, ``lock_key``, ``lock_objects``,
+``@requires_lock`` and each ``@lock_task`` run. ``lease_lost`` is sent from the client's heartbeat thread (or one of its renewal workers).
 
 ``task_skipped`` is sent when a ``lock_task`` task did not run because a live
 run holds its key: ``sender`` = the key, ``task=`` its dotted name, ``holder=``
-the lock item in the way (a LockInfo, or None when it could not be read).
+the lock item in the way (a LockInfo, or None when it could not be read), and
+``task_id=`` the skipped copy's id in its queue (Celery's ``request.id``, Django's
+``TaskResult.id`` for a task with ``takes_context=True``; None for a plain call).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from django.dispatch import Signal
+
+if TYPE_CHECKING:
+    from .dynamodb import Lease
 
 lease_acquired = Signal()
 lease_released = Signal()
 lease_lost = Signal()
 task_skipped = Signal()
+
+
+def watch(lease: Lease) -> None:
+    """Send ``lease_released`` and ``lease_lost`` when ``lease`` ends; the taker sends ``lease_acquired`` itself."""
+    lease.add_release_callback(_send_released)
+    lease.add_lost_callback(_send_lost)
+
+
+def _send_released(lease: Lease) -> None:
+    lease_released.send(sender=lease.key, lease=lease)
+
+
+def _send_lost(lease: Lease) -> None:
+    lease_lost.send(sender=lease.key, lease=lease)

@@ -74,8 +74,11 @@ class LockedTask:
             release_queued_marker(self.keys.queued_key(args, kwargs, injected=injected), task=self.name)
         taken = self._take(key, run)
         if not isinstance(taken, Lease):
-            return self._conflict(key, taken)
+            return self._conflict(key, taken, run)
         with taken:
+            # The same signals as every other lock of the Django layer: audit and metrics see task runs too.
+            signals.watch(taken)
+            signals.lease_acquired.send(sender=taken.key, lease=taken)
             reset = _token.set(taken.fencing_token)
             try:
                 return self.function(*args, **kwargs)
@@ -103,12 +106,15 @@ class LockedTask:
             waits_for=functools.partial(_is_earlier_attempt, run),
         )
 
-    def _conflict(self, key: str, holder: LockInfo | None) -> None:
+    def _conflict(self, key: str, holder: LockInfo | None, run: frameworks.TaskRun | None) -> None:
         if self.on_conflict == "raise":
             raise TaskLocked(f"Task {self.name} not run: {key!r} is held by a live run ({_who(holder)}).", holder)
-        logger.info("Task %s skipped: %s is held by %s", printable(self.name), printable(key), _who(holder))
+        task_id = run.task_id if run is not None else None
+        # The queue's id lets an operator match the skip to the queued copy (it arrived from outside: escaped).
+        copy = f" (task id {printable(task_id)})" if task_id is not None else ""
+        logger.info("Task %s%s skipped: %s is held by %s", printable(self.name), copy, printable(key), _who(holder))
         task_skipped(self.name)  # dynalock.tasks.skipped, when OpenTelemetry is installed
-        signals.task_skipped.send(sender=key, task=self.name, holder=holder)
+        signals.task_skipped.send(sender=key, task=self.name, holder=holder, task_id=task_id)
         return None
 
 

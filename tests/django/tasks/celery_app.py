@@ -1,7 +1,8 @@
 """The Celery app of the worker processes the tests start: ``celery -A tests.django.tasks.celery_app worker``.
 
-Django is set up first (the tasks take their locks through its settings); every copy a worker
-process begins is written to ``DYNALOCK_TEST_RUNS + ".prerun"``.
+Django is set up first (the tasks take their locks through its settings). Every copy a worker
+process begins (before its lock is asked for) is written to ``DYNALOCK_TEST_RUNS + ".prerun"``
+and, in the chaos run, as a ``begin`` event (tests/django/tasks/chaos_jobs.py).
 """
 
 import os
@@ -14,13 +15,17 @@ from celery.signals import task_prerun
 
 django.setup()
 
-from .jobs import RUNS, app  # noqa: E402  (after django.setup())
+from . import chaos_jobs  # noqa: E402  (after django.setup(); registers the chaos tasks)
+from .environment import RUNS  # noqa: E402
+from .jobs import app  # noqa: E402
 
 
-def write_prerun(task_id: str, **kwargs: Any) -> None:
-    """When a worker process begins a copy (before its lock is asked for): ``task_id pid monotonic``."""
-    with Path(os.environ[RUNS] + ".prerun").open("a") as prerun:
-        prerun.write(f"{task_id} {os.getpid()} {time.monotonic()}\n")
+def write_prerun(task_id: str, task: Any, **kwargs: Any) -> None:
+    """When a worker process begins a copy: ``task_id pid monotonic``, and the chaos run's ``begin`` event."""
+    if os.environ.get(RUNS):
+        with Path(os.environ[RUNS] + ".prerun").open("a") as prerun:
+            prerun.write(f"{task_id} {os.getpid()} {time.monotonic()}\n")
+    chaos_jobs.record("begin", id=task_id, attempt=int(task.request.retries or 0))
 
 
 task_prerun.connect(write_prerun)

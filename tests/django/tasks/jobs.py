@@ -18,24 +18,24 @@ from celery import Celery
 from dynalock_django.signals import task_skipped
 from dynalock_django.tasks import current_token, lock_task
 
+from .environment import BROKER, RUNS, VISIBILITY
+
 try:
     from django.tasks import TaskContext, task  # Django 6
 except ImportError:  # Django 5.2: the backport
     from django_tasks import TaskContext, task  # type: ignore[no-redef]
 
-__all__ = ["TaskContext", "app"]
+__all__ = ["TaskContext", "app", "task"]
 
-RUNS = "DYNALOCK_TEST_RUNS"
-VISIBILITY = "DYNALOCK_TEST_VISIBILITY"
 
 # The broker is the test's redis-server (tests/django/tasks/test_celery_workers.py); eager in the unit tests.
-app = Celery("tests.django.tasks.jobs", broker=os.environ.get("DYNALOCK_TEST_BROKER", "memory://"))
+app = Celery("tests.django.tasks.jobs", broker=os.environ.get(BROKER, "memory://"))
 app.conf.update(
     task_acks_late=True,  # a message is acknowledged when its task ends, so a killed worker's is delivered again
     task_reject_on_worker_lost=True,
     worker_prefetch_multiplier=1,
     broker_connection_retry_on_startup=True,
-    task_always_eager=not os.environ.get("DYNALOCK_TEST_BROKER"),
+    task_always_eager=not os.environ.get(BROKER),
 )
 # A test's short visibility timeout: the broker hands a task still running out again once it passes, as
 # Redis and SQS do (celery#3270, "another copy every ~300 s"); unacknowledged messages are looked for every second.

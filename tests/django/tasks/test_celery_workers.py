@@ -21,7 +21,7 @@ from celery import Celery
 from dynalock_django.client import get_client
 
 from ...dynamodb_support import LEASE, PATIENCE
-from .jobs import VISIBILITY
+from .environment import BROKER, RUNS, VISIBILITY
 from .workers import count_lines, overlaps, read_runs, redis_url, tokens_increase
 
 pytestmark = [pytest.mark.uses_dynalock, pytest.mark.slow]
@@ -46,8 +46,8 @@ def worker(dynalock, redis_url, tmp_path, worker_env):
         **worker_env,
         "DJANGO_SETTINGS_MODULE": "tests.settings",
         "DYNALOCK_TEST_SETTINGS": json.dumps(dynalock),
-        "DYNALOCK_TEST_BROKER": redis_url,
-        "DYNALOCK_TEST_RUNS": str(runs),
+        BROKER: redis_url,
+        RUNS: str(runs),
     }
     command = [sys.executable, "-m", "celery", "-A", "tests.django.tasks.celery_app", "worker", "--pool=prefork"]
     command += ["-c", "2", "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "warning"]

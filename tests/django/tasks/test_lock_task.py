@@ -12,9 +12,9 @@ import pytest
 from dynalock_django import AlreadyQueued, TaskLocked
 from dynalock_django.client import get_client
 from dynalock_django.dynamodb import MAX_PARTITION_KEY_BYTES, LockClient
-from dynalock_django.exceptions import ConfigurationError, InvalidLockRequest, LockTimeout
+from dynalock_django.exceptions import ConfigurationError, InvalidLockRequest, LockLost, LockTimeout
 from dynalock_django.keys import parse_key
-from dynalock_django.signals import task_skipped
+from dynalock_django.signals import lease_acquired, lease_lost, lease_released, task_skipped
 from dynalock_django.tasks import current_token, enqueue_unique, lock_task
 
 from ...dynamodb_support import LEASE, PATIENCE, make_dynamodb, short_lease_client
@@ -112,6 +112,50 @@ def test_a_run_holds_the_key_knows_its_token_and_releases_it():
     assert report() > token  # strictly increasing across runs
 
 
+def test_a_run_sends_the_lease_signals_of_every_django_layer_lock():
+    sent = []
+
+    def receiver(signal: Any, sender: str, lease: Any, **kwargs: Any) -> None:
+        sent.append((signal, sender, lease.fencing_token))
+
+    @lock_task("audited")
+    def audited() -> int | None:
+        return current_token()
+
+    receivers = (lease_acquired, lease_released)
+    for signal in receivers:
+        signal.connect(receiver)
+    try:
+        token = audited()
+    finally:
+        for signal in receivers:
+            signal.disconnect(receiver)
+    assert sent == [(lease_acquired, "audited", token), (lease_released, "audited", token)]
+
+
+def test_a_run_whose_lease_was_lost_sends_lease_lost_and_its_end_raises(dynalock):
+    lost = []
+
+    def receiver(sender: str, lease: Any, **kwargs: Any) -> None:
+        lost.append(sender)
+
+    @lock_task("overrun")
+    def overrun() -> None:
+        # An operator's force release takes the lock away mid-run; the next renewal finds it gone.
+        get_client().force_release(get_client().get("overrun"), released_by="an operator")
+        deadline = time.monotonic() + PATIENCE
+        while not lost and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    lease_lost.connect(receiver)
+    try:
+        with pytest.raises(LockLost):
+            overrun()
+    finally:
+        lease_lost.disconnect(receiver)
+    assert lost == ["overrun"]
+
+
 def test_an_error_in_the_task_propagates_and_releases_the_key():
     @lock_task("failing")
     def failing() -> None:
@@ -129,7 +173,7 @@ def test_a_live_holder_makes_a_copy_skip_visibly(other_holder, caplog):
     skipped = []
 
     def receiver(sender: str, **kwargs: Any) -> None:
-        skipped.append((sender, kwargs["task"], kwargs["holder"].fencing_token))
+        skipped.append((sender, kwargs["task"], kwargs["holder"].fencing_token, kwargs["task_id"]))
 
     task_skipped.connect(receiver)
     try:
@@ -138,12 +182,31 @@ def test_a_live_holder_makes_a_copy_skip_visibly(other_holder, caplog):
     finally:
         task_skipped.disconnect(receiver)
         held.release()
-    assert skipped == [(key, "tests.django.tasks.jobs.plain", held.fencing_token)]
+    assert skipped == [(key, "tests.django.tasks.jobs.plain", held.fencing_token, None)]  # a plain call: no queue id
     [message] = [r.getMessage() for r in caplog.records if r.name == "dynalock_django.tasks"]
     assert message.startswith("Task tests.django.tasks.jobs.plain skipped: ")
     assert "\n" not in message
     assert "\x1b" not in message
     assert f"token {held.fencing_token}" in message
+
+
+def test_a_skipped_queued_copy_is_named_by_its_task_id_in_the_signal_and_the_log(other_holder, caplog):
+    held = other_holder.acquire(key_of(jobs.celery_job.run, 8))
+    ids = []
+
+    def receiver(sender: str, **kwargs: Any) -> None:
+        ids.append(kwargs["task_id"])
+
+    task_skipped.connect(receiver)
+    try:
+        with caplog.at_level(logging.INFO, logger="dynalock_django.tasks"):
+            assert jobs.celery_job.apply(args=(8,), task_id="copy-\n7").get() is None
+    finally:
+        task_skipped.disconnect(receiver)
+        held.release()
+    assert ids == ["copy-\n7"]
+    [message] = [r.getMessage() for r in caplog.records if r.name == "dynalock_django.tasks"]
+    assert message.startswith("Task tests.django.tasks.jobs.celery_job (task id copy-\\n7) skipped: ")  # escaped
 
 
 def test_raise_mode_raises_task_locked_naming_the_holder(other_holder):

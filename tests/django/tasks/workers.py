@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import shutil
@@ -24,9 +25,9 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@pytest.fixture
-def redis_url() -> Iterator[str]:
-    """A redis-server on a free 127.0.0.1 port, nothing saved to disk, stopped after the test."""
+@contextlib.contextmanager
+def redis_server() -> Iterator[str]:
+    """A redis-server on a free 127.0.0.1 port, nothing saved to disk, stopped after; its URL."""
     server = shutil.which("redis-server")
     if server is None:
         if os.environ.get("DYNALOCK_REQUIRE_REDIS") == "1":
@@ -52,6 +53,13 @@ def redis_url() -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(timeout=PATIENCE)
+
+
+@pytest.fixture
+def redis_url() -> Iterator[str]:
+    """The test's own redis-server (see :func:`redis_server`)."""
+    with redis_server() as url:
+        yield url
 
 
 @dataclass(frozen=True)

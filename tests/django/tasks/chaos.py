@@ -1,0 +1,346 @@
+"""Chaos for run-once tasks: real workers, many enqueues, SIGKILLs at random, redeliveries and retries.
+
+python -m tests.django.tasks.chaos [--framework celery|db_worker] [--seconds S] [--seed N] [--workers N]
+
+Per framework, workers run ``chaos_jobs``' tasks (a few names, each its own lock) while the driver
+enqueues copies, some long and (Celery) some failing once for ``autoretry_for`` to retry, and now
+and then SIGKILLs a process running one, sometimes its whole worker (then starts another). Celery
+runs on a Redis broker with ``acks_late``, ``reject_on_worker_lost`` and a visibility timeout shorter
+than the long copies, so the broker hands out copies that still run; django-tasks-db's ``db_worker``
+never reruns a killed worker's task, so the driver does what its operator must: enqueue it again.
+Then every copy must end (ran, or skipped visibly), and the last workers are killed mid-task: two
+leases later every key must be free. The properties are read from the tasks' own records
+(task_history.py): no run overlaps another of its key, tokens only grow, nothing unaccounted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import django
+
+from dynalock_django.dynamodb import LockTimeout
+
+from ...chaos.history import Recorder, load
+from ...dynamodb_support import make_dynamodb, short_lease_client
+from ..processes import ROOT, manage_py_environment
+from .environment import BROKER, EVENTS, VISIBILITY
+from .task_history import TaskChaosReport, render, task_runs, unaccounted
+from .workers import redis_server
+
+FRAMEWORKS = ("celery", "db_worker")
+# Longer than the suite's 1 s: a loaded machine must not lose a running copy's lease (that would be an
+# overlap the fence, not the lock, has to catch: tests/chaos does that).
+LEASE, HEARTBEAT = 2.0, 0.5
+VISIBILITY_SECONDS = 3.0  # Celery: a long copy runs past it, and the broker hands it out again
+LENGTHS = (0.2, 0.5, 1.0)  # seconds a copy works; a long one (LONG_SHARE of them) runs past the visibility timeout
+LONG, LONG_SHARE = VISIBILITY_SECONDS + 1.5, 0.15
+FLAKY_SHARE = 0.2  # Celery: copies whose first attempt fails and is retried
+NAMES = 3
+KILL_EVERY, WHOLE_WORKER_SHARE = 2.5, 0.35
+SETTLE = 90.0  # seconds for every copy to end once the enqueues stop; a probe to start
+PYTHON = sys.executable
+
+
+@dataclass
+class Worker:
+    ident: str
+    process: subprocess.Popen[bytes]
+
+    def pids(self) -> list[int]:
+        """The worker and every process of its session (a prefork pool's children)."""
+        found = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+                if int(fields[3]) == self.process.pid:  # the process group: the worker's session
+                    found.append(int(stat.parent.name))
+        return found
+
+    def kill(self) -> list[int]:
+        pids = self.pids()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        return pids
+
+
+class Framework:
+    """How one framework's workers start and its copies are enqueued."""
+
+    name: str
+
+    def start_worker(self, ident: str) -> Worker:
+        raise NotImplementedError
+
+    def enqueue(self, name: str, seconds: float, flaky: bool, probe: bool) -> None:
+        raise NotImplementedError
+
+    def after_worker_killed(self, worker: Worker) -> None:
+        """What the framework's operator does about a dead worker's task (nothing, when its queue does it)."""
+
+    def close(self) -> None:
+        """Stop what the framework started besides its workers."""
+
+
+class CeleryFramework(Framework):
+    name = "celery"
+    task = "tests.django.tasks.chaos_jobs.celery_chaos"
+
+    def __init__(self, env: dict[str, str], broker: str, workdir: Path, driver: Recorder) -> None:
+        from celery import Celery
+
+        self.env = {**env, BROKER: broker, VISIBILITY: str(VISIBILITY_SECONDS)}
+        self.workdir = workdir
+        self.driver = driver
+        self.sender = Celery("chaos-sender", broker=broker)
+
+    def start_worker(self, ident: str) -> Worker:
+        command = [PYTHON, "-m", "celery", "-A", "tests.django.tasks.celery_app", "worker", "--pool=prefork", "-c", "2"]
+        command += ["-n", f"{ident}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "warning"]
+        return Worker(ident, _popen(command, self.env, self.workdir / f"{ident}.log"))
+
+    def enqueue(self, name: str, seconds: float, flaky: bool, probe: bool) -> None:
+        task_id = uuid.uuid4().hex
+        self.driver("enqueued", name, id=task_id, probe=probe)  # before: a quick worker may record it first
+        self.sender.send_task(self.task, args=(name, seconds, flaky), task_id=task_id)
+
+    def close(self) -> None:
+        self.sender.close()
+
+
+class DbWorkerFramework(Framework):
+    name = "db_worker"
+
+    def __init__(self, env: dict[str, str], workdir: Path) -> None:
+        self.env = {**env, "DJANGO_SETTINGS_MODULE": "tests.django.tasks.db_worker_settings"}
+        self.env["DYNALOCK_TEST_DATABASE"] = str(workdir / "tasks.sqlite3")
+        self.workdir = workdir
+        subprocess.run(
+            [PYTHON, "manage.py", "migrate", "-v0", "--skip-checks"], cwd=ROOT, env=self.env, check=True, timeout=120
+        )
+        self.queue = subprocess.Popen(
+            [PYTHON, "-m", "tests.django.tasks.db_queue"],
+            cwd=ROOT,
+            env=self.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def start_worker(self, ident: str) -> Worker:
+        command = [PYTHON, "manage.py", "db_worker", "--interval", "0.05", "--no-startup-delay", "--worker-id", ident]
+        return Worker(ident, _popen(command, self.env, self.workdir / f"{ident}.log"))
+
+    def enqueue(self, name: str, seconds: float, flaky: bool, probe: bool) -> None:
+        self._ask({"enqueue": [name, seconds], "probe": probe})
+
+    def after_worker_killed(self, worker: Worker) -> None:
+        self._ask({"requeue": worker.ident})
+
+    def close(self) -> None:
+        self.queue.communicate(timeout=30)  # its stdin closed: it ends, and its pipes are closed
+
+    def _ask(self, command: dict[str, Any]) -> Any:
+        assert self.queue.stdin is not None
+        assert self.queue.stdout is not None
+        self.queue.stdin.write(json.dumps(command) + "\n")
+        self.queue.stdin.flush()
+        answer = self.queue.stdout.readline()
+        assert answer, f"the queue process ended (exit {self.queue.poll()})"
+        return json.loads(answer)
+
+
+class ChaosRun:
+    """One framework's run: its workers, the storm of enqueues and kills, the settling, the last kill."""
+
+    def __init__(self, framework: Framework, events: Path, driver: Recorder, rng: random.Random, workers: int) -> None:
+        self.framework = framework
+        self.events = events
+        self.driver = driver
+        self.rng = rng
+        self.workers = [framework.start_worker(f"chaos-{index}") for index in range(workers)]
+        self.started_workers = workers
+
+    def storm(self, seconds: float) -> None:
+        flaky_share = FLAKY_SHARE if self.framework.name == "celery" else 0.0
+        end = time.monotonic() + seconds
+        next_kill = time.monotonic() + KILL_EVERY
+        while time.monotonic() < end:
+            length = LONG if self.rng.random() < LONG_SHARE else self.rng.choice(LENGTHS)
+            name = f"n{self.rng.randrange(NAMES)}"
+            self.framework.enqueue(name, length, self.rng.random() < flaky_share, probe=False)
+            if time.monotonic() >= next_kill:
+                self.kill_a_running_copy()
+                next_kill += KILL_EVERY
+            time.sleep(self.rng.uniform(0.1, 0.4))
+
+    def kill_a_running_copy(self) -> None:
+        running = [run.pid for run in task_runs(load(self.events)) if run.outcome == "unfinished"]
+        if not running:
+            return
+        pid = self.rng.choice(running)
+        worker = next((w for w in self.workers if pid in w.pids()), None)
+        if worker is None:
+            return  # it ended meanwhile
+        if worker.process.pid == pid or self.rng.random() < WHOLE_WORKER_SHARE:
+            self.driver("kill", pids=worker.kill(), worker=True)
+            self.workers.remove(worker)
+            self.workers.append(self.framework.start_worker(f"chaos-{self.started_workers}"))
+            self.started_workers += 1
+            self.framework.after_worker_killed(worker)
+        else:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            self.driver("kill", pids=[pid], worker=False)
+
+    def settle(self) -> None:
+        """Until every copy enqueued so far ran or skipped and no run is going on."""
+        deadline = time.monotonic() + SETTLE
+        while True:
+            events = load(self.events)
+            missing = unaccounted(events)
+            going = [run for run in task_runs(events) if run.outcome == "unfinished"]
+            if not missing and not going:
+                return
+            if time.monotonic() > deadline:
+                return  # the report names what is missing
+            time.sleep(0.2)
+
+    def kill_the_last_workers_mid_task(self) -> float:
+        """A long probe per name, and once they all run, every worker killed: when the last one died."""
+        names = sorted({e.key for e in load(self.events) if e.kind == "enqueued"})
+        for name in names:
+            self.framework.enqueue(name, 10 * SETTLE, flaky=False, probe=True)
+        deadline = time.monotonic() + SETTLE
+        while True:
+            running = {run.name for run in task_runs(load(self.events)) if run.outcome == "unfinished"}
+            if running >= set(names) or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        pids = [pid for worker in self.workers for pid in worker.kill()]
+        self.driver("kill", pids=pids, worker=True, last=True)
+        return self.driver("dead")
+
+
+def run(
+    framework_name: str, settings: dict[str, Any], workdir: Path, *, seconds: float, seed: int, workers: int
+) -> TaskChaosReport:
+    """One framework's chaos run on the lock table of ``settings`` (the suite's DYNALOCK); its report."""
+    settings = {**settings, "LEASE_DURATION": LEASE, "HEARTBEAT_PERIOD": HEARTBEAT}
+    events = workdir / "events"
+    events.mkdir(parents=True, exist_ok=True)
+    driver = Recorder(events, "driver")
+    env = manage_py_environment(settings, "tests.settings", **{EVENTS: str(events)})
+    with _framework(framework_name, env, workdir, driver) as framework:
+        chaos = ChaosRun(framework, events, driver, random.Random(seed), workers)
+        try:
+            chaos.storm(seconds)
+            chaos.settle()
+            dead = chaos.kill_the_last_workers_mid_task()
+        finally:
+            for worker in chaos.workers:
+                if worker.process.poll() is None:
+                    worker.kill()
+    stuck, freed_at = _keys_still_held(settings, dead)
+    driver.close()
+    report = TaskChaosReport.of(framework_name, LEASE, load(events), stuck)
+    report.last_freed_after = (freed_at - dead) / LEASE if freed_at is not None else None
+    return report
+
+
+@contextlib.contextmanager
+def _framework(name: str, env: dict[str, str], workdir: Path, driver: Recorder) -> Iterator[Framework]:
+    framework: Framework
+    with contextlib.ExitStack() as stack:
+        if name == "celery":
+            framework = CeleryFramework(env, stack.enter_context(redis_server()), workdir, driver)
+        else:
+            framework = DbWorkerFramework(env, workdir)
+        stack.callback(framework.close)
+        yield framework
+
+
+def _keys_still_held(settings: dict[str, Any], dead: float) -> tuple[list[str], float | None]:
+    """The keys a fresh client cannot take within two leases of the last worker's death; when it took them."""
+    client = short_lease_client(
+        make_dynamodb(settings["ENDPOINT_URL"]),
+        settings["TABLE_NAME"],
+        lease_duration=LEASE,
+        heartbeat_period=HEARTBEAT,
+    )
+    try:
+        held = [lock.key for lock in client.scan() if not lock.is_released]
+        if not held:
+            return [], time.monotonic()
+        try:
+            group = client.acquire_many(held, timeout=max(0.0, dead + 2 * LEASE - time.monotonic()))
+        except LockTimeout:
+            return [lock.key for lock in client.scan() if not lock.is_released], None
+        freed_at = time.monotonic()
+        group.release()
+        return [], freed_at
+    finally:
+        client.close(release=False)
+
+
+def _popen(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("ab") as output:  # the child keeps its own descriptor
+        return subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    from dynalock_django.testing import lock_table
+
+    from ...dynamodb_support import SHORT_LEASE_SETTINGS
+    from ...stores import shared_endpoint_url
+
+    parser = argparse.ArgumentParser(prog="python -m tests.django.tasks.chaos", description=__doc__)
+    parser.add_argument("--framework", action="append", choices=FRAMEWORKS)
+    parser.add_argument("--seconds", type=float, default=30.0, help="Seconds of enqueues and kills per framework.")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=3)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")  # the suite's, as the workers get them
+    django.setup()
+    shared_endpoint_url()
+    reports = []
+    for index, name in enumerate(args.framework or FRAMEWORKS):
+        print(f"== {name} ({args.workers} workers, {args.seconds:g} s)", flush=True)
+        with lock_table(**SHORT_LEASE_SETTINGS) as settings, tempfile.TemporaryDirectory() as workdir:
+            reports.append(
+                run(
+                    name,
+                    settings,
+                    Path(workdir),
+                    seconds=args.seconds,
+                    seed=args.seed * 10 + index,
+                    workers=args.workers,
+                )
+            )
+    print(render(reports))
+    failures = [f"{report.framework}: {failure}" for report in reports for failure in report.failures()]
+    for failure in failures:
+        print(failure, file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""The tasks of the task chaos run (tests/django/tasks/chaos.py), and what their workers record.
+
+Each worker process appends events to its own file in the directory named by ``DYNALOCK_TEST_EVENTS``
+(tests/chaos/history.py: one JSON line each, flushed, so a SIGKILL loses nothing written before it):
+``start`` and ``end`` of every run (inside its lock, with its fencing token), ``skip`` from the
+``task_skipped`` signal, ``lost`` from ``lease_lost``, and (Celery) ``begin`` whenever a worker
+process begins a copy, before its lock is asked for.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from dynalock_django.signals import lease_lost, task_skipped
+from dynalock_django.tasks import current_token, lock_task
+
+from ...chaos.history import Recorder
+from .environment import EVENTS
+from .jobs import app, task
+
+
+class Flaky(Exception):
+    """A transient failure: a flaky copy raises it on its first attempt, and Celery's ``autoretry_for`` retries it."""
+
+
+@functools.cache
+def _recorder(pid: int) -> Recorder | None:
+    directory = os.environ.get(EVENTS)
+    return Recorder(Path(directory), "worker") if directory else None
+
+
+def record(kind: str, key: str = "", token: int | None = None, **data: Any) -> None:
+    recorder = _recorder(os.getpid())  # per process: a forked pool process writes a file of its own
+    if recorder is not None:
+        recorder(kind, key, token, pid=os.getpid(), **data)
+
+
+def work(task_id: str, attempt: int, name: str, seconds: float, flaky: bool) -> int | None:
+    """A run of chaos task ``name``: recorded as it starts and ends, inside its lock."""
+    token = current_token()
+    record("start", name, token, id=task_id, attempt=attempt)
+    time.sleep(seconds)
+    if flaky and attempt == 0:
+        record("end", name, token, id=task_id, attempt=attempt, outcome="retry")
+        raise Flaky(f"{name}: the first attempt fails, the retry runs")
+    record("end", name, token, id=task_id, attempt=attempt, outcome="ran")
+    return token
+
+
+def chaos_key(name: str, seconds: float, flaky: bool = False) -> str:
+    """One lock per chaos name, whatever the copy's length or flakiness."""
+    return f"chaos {name}"
+
+
+@app.task(bind=True, autoretry_for=(Flaky,), default_retry_delay=0.2, max_retries=3)
+@lock_task(key=chaos_key)
+def celery_chaos(self: Any, name: str, seconds: float, flaky: bool = False) -> int | None:
+    return work(str(self.request.id), int(self.request.retries or 0), name, seconds, flaky)
+
+
+@task(takes_context=True)
+@lock_task(key=chaos_key)
+def django_chaos(context: Any, name: str, seconds: float, flaky: bool = False) -> int | None:
+    # Django's Tasks retry nothing themselves: ``flaky`` is for Celery, and a Django copy has one attempt.
+    return work(str(context.task_result.id), 0, name, seconds, flaky=False)
+
+
+def _record_skip(sender: str, *, task_id: str | None = None, **kwargs: Any) -> None:
+    record("skip", sender, None, id=task_id)
+
+
+def _record_lost(sender: str, **kwargs: Any) -> None:
+    record("lost", sender, None)
+
+
+task_skipped.connect(_record_skip)
+lease_lost.connect(_record_lost)

@@ -1,0 +1,214 @@
+"""What a task chaos run's records say: its runs, and the properties read from them.
+
+The events (tests/chaos/history.py) come from the workers (tests/django/tasks/chaos_jobs.py) and from
+the driver, which records what it enqueued (``enqueued``: the copy's id, and ``replaces`` when it is
+an operator's new copy of a killed one), what it killed (``kill``: the process ids, ``worker`` when a
+whole worker) and when the last worker died (``dead``). Every time is the host's monotonic clock.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from ...chaos.history import Event
+
+
+@dataclass(frozen=True)
+class TaskRun:
+    """One run of a chaos task: from its ``start`` (inside the lock) to its ``end``, or to its process's kill."""
+
+    name: str
+    task_id: str
+    attempt: int
+    pid: int
+    token: int | None
+    started: float
+    ended: float | None  # None: it never ended (a run still going when the records were read)
+    outcome: str  # "ran", "retry" (a first attempt that failed), "killed" or "unfinished"
+
+
+def task_runs(events: list[Event]) -> list[TaskRun]:
+    ends = {(e.data["id"], e.data["attempt"], e.data["pid"], e.token): e for e in events if e.kind == "end"}
+    kills = sorted((e.t, pid) for e in events if e.kind == "kill" for pid in e.data["pids"])
+    runs = []
+    for start in (e for e in events if e.kind == "start"):
+        pid = start.data["pid"]
+        end = ends.get((start.data["id"], start.data["attempt"], pid, start.token))
+        killed = next((t for t, dead in kills if dead == pid and t >= start.t), None)
+        if end is not None:
+            ended, outcome = end.t, end.data["outcome"]
+        elif killed is not None:
+            ended, outcome = killed, "killed"
+        else:
+            ended, outcome = None, "unfinished"
+        runs.append(
+            TaskRun(start.key, start.data["id"], start.data["attempt"], pid, start.token, start.t, ended, outcome)
+        )
+    return sorted(runs, key=lambda run: run.started)
+
+
+def overlaps(runs: list[TaskRun]) -> int:
+    """Runs that started before an earlier run of the same name had ended (a run that never ended never does)."""
+    found = 0
+    for _, same in _by_name(runs).items():
+        latest_end = float("-inf")
+        for run in same:
+            if run.started < latest_end:
+                found += 1
+            latest_end = max(latest_end, run.ended if run.ended is not None else float("inf"))
+    return found
+
+
+def token_regressions(runs: list[TaskRun]) -> int:
+    """Runs whose fencing token is not greater than that of the run of the same name that started before."""
+    return sum(
+        1
+        for same in _by_name(runs).values()
+        for before, after in itertools.pairwise(same)
+        if before.token is None or after.token is None or after.token <= before.token
+    )
+
+
+def unaccounted(events: list[Event]) -> list[str]:
+    """Enqueued copies (not the last workers' probes) that neither ran to the end nor skipped visibly.
+
+    A killed copy counts when the copy an operator enqueued in its place (``replaces``) is accounted for.
+    """
+    done = {e.data["id"] for e in events if e.kind == "end" and e.data["outcome"] == "ran"}
+    done |= {e.data["id"] for e in events if e.kind == "skip"}
+    replaced_by = {e.data["replaces"]: e.data["id"] for e in events if e.kind == "enqueued" and e.data.get("replaces")}
+
+    def accounted(task_id: str) -> bool:
+        seen = set()
+        while task_id not in done and task_id in replaced_by and task_id not in seen:
+            seen.add(task_id)
+            task_id = replaced_by[task_id]
+        return task_id in done
+
+    enqueued = [e.data["id"] for e in events if e.kind == "enqueued" and not e.data.get("probe")]
+    return [task_id for task_id in enqueued if not accounted(task_id)]
+
+
+def redeliveries(events: list[Event]) -> int:
+    """Copies a broker handed out again (the same id and attempt begun more than once), plus operators' new copies."""
+    begun = Counter((e.data["id"], e.data["attempt"]) for e in events if e.kind == "begin")
+    replaced = sum(1 for e in events if e.kind == "enqueued" and e.data.get("replaces"))
+    return sum(count - 1 for count in begun.values()) + replaced
+
+
+def freed_after(runs: list[TaskRun], lease: float) -> list[float]:
+    """For each killed run that a later run of its name followed: the time from the kill to that run, in leases."""
+    found = []
+    for same in _by_name(runs).values():
+        for killed in (run for run in same if run.outcome == "killed" and run.ended is not None):
+            following = [run.started for run in same if run.started > killed.ended]
+            if following:
+                found.append((min(following) - killed.ended) / lease)
+    return found
+
+
+@dataclass
+class TaskChaosReport:
+    framework: str
+    lease: float
+    enqueued: int = 0
+    runs: int = 0
+    skips: int = 0
+    retries: int = 0
+    killed_runs: int = 0
+    kills: int = 0
+    worker_kills: int = 0
+    redeliveries: int = 0
+    overlaps: int = 0
+    token_regressions: int = 0
+    unfinished: int = 0
+    lost_leases: int = 0
+    unaccounted: list[str] = field(default_factory=list)
+    stuck_keys: list[str] = field(default_factory=list)
+    freed_after: list[float] = field(default_factory=list)  # leases, each killed run's key
+    last_freed_after: float | None = None  # leases after the last worker died, the slowest key
+
+    @classmethod
+    def of(cls, framework: str, lease: float, events: list[Event], stuck_keys: list[str]) -> TaskChaosReport:
+        # The probes a driver leaves running for the last kill are runs too: their overlaps count.
+        runs = task_runs(events)
+        finished = [run for run in runs if run.outcome != "unfinished"]
+        last_kill = {e.t for e in events if e.kind == "kill" and e.data.get("last")}
+        probes_killed = [run for run in runs if run.outcome == "killed" and run.ended in last_kill]
+        return cls(
+            framework=framework,
+            lease=lease,
+            enqueued=sum(1 for e in events if e.kind == "enqueued" and not e.data.get("probe")),
+            runs=sum(1 for run in finished if run.outcome == "ran"),
+            skips=sum(1 for e in events if e.kind == "skip"),
+            retries=sum(1 for run in finished if run.outcome == "retry"),
+            killed_runs=sum(1 for run in runs if run.outcome == "killed") - len(probes_killed),
+            kills=sum(1 for e in events if e.kind == "kill" and not e.data.get("last")),
+            worker_kills=sum(1 for e in events if e.kind == "kill" and e.data.get("worker") and not e.data.get("last")),
+            redeliveries=redeliveries(events),
+            overlaps=overlaps(runs),
+            token_regressions=token_regressions(runs),
+            unfinished=len(runs) - len(finished),
+            lost_leases=sum(1 for e in events if e.kind == "lost"),
+            unaccounted=unaccounted(events),
+            stuck_keys=stuck_keys,
+            freed_after=freed_after(runs, lease),
+        )
+
+    def failures(self) -> list[str]:
+        """Each property the run broke, in words; empty when it held."""
+        found = []
+        if self.overlaps:
+            found.append(f"{self.overlaps} runs overlapped a run of the same key")
+        if self.token_regressions:
+            found.append(f"{self.token_regressions} runs had a fencing token not above the run before")
+        if self.unaccounted:
+            found.append(f"{len(self.unaccounted)} enqueued copies neither ran nor skipped: {self.unaccounted[:5]}")
+        if self.stuck_keys:
+            found.append(f"{len(self.stuck_keys)} keys still held two leases after the last worker died")
+        if self.unfinished:
+            found.append(f"{self.unfinished} runs never ended")
+        return found
+
+    def row(self) -> dict[str, str]:
+        freed = self.freed_after
+        return {
+            "framework": self.framework,
+            "enqueued": str(self.enqueued),
+            "runs": str(self.runs),
+            "skips": str(self.skips),
+            "retries": str(self.retries),
+            "kills (workers)": f"{self.kills} ({self.worker_kills})",
+            "runs killed": str(self.killed_runs),
+            "redeliveries": str(self.redeliveries),
+            "overlaps": str(self.overlaps),
+            "unaccounted": str(len(self.unaccounted)),
+            "stuck keys": str(len(self.stuck_keys)),
+            "killed key free after (leases)": (
+                f"{min(freed):.2f} / {statistics.median(freed):.2f} / {max(freed):.2f}" if freed else "-"
+            ),
+            "after the last kill (leases)": f"{self.last_freed_after:.2f}"
+            if self.last_freed_after is not None
+            else "-",
+        }
+
+
+def render(reports: list[TaskChaosReport]) -> str:
+    """A Markdown table, one row a framework."""
+    if not reports:
+        return ""
+    rows = [report.row() for report in reports]
+    header = list(rows[0])
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row[column] for column in header) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _by_name(runs: list[TaskRun]) -> dict[str, list[TaskRun]]:
+    by_name: dict[str, list[TaskRun]] = defaultdict(list)
+    for run in sorted(runs, key=lambda run: run.started):
+        by_name[run.name].append(run)
+    return by_name

@@ -1,0 +1,91 @@
+"""The task chaos run's checks, on made-up records: each finds what it is for, and nothing else."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...chaos.history import Event
+from .task_history import TaskChaosReport, overlaps, redeliveries, task_runs, token_regressions, unaccounted
+
+
+def event(t: float, kind: str, key: str = "", token: int | None = None, **data: Any) -> Event:
+    return Event(t, "w", kind, key, token, data)
+
+
+def run(
+    t0: float, t1: float | None, name: str, task_id: str, token: int, pid: int = 1, attempt: int = 0
+) -> list[Event]:
+    found = [event(t0, "start", name, token, id=task_id, attempt=attempt, pid=pid)]
+    if t1 is not None:
+        found.append(event(t1, "end", name, token, id=task_id, attempt=attempt, pid=pid, outcome="ran"))
+    return found
+
+
+def test_runs_one_after_the_other_are_no_overlap_and_one_inside_another_is():
+    apart = run(0, 1, "n", "a", 1) + run(1, 2, "n", "b", 2, pid=2) + run(0.5, 0.7, "other", "c", 3, pid=3)
+    assert overlaps(task_runs(apart)) == 0
+    inside = run(0, 3, "n", "a", 1) + run(1, 2, "n", "b", 2, pid=2)
+    assert overlaps(task_runs(inside)) == 1  # it started after the first but before it ended
+
+
+def test_a_killed_run_ends_at_its_kill_and_one_never_ended_overlaps_everything_after_it():
+    killed = [*run(0, None, "n", "a", 1, pid=7), event(1, "kill", pids=[7]), *run(2, 3, "n", "b", 2, pid=8)]
+    runs = task_runs(killed)
+    assert [r.outcome for r in runs] == ["killed", "ran"]
+    assert runs[0].ended == 1
+    assert overlaps(runs) == 0
+    never_ended = run(0, None, "n", "a", 1, pid=7) + run(2, 3, "n", "b", 2, pid=8)
+    assert overlaps(task_runs(never_ended)) == 1
+
+
+def test_tokens_must_grow_in_the_order_the_runs_started():
+    assert token_regressions(task_runs(run(0, 1, "n", "a", 5) + run(2, 3, "n", "b", 6, pid=2))) == 0
+    assert token_regressions(task_runs(run(0, 1, "n", "a", 5) + run(2, 3, "n", "b", 5, pid=2))) == 1
+
+
+def test_every_enqueued_copy_must_have_run_or_skipped_or_be_replaced_by_one_that_did():
+    events = [
+        event(0, "enqueued", "n", id="ran"),
+        event(0, "enqueued", "n", id="skipped"),
+        event(0, "enqueued", "n", id="killed"),
+        event(0, "enqueued", "n", id="lost"),
+        event(0, "enqueued", "n", id="probe", probe=True),
+        event(1, "enqueued", "n", id="again", replaces="killed"),
+        *run(1, 2, "n", "ran", 1),
+        event(2, "skip", "chaos n", id="skipped"),
+        *run(3, 4, "n", "again", 2, pid=2),
+    ]
+    assert unaccounted(events) == ["lost"]
+    retried_only = [event(0, "enqueued", "n", id="r"), *run(1, 2, "n", "r", 1)]
+    retried_only[-1].data["outcome"] = "retry"  # a first attempt that failed is not an outcome
+    assert unaccounted(retried_only) == ["r"]
+
+
+def test_redeliveries_count_copies_begun_again_and_operators_new_copies():
+    events = [
+        event(0, "begin", id="a", attempt=0),
+        event(1, "begin", id="a", attempt=0),  # handed out again
+        event(2, "begin", id="a", attempt=1),  # a retry: not a redelivery
+        event(3, "enqueued", "n", id="b", replaces="c"),
+    ]
+    assert redeliveries(events) == 2
+
+
+def test_the_report_names_each_broken_property_and_leaves_the_last_kills_probes_out():
+    events = [
+        event(0, "enqueued", "n", id="a"),
+        event(0, "enqueued", "n", id="p", probe=True),
+        *run(0, 3, "n", "a", 2),
+        *run(1, 2, "n", "x", 1, pid=2),
+        *run(4, None, "n", "p", 3, pid=3),
+        event(5, "kill", pids=[3], worker=True, last=True),
+        event(5.1, "dead"),
+    ]
+    report = TaskChaosReport.of("celery", 1.0, events, stuck_keys=["chaos n"])
+    assert report.killed_runs == 0
+    assert report.kills == 0
+    assert report.failures() == [
+        "1 runs overlapped a run of the same key",
+        "1 runs had a fencing token not above the run before",
+        "1 keys still held two leases after the last worker died",
+    ]
