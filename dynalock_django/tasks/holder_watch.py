@@ -37,13 +37,14 @@ def acquire_unless_alive(
     """
     first: LockInfo | None = None
     # Until a holder is seen, the deadline is our own lease's: a lock that keeps being released under us ends too.
-    deadline = time.monotonic() + (lease_duration or client.lease_duration) + client.heartbeat_period + _SLACK
+    clock = client.clock  # the clock the client's takeover rule reads: one notion of "a lease has passed"
+    deadline = clock.monotonic() + (lease_duration or client.lease_duration) + client.heartbeat_period + _SLACK
     while True:
         lease = client.try_acquire(key, data=data, lease_duration=lease_duration)
         if lease is not None:
             return lease
         seen = client.get(key)  # also remembered by the client for the takeover rule
-        now = time.monotonic()
+        now = clock.monotonic()
         if seen is None or seen.is_released:
             if now >= deadline:
                 return seen

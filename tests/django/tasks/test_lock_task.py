@@ -11,13 +11,15 @@ import pytest
 
 from dynalock_django import AlreadyQueued, TaskLocked
 from dynalock_django.client import get_client
-from dynalock_django.dynamodb import MAX_PARTITION_KEY_BYTES, LockClient
+from dynalock_django.dynamodb import MAX_PARTITION_KEY_BYTES, Lease, LockClient
 from dynalock_django.exceptions import ConfigurationError, InvalidLockRequest, LockLost, LockTimeout
 from dynalock_django.keys import parse_key
 from dynalock_django.signals import lease_acquired, lease_lost, lease_released, task_skipped
 from dynalock_django.tasks import current_token, enqueue_unique, lock_task
+from dynalock_django.tasks.holder_watch import acquire_unless_alive
 
-from ...dynamodb_support import LEASE, PATIENCE, make_dynamodb, short_lease_client
+from ...dynamodb_support import LEASE, PATIENCE, make_dynamodb, short_lease_client, unique
+from ...protocol.fake_clock import FakeClock
 from . import jobs
 
 pytestmark = pytest.mark.uses_dynalock
@@ -354,3 +356,34 @@ def test_a_skip_is_quick_against_a_holder_that_renews(dynalock):
     finally:
         held.release()
         alive.close()
+
+
+class TickingClock(FakeClock):
+    """Each read of the monotonic clock moves it on: a minute passes in a dozen reads, not in a minute."""
+
+    def __init__(self, step: float) -> None:
+        super().__init__()
+        self.step = step
+
+    def monotonic(self) -> float:
+        self.advance(self.step)
+        return self.now
+
+
+@pytest.mark.timeout(30)  # on the system clock this copy would wait a minute: the holder's lease
+def test_a_copy_gives_up_waiting_for_a_renewing_holder_when_its_clients_clock_says_the_lease_passed(dynalock):
+    key = unique("renewing-holder")
+    holder = short_lease_client(make_dynamodb(dynalock["ENDPOINT_URL"]), dynalock["TABLE_NAME"], lease_duration=60)
+    held = holder.acquire(key)  # renewed every heartbeat period (real time) while the copy watches
+    # A second of the copy's clock a read: some seconds between two renewals, never the minute of a takeover.
+    copy = short_lease_client(make_dynamodb(dynalock["ENDPOINT_URL"]), dynalock["TABLE_NAME"], clock=TickingClock(1.0))
+    try:
+        # waits_for: as if the holder were this copy's own earlier attempt, which it waits for, up to the deadline
+        seen = acquire_unless_alive(copy, key, data=b"", lease_duration=None, waits_for=lambda holder: True)
+        assert not isinstance(seen, Lease)
+        assert seen is not None
+        assert seen.fencing_token == held.fencing_token
+    finally:
+        copy.close()
+        held.release()
+        holder.close()
