@@ -1,7 +1,8 @@
 """Signals for audit and metrics; each is sent with ``sender`` = the lock key and ``lease=``.
 
 The ``lease_*`` signals are sent for the locks of ``lock_object``, ``lock_key``, ``lock_objects``,
-``@requires_lock`` and each ``@lock_task`` run. ``lease_lost`` is sent from the client's heartbeat thread (or one of its renewal workers).
+``@requires_lock`` and each ``@lock_task`` run. ``lease_lost`` is sent from the client's heartbeat
+thread (or one of its renewal workers).
 
 ``task_skipped`` is sent when a ``lock_task`` task did not run because a live
 run holds its key: ``sender`` = the key, ``task=`` its dotted name, ``holder=``
