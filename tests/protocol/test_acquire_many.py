@@ -125,7 +125,7 @@ def test_waiting_reads_only_the_held_keys_and_takes_all_once_they_are_free(make_
     releaser = threading.Thread(target=held.release)
 
     def release_once() -> None:
-        if not releaser.is_alive() and releaser.ident is None:
+        if releaser.ident is None:  # not started yet
             releaser.start()
 
     # The held keys are read one by one (GetItem) or together (BatchGetItem); a transaction's grant reads

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import botocore.loaders
 import pytest
 
 from dynalock_django.dynamodb import ConfigurationError, LockClient, build_dynamodb_client, retry_budget_seconds
@@ -43,8 +44,30 @@ def test_retry_budget_is_every_attempt_timing_out_plus_the_longest_backoffs():
         retry_budget_seconds({"connect_timeout": "soon"})
 
 
+class Signed(Exception):
+    """Raised by a hook as a request is about to be sent: what it was signed with, and nothing sent."""
+
+
+def signing_key(client) -> str:
+    """The access key a client signs its requests with, read from the Authorization header it would send."""
+
+    def stop(request, **kwargs):
+        raise Signed(str(request.headers["Authorization"]))
+
+    client.meta.events.register("before-send.dynamodb.ListTables", stop)
+    with pytest.raises(Signed) as signed:
+        client.list_tables()
+    return str(signed.value).split("Credential=")[1].split("/")[0]
+
+
 def test_each_client_reads_credentials_and_region_from_the_environment_as_it_is_then(monkeypatch):
     # Clients share the loaded service models, not a session: what boto3 resolves is resolved anew.
+    build_dynamodb_client(region_name=REGION)  # the models are loaded by now
+    files_read = []
+    read = botocore.loaders.JSONFileLoader.load_file
+    monkeypatch.setattr(
+        botocore.loaders.JSONFileLoader, "load_file", lambda self, path: files_read.append(path) or read(self, path)
+    )
     clients = []
     for access_key, region in (("AKIAFIRST", "eu-west-1"), ("AKIASECOND", "ap-south-1")):
         monkeypatch.setenv("AWS_ACCESS_KEY_ID", access_key)
@@ -52,7 +75,6 @@ def test_each_client_reads_credentials_and_region_from_the_environment_as_it_is_
         monkeypatch.setenv("AWS_DEFAULT_REGION", region)
         clients.append(build_dynamodb_client())
     first, second = clients
-    assert first._request_signer._credentials.access_key == "AKIAFIRST"
-    assert second._request_signer._credentials.access_key == "AKIASECOND"
+    assert files_read == []  # no service model read again
+    assert (signing_key(first), signing_key(second)) == ("AKIAFIRST", "AKIASECOND")
     assert (first.meta.region_name, second.meta.region_name) == ("eu-west-1", "ap-south-1")
-    assert first._loader is second._loader  # the models were read once

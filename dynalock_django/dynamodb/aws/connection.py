@@ -6,6 +6,7 @@ is how anything else (the Django layer's settings) gets a client.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -43,34 +44,22 @@ def build_dynamodb_client(
     return _new_client(region_name, endpoint_url, None if config is None else config_from_options(config))
 
 
-class _ServiceModels:
-    """The service models this process has loaded, shared by every session it makes.
-
-    A new boto3 session reads botocore's JSON models again (about 0.15 s of CPU); one that shares
-    the first session's loader makes its client in about 0.02 s. Each client still gets a session
-    of its own, so credentials and region are resolved anew, from the environment as it is then.
-    """
-
-    def __init__(self) -> None:
-        self._loader: Any = None
-
-    def new_session(self) -> boto3.session.Session:
-        core = botocore.session.get_session()
-        loader = self._loader
-        if loader is None:
-            # No lock (none to leave held across a fork): two first sessions at once keep one of their loaders.
-            self._loader = core.get_component("data_loader")
-        else:
-            core.register_component("data_loader", loader)
-        return boto3.session.Session(botocore_session=core)
-
-
-SERVICE_MODELS = _ServiceModels()
+@functools.cache
+def _service_models() -> Any:
+    """botocore's loader of service models, made by the process's first session and shared by the rest."""
+    return botocore.session.get_session().get_component("data_loader")
 
 
 def new_session() -> boto3.session.Session:
-    """A new boto3 session that reuses the service models this process already loaded."""
-    return SERVICE_MODELS.new_session()
+    """A new boto3 session that reuses the service models this process already loaded.
+
+    A new session would read botocore's JSON models again (about 0.15 s of CPU); one that shares the
+    loader makes its client in about 0.02 s. Each client still gets a session of its own, so
+    credentials and region are resolved anew, from the environment as it is then.
+    """
+    core = botocore.session.get_session()
+    core.register_component("data_loader", _service_models())
+    return boto3.session.Session(botocore_session=core)
 
 
 def _new_client(region_name: str | None, endpoint_url: str | None, config: Config | None) -> DynamoDBClient:
