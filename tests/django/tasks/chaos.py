@@ -67,7 +67,7 @@ class Worker:
         for stat in Path("/proc").glob("[0-9]*/stat"):
             with contextlib.suppress(OSError, IndexError, ValueError):
                 fields = stat.read_text().rsplit(")", 1)[1].split()
-                if int(fields[3]) == self.process.pid:  # the process group: the worker's session
+                if int(fields[3]) == self.process.pid:  # its session (start_new_session): the pool's children too
                     found.append(int(stat.parent.name))
         return found
 
