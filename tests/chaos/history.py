@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,9 @@ class Recorder:
 
     def __init__(self, directory: Path, worker: str) -> None:
         self.worker = worker
-        self._file = open(directory / f"{worker}-{os.getpid()}.jsonl", "a", buffering=1)  # noqa: SIM115
+        # A file of its own even if a killed process's pid comes round again: a cut-short last line stays last.
+        name = f"{worker}-{os.getpid()}-{uuid.uuid4().hex[:8]}.jsonl"
+        self._file = open(directory / name, "a", buffering=1)  # noqa: SIM115
 
     def __call__(self, kind: str, key: str = "", token: int | None = None, **data: Any) -> float:
         now = time.monotonic()

@@ -1,27 +1,31 @@
 """A sample of the OpenTelemetry metrics a chaos run exports: ``DYNALOCK_CHAOS_METRICS=DIR python -m tests.chaos``.
 
 With the variable set, each worker records with the SDK (an in-memory reader)
-and writes its metrics to DIR at its normal exit (a worker the run kills
+and writes its metrics to DIR at its normal end (a worker the run kills
 writes none); ``python -m tests.chaos.otel_sample DIR`` sums them by
 instrument and attributes.
 """
 
 from __future__ import annotations
 
-import atexit
 import collections
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 ENV = "DYNALOCK_CHAOS_METRICS"
 
 
-def start_if_asked(worker_name: str) -> None:
+def start_if_asked(worker_name: str) -> Callable[[], None]:
+    """Record with the SDK when asked; what writes the metrics, for the worker to call at its end.
+
+    Not at exit: a worker forked by multiprocessing ends with ``os._exit``, which runs no atexit hook.
+    """
     directory = os.environ.get(ENV)
     if not directory:
-        return
+        return lambda: None
     from opentelemetry import metrics
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -41,7 +45,7 @@ def start_if_asked(worker_name: str) -> None:
                         rows.append([metric.name, dict(point.attributes), value, total])
         Path(directory, f"{worker_name}-{os.getpid()}.json").write_text(json.dumps(rows))
 
-    atexit.register(dump)
+    return dump
 
 
 def main(directory: str) -> None:

@@ -118,7 +118,7 @@ def run(config: WorkerConfig) -> None:
     import django
 
     django.setup()
-    otel_sample.start_if_asked(config.name)  # DYNALOCK_CHAOS_METRICS: a sample of the exported metrics
+    write_metrics = otel_sample.start_if_asked(config.name)  # DYNALOCK_CHAOS_METRICS: a sample of them
     from dynalock_django.dynamodb import CircuitOpen, DynalockError, LockLost
 
     record = Recorder(Path(config.history), config.name)
@@ -165,6 +165,7 @@ def run(config: WorkerConfig) -> None:
         except DynalockError as error:
             record("error", keys[0], error=type(error).__name__)
     client.close(release=True)
+    write_metrics()
     record.close()
 
 
