@@ -6,6 +6,7 @@ import botocore.loaders
 import pytest
 
 from dynalock_django.dynamodb import ConfigurationError, LockClient, build_dynamodb_client, retry_budget_seconds
+from dynalock_django.dynamodb.aws.connection import shared_service_models
 
 from ..dynamodb_support import REGION
 
@@ -78,3 +79,11 @@ def test_each_client_reads_credentials_and_region_from_the_environment_as_it_is_
     assert files_read == []  # no service model read again
     assert (signing_key(first), signing_key(second)) == ("AKIAFIRST", "AKIASECOND")
     assert (first.meta.region_name, second.meta.region_name) == ("eu-west-1", "ap-south-1")
+
+
+def test_the_shared_service_models_search_paths_do_not_grow_with_each_client():
+    build_dynamodb_client(region_name=REGION)
+    paths = list(shared_service_models().search_paths)
+    for _ in range(5):
+        build_dynamodb_client(region_name=REGION)
+    assert shared_service_models().search_paths == paths

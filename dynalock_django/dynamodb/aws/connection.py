@@ -45,21 +45,26 @@ def build_dynamodb_client(
 
 
 @functools.cache
-def _service_models() -> Any:
+def shared_service_models() -> Any:
     """botocore's loader of service models, made by the process's first session and shared by the rest."""
     return botocore.session.get_session().get_component("data_loader")
 
 
 def new_session() -> boto3.session.Session:
-    """A new boto3 session that reuses the service models this process already loaded.
+    """A new boto3 session that reuses the service models this process already loaded (``AWS_DATA_PATH`` is read once).
 
     A new session would read botocore's JSON models again (about 0.15 s of CPU); one that shares the
     loader makes its client in about 0.02 s. Each client still gets a session of its own, so
     credentials and region are resolved anew, from the environment as it is then.
     """
     core = botocore.session.get_session()
-    core.register_component("data_loader", _service_models())
-    return boto3.session.Session(botocore_session=core)
+    loader = shared_service_models()
+    core.register_component("data_loader", loader)
+    session = boto3.session.Session(botocore_session=core)
+    # Each boto3 session appends its data folder to the loader's search paths: the shared list would grow
+    # by one a client for the life of the process.
+    loader.search_paths[:] = dict.fromkeys(loader.search_paths)
+    return session
 
 
 def _new_client(region_name: str | None, endpoint_url: str | None, config: Config | None) -> DynamoDBClient:

@@ -4,7 +4,8 @@ python -m tests.django.tasks.chaos [--framework celery|db_worker] [--seconds S] 
 
 Per framework, workers run ``chaos_jobs``' tasks (a few names, each its own lock) while the driver
 enqueues copies, some long and (Celery) some failing once for ``autoretry_for`` to retry, and now
-and then SIGKILLs a process running one, sometimes its whole worker (then starts another). Celery
+and then SIGKILLs a process running one: a pool process, or its whole worker (then it starts another;
+a ``db_worker`` runs its task itself, so there it is always the whole worker). Celery
 runs on a Redis broker with ``acks_late``, ``reject_on_worker_lost`` and a visibility timeout shorter
 than the long copies, so the broker hands out copies that still run; django-tasks-db's ``db_worker``
 never reruns a killed worker's task, so the driver does what its operator must: enqueue it again.
@@ -26,7 +27,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ import django
 from dynalock_django.dynamodb import LockTimeout
 
 from ...chaos.history import Recorder, load
-from ...dynamodb_support import make_dynamodb, short_lease_client
+from ...dynamodb_support import PATIENCE, make_dynamodb, short_lease_client
 from ..processes import ROOT, manage_py_environment
 from .environment import BROKER, EVENTS, VISIBILITY
 from .task_history import TaskChaosReport, render, task_runs, unaccounted
@@ -53,6 +54,7 @@ FLAKY_SHARE = 0.2  # Celery: copies whose first attempt fails and is retried
 NAMES = 3
 KILL_EVERY, WHOLE_WORKER_SHARE = 2.5, 0.35
 SETTLE = 90.0  # seconds for every copy to end once the enqueues stop; a probe to start
+PROBE_AGAIN = 2.0  # seconds before a key whose probe has not begun gets another
 PYTHON = sys.executable
 
 
@@ -71,11 +73,13 @@ class Worker:
                     found.append(int(stat.parent.name))
         return found
 
-    def kill(self) -> list[int]:
+    def kill(self, announce: Callable[[list[int]], object] = lambda pids: None) -> list[int]:
+        """SIGKILL its whole session; ``announce(pids)`` records the kill just before it is sent."""
         pids = self.pids()
+        announce(pids)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
+        self.process.wait(timeout=PATIENCE)
         return pids
 
 
@@ -153,7 +157,11 @@ class DbWorkerFramework(Framework):
         self._ask({"requeue": worker.ident})
 
     def close(self) -> None:
-        self.queue.communicate(timeout=30)  # its stdin closed: it ends, and its pipes are closed
+        try:
+            self.queue.communicate(timeout=PATIENCE)  # its stdin closed: it ends, and its pipes are closed
+        except subprocess.TimeoutExpired:
+            self.queue.kill()
+            self.queue.communicate()
 
     def _ask(self, command: dict[str, Any]) -> Any:
         assert self.queue.stdin is not None
@@ -168,45 +176,58 @@ class DbWorkerFramework(Framework):
 class ChaosRun:
     """One framework's run: its workers, the storm of enqueues and kills, the settling, the last kill."""
 
-    def __init__(self, framework: Framework, events: Path, driver: Recorder, rng: random.Random, workers: int) -> None:
+    def __init__(self, framework: Framework, events: Path, driver: Recorder, rng: random.Random) -> None:
         self.framework = framework
         self.events = events
         self.driver = driver
         self.rng = rng
-        self.workers = [framework.start_worker(f"chaos-{index}") for index in range(workers)]
-        self.started_workers = workers
+        self.workers: list[Worker] = []
+        self.started_workers = 0
+
+    def start_worker(self) -> None:
+        self.workers.append(self.framework.start_worker(f"chaos-{self.started_workers}"))
+        self.started_workers += 1
 
     def storm(self, seconds: float) -> None:
+        """Enqueue and kill for ``seconds``, then on (up to as long again) until the chaos has shown its faults."""
         flaky_share = FLAKY_SHARE if self.framework.name == "celery" else 0.0
-        end = time.monotonic() + seconds
-        next_kill = time.monotonic() + KILL_EVERY
-        while time.monotonic() < end:
+        start = time.monotonic()
+        next_kill = start + KILL_EVERY
+        while time.monotonic() < start + seconds or (time.monotonic() < start + 2 * seconds and not self.enough()):
             length = LONG if self.rng.random() < LONG_SHARE else self.rng.choice(LENGTHS)
             name = f"n{self.rng.randrange(NAMES)}"
             self.framework.enqueue(name, length, self.rng.random() < flaky_share, probe=False)
-            if time.monotonic() >= next_kill:
-                self.kill_a_running_copy()
-                next_kill += KILL_EVERY
+            if time.monotonic() >= next_kill and self.kill_a_running_copy():
+                next_kill = time.monotonic() + KILL_EVERY  # a try that found nothing running is tried again
             time.sleep(self.rng.uniform(0.1, 0.4))
 
-    def kill_a_running_copy(self) -> None:
+    def enough(self) -> bool:
+        """A run killed mid-task and followed on its key, and (Celery) a retried first attempt: what the test needs."""
+        runs = task_runs(load(self.events))
+        killed = [run for run in runs if run.outcome == "killed" and run.ended is not None]
+        followed = any(later.name == run.name and later.started > run.ended for run in killed for later in runs)
+        retried = any(run.outcome == "retry" for run in runs) or self.framework.name != "celery"
+        return followed and retried
+
+    def kill_a_running_copy(self) -> bool:
+        """SIGKILL a process running a copy (now and then its whole worker); False when none was running."""
         running = [run.pid for run in task_runs(load(self.events)) if run.outcome == "unfinished"]
         if not running:
-            return
+            return False
         pid = self.rng.choice(running)
         worker = next((w for w in self.workers if pid in w.pids()), None)
         if worker is None:
-            return  # it ended meanwhile
+            return False  # it ended meanwhile
         if worker.process.pid == pid or self.rng.random() < WHOLE_WORKER_SHARE:
-            self.driver("kill", pids=worker.kill(), worker=True)
+            worker.kill(lambda pids: self.driver("kill", pids=pids, worker=True))
             self.workers.remove(worker)
-            self.workers.append(self.framework.start_worker(f"chaos-{self.started_workers}"))
-            self.started_workers += 1
+            self.start_worker()
             self.framework.after_worker_killed(worker)
         else:
+            self.driver("kill", pids=[pid], worker=False)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            self.driver("kill", pids=[pid], worker=False)
+        return True
 
     def settle(self) -> None:
         """Until every copy enqueued so far ran or skipped and no run is going on."""
@@ -222,18 +243,24 @@ class ChaosRun:
             time.sleep(0.2)
 
     def kill_the_last_workers_mid_task(self) -> float:
-        """A long probe per name, and once they all run, every worker killed: when the last one died."""
+        """A long probe per name, and once every name has a run going, every worker killed: when they died.
+
+        A probe may skip (a late copy handed out again holds its key for a moment): another is enqueued.
+        """
         names = sorted({e.key for e in load(self.events) if e.kind == "enqueued"})
-        for name in names:
-            self.framework.enqueue(name, 10 * SETTLE, flaky=False, probe=True)
         deadline = time.monotonic() + SETTLE
-        while True:
+        probed: dict[str, float] = {}
+        while time.monotonic() < deadline:
             running = {run.name for run in task_runs(load(self.events)) if run.outcome == "unfinished"}
-            if running >= set(names) or time.monotonic() > deadline:
+            if running >= set(names):
                 break
+            for name in set(names) - running:
+                if time.monotonic() - probed.get(name, -PROBE_AGAIN) >= PROBE_AGAIN:
+                    self.framework.enqueue(name, 10 * SETTLE, flaky=False, probe=True)
+                    probed[name] = time.monotonic()
             time.sleep(0.1)
-        pids = [pid for worker in self.workers for pid in worker.kill()]
-        self.driver("kill", pids=pids, worker=True, last=True)
+        for worker in self.workers:
+            worker.kill(lambda pids: self.driver("kill", pids=pids, worker=True, last=True))
         return self.driver("dead")
 
 
@@ -246,18 +273,22 @@ def run(
     events.mkdir(parents=True, exist_ok=True)
     driver = Recorder(events, "driver")
     env = manage_py_environment(settings, "tests.settings", **{EVENTS: str(events)})
-    with _framework(framework_name, env, workdir, driver) as framework:
-        chaos = ChaosRun(framework, events, driver, random.Random(seed), workers)
-        try:
-            chaos.storm(seconds)
-            chaos.settle()
-            dead = chaos.kill_the_last_workers_mid_task()
-        finally:
-            for worker in chaos.workers:
-                if worker.process.poll() is None:
-                    worker.kill()
-    stuck, freed_at = _keys_still_held(settings, dead)
-    driver.close()
+    try:
+        with _framework(framework_name, env, workdir, driver) as framework:
+            chaos = ChaosRun(framework, events, driver, random.Random(seed))
+            try:
+                for _ in range(workers):
+                    chaos.start_worker()
+                chaos.storm(seconds)
+                chaos.settle()
+                dead = chaos.kill_the_last_workers_mid_task()
+                stuck, freed_at = _keys_still_held(settings, dead)  # at once: the two leases run from the kill
+            finally:
+                for worker in chaos.workers:
+                    if worker.process.returncode is None:  # not waited for yet: its session may still run
+                        worker.kill()
+    finally:
+        driver.close()
     report = TaskChaosReport.of(framework_name, LEASE, load(events), stuck)
     report.last_freed_after = (freed_at - dead) / LEASE if freed_at is not None else None
     return report

@@ -75,10 +75,16 @@ def token_regressions(runs: list[TaskRun]) -> int:
 def unaccounted(events: list[Event]) -> list[str]:
     """Enqueued copies (not the last workers' probes) that neither ran to the end nor skipped visibly.
 
-    A killed copy counts when the copy an operator enqueued in its place (``replaces``) is accounted for.
+    A skip counts only after the copy's last killed run: a copy handed out again may skip while the
+    first still runs, and if that first is then killed, its redelivery must still run or skip. A
+    killed copy counts when the copy an operator enqueued in its place (``replaces``) is accounted for.
     """
+    killed_at: dict[str, float] = {}
+    for run in task_runs(events):
+        if run.outcome == "killed" and run.ended is not None:
+            killed_at[run.task_id] = max(run.ended, killed_at.get(run.task_id, float("-inf")))
     done = {e.data["id"] for e in events if e.kind == "end" and e.data["outcome"] == "ran"}
-    done |= {e.data["id"] for e in events if e.kind == "skip"}
+    done |= {e.data["id"] for e in events if e.kind == "skip" and e.t > killed_at.get(e.data["id"], float("-inf"))}
     replaced_by = {e.data["replaces"]: e.data["id"] for e in events if e.kind == "enqueued" and e.data.get("replaces")}
 
     def accounted(task_id: str) -> bool:
@@ -88,13 +94,23 @@ def unaccounted(events: list[Event]) -> list[str]:
             task_id = replaced_by[task_id]
         return task_id in done
 
-    enqueued = [e.data["id"] for e in events if e.kind == "enqueued" and not e.data.get("probe")]
-    return [task_id for task_id in enqueued if not accounted(task_id)]
+    return [task_id for task_id in enqueued_ids(events) if not accounted(task_id)]
+
+
+def enqueued_ids(events: list[Event], *, probes: bool = False) -> list[str]:
+    """The copies the storm enqueued; with ``probes``, the last kill's probes instead."""
+    return [e.data["id"] for e in events if e.kind == "enqueued" and bool(e.data.get("probe")) == probes]
 
 
 def redeliveries(events: list[Event]) -> int:
-    """Copies a broker handed out again (the same id and attempt begun more than once), plus operators' new copies."""
-    begun = Counter((e.data["id"], e.data["attempt"]) for e in events if e.kind == "begin")
+    """Copies a broker handed out again (the same id and attempt begun more than once), plus operators' new copies.
+
+    Not the probes': they run until the last kill, past the visibility timeout, and are handed out again.
+    """
+    probes = set(enqueued_ids(events, probes=True))
+    begun = Counter(
+        (e.data["id"], e.data["attempt"]) for e in events if e.kind == "begin" and e.data["id"] not in probes
+    )
     replaced = sum(1 for e in events if e.kind == "enqueued" and e.data.get("replaces"))
     return sum(count - 1 for count in begun.values()) + replaced
 
@@ -130,6 +146,7 @@ class TaskChaosReport:
     stuck_keys: list[str] = field(default_factory=list)
     freed_after: list[float] = field(default_factory=list)  # leases, each killed run's key
     last_freed_after: float | None = None  # leases after the last worker died, the slowest key
+    unheld_at_last_kill: list[str] = field(default_factory=list)  # names no run held when the last workers died
 
     @classmethod
     def of(cls, framework: str, lease: float, events: list[Event], stuck_keys: list[str]) -> TaskChaosReport:
@@ -137,15 +154,17 @@ class TaskChaosReport:
         runs = task_runs(events)
         finished = [run for run in runs if run.outcome != "unfinished"]
         last_kill = {e.t for e in events if e.kind == "kill" and e.data.get("last")}
-        probes_killed = [run for run in runs if run.outcome == "killed" and run.ended in last_kill]
+        killed_last = [run for run in runs if run.outcome == "killed" and run.ended in last_kill]
+        probes = set(enqueued_ids(events, probes=True))
+        names = {e.key for e in events if e.kind == "enqueued"}
         return cls(
             framework=framework,
             lease=lease,
             enqueued=sum(1 for e in events if e.kind == "enqueued" and not e.data.get("probe")),
             runs=sum(1 for run in finished if run.outcome == "ran"),
-            skips=sum(1 for e in events if e.kind == "skip"),
+            skips=sum(1 for e in events if e.kind == "skip" and e.data["id"] not in probes),
             retries=sum(1 for run in finished if run.outcome == "retry"),
-            killed_runs=sum(1 for run in runs if run.outcome == "killed") - len(probes_killed),
+            killed_runs=sum(1 for run in runs if run.outcome == "killed") - len(killed_last),
             kills=sum(1 for e in events if e.kind == "kill" and not e.data.get("last")),
             worker_kills=sum(1 for e in events if e.kind == "kill" and e.data.get("worker") and not e.data.get("last")),
             redeliveries=redeliveries(events),
@@ -156,13 +175,15 @@ class TaskChaosReport:
             unaccounted=unaccounted(events),
             stuck_keys=stuck_keys,
             freed_after=freed_after(runs, lease),
+            unheld_at_last_kill=sorted(names - {run.name for run in killed_last}),
         )
 
     def failures(self) -> list[str]:
         """Each property the run broke, in words; empty when it held."""
         found = []
         if self.overlaps:
-            found.append(f"{self.overlaps} runs overlapped a run of the same key")
+            cause = f" ({self.lost_leases} leases were lost: renewals late under load?)" if self.lost_leases else ""
+            found.append(f"{self.overlaps} runs overlapped a run of the same key{cause}")
         if self.token_regressions:
             found.append(f"{self.token_regressions} runs had a fencing token not above the run before")
         if self.unaccounted:
@@ -171,6 +192,10 @@ class TaskChaosReport:
             found.append(f"{len(self.stuck_keys)} keys still held two leases after the last worker died")
         if self.unfinished:
             found.append(f"{self.unfinished} runs never ended")
+        if self.unheld_at_last_kill:
+            found.append(
+                f"no run held {self.unheld_at_last_kill} when the last workers died: the stuck-key check proves nothing"
+            )
         return found
 
     def row(self) -> dict[str, str]:
@@ -185,6 +210,7 @@ class TaskChaosReport:
             "runs killed": str(self.killed_runs),
             "redeliveries": str(self.redeliveries),
             "overlaps": str(self.overlaps),
+            "leases lost": str(self.lost_leases),
             "unaccounted": str(len(self.unaccounted)),
             "stuck keys": str(len(self.stuck_keys)),
             "killed key free after (leases)": (

@@ -89,3 +89,33 @@ def test_the_report_names_each_broken_property_and_leaves_the_last_kills_probes_
         "1 runs had a fencing token not above the run before",
         "1 keys still held two leases after the last worker died",
     ]
+
+
+def test_a_skip_before_the_copys_own_run_was_killed_does_not_account_for_it():
+    events = [
+        event(0, "enqueued", "n", id="x"),
+        *run(0, None, "n", "x", 1, pid=7),  # the first copy runs long
+        event(1, "skip", "chaos n", id="x"),  # handed out again, it skips while the first runs
+        event(2, "kill", pids=[7]),  # then the first is killed: its redelivery must still run or skip
+    ]
+    assert unaccounted(events) == ["x"]
+    assert unaccounted([*events, event(4, "skip", "chaos n", id="x")]) == []
+
+
+def test_the_probes_count_as_neither_skips_nor_redeliveries_and_each_name_must_be_held_at_the_last_kill():
+    events = [
+        event(0, "enqueued", "n", id="a"),
+        event(0, "enqueued", "m", id="b"),
+        *run(0, 1, "n", "a", 1),
+        *run(0, 1, "m", "b", 2, pid=2),
+        event(2, "enqueued", "n", id="p", probe=True),
+        event(2, "begin", id="p", attempt=0),
+        event(3, "begin", id="p", attempt=0),  # a probe outlives the visibility timeout
+        event(3, "skip", "chaos n", id="p"),
+        *run(2, None, "n", "p", 3, pid=3),
+        event(5, "kill", pids=[3], worker=True, last=True),
+    ]
+    report = TaskChaosReport.of("celery", 1.0, events, stuck_keys=[])
+    assert (report.skips, report.redeliveries) == (0, 0)
+    assert report.unheld_at_last_kill == ["m"]
+    assert report.failures() == ["no run held ['m'] when the last workers died: the stuck-key check proves nothing"]
