@@ -75,16 +75,9 @@ def token_regressions(runs: list[TaskRun]) -> int:
 def unaccounted(events: list[Event]) -> list[str]:
     """Enqueued copies (not the last workers' probes) that neither ran to the end nor skipped visibly.
 
-    A skip counts only after the copy's last killed run: a copy handed out again may skip while the
-    first still runs, and if that first is then killed, its redelivery must still run or skip. A
-    killed copy counts when the copy an operator enqueued in its place (``replaces``) is accounted for.
+    A killed copy counts when the copy an operator enqueued in its place (``replaces``) is accounted for.
     """
-    killed_at: dict[str, float] = {}
-    for run in task_runs(events):
-        if run.outcome == "killed" and run.ended is not None:
-            killed_at[run.task_id] = max(run.ended, killed_at.get(run.task_id, float("-inf")))
-    done = {e.data["id"] for e in events if e.kind == "end" and e.data["outcome"] == "ran"}
-    done |= {e.data["id"] for e in events if e.kind == "skip" and e.t > killed_at.get(e.data["id"], float("-inf"))}
+    done = {e.data["id"] for e in events if (e.kind == "end" and e.data["outcome"] == "ran") or e.kind == "skip"}
     replaced_by = {e.data["replaces"]: e.data["id"] for e in events if e.kind == "enqueued" and e.data.get("replaces")}
 
     def accounted(task_id: str) -> bool:
@@ -95,6 +88,30 @@ def unaccounted(events: list[Event]) -> list[str]:
         return task_id in done
 
     return [task_id for task_id in enqueued_ids(events) if not accounted(task_id)]
+
+
+def skipped_then_killed(events: list[Event]) -> list[str]:
+    """Copies whose only outcome is a skip that came before their own run was killed.
+
+    The broker handed a long copy out again; the second delivery met the first's live lease and
+    skipped, which acknowledged the message; then the first was killed, and nothing runs it again.
+    Accounted for (the skip was visible), but nobody finished the work: the visibility timeout was
+    shorter than the task.
+    """
+    killed_at: dict[str, float] = {}
+    for run in task_runs(events):
+        if run.outcome == "killed" and run.ended is not None:
+            killed_at[run.task_id] = max(run.ended, killed_at.get(run.task_id, float("-inf")))
+    ran = {e.data["id"] for e in events if e.kind == "end" and e.data["outcome"] == "ran"}
+    skips: dict[str, list[float]] = defaultdict(list)
+    for e in events:
+        if e.kind == "skip":
+            skips[e.data["id"]].append(e.t)
+    return sorted(
+        task_id
+        for task_id, when in skips.items()
+        if task_id in killed_at and task_id not in ran and max(when) < killed_at[task_id]
+    )
 
 
 def enqueued_ids(events: list[Event], *, probes: bool = False) -> list[str]:
@@ -147,6 +164,7 @@ class TaskChaosReport:
     freed_after: list[float] = field(default_factory=list)  # leases, each killed run's key
     last_freed_after: float | None = None  # leases after the last worker died, the slowest key
     unheld_at_last_kill: list[str] = field(default_factory=list)  # names no run held when the last workers died
+    skipped_then_killed: list[str] = field(default_factory=list)  # see skipped_then_killed()
 
     @classmethod
     def of(cls, framework: str, lease: float, events: list[Event], stuck_keys: list[str]) -> TaskChaosReport:
@@ -176,6 +194,7 @@ class TaskChaosReport:
             stuck_keys=stuck_keys,
             freed_after=freed_after(runs, lease),
             unheld_at_last_kill=sorted(names - {run.name for run in killed_last}),
+            skipped_then_killed=skipped_then_killed(events),
         )
 
     def failures(self) -> list[str]:
@@ -212,6 +231,7 @@ class TaskChaosReport:
             "overlaps": str(self.overlaps),
             "leases lost": str(self.lost_leases),
             "unaccounted": str(len(self.unaccounted)),
+            "skipped, then the first copy killed": str(len(self.skipped_then_killed)),
             "stuck keys": str(len(self.stuck_keys)),
             "killed key free after (leases)": (
                 f"{min(freed):.2f} / {statistics.median(freed):.2f} / {max(freed):.2f}" if freed else "-"

@@ -5,7 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from ...chaos.history import Event
-from .task_history import TaskChaosReport, overlaps, redeliveries, task_runs, token_regressions, unaccounted
+from .task_history import (
+    TaskChaosReport,
+    overlaps,
+    redeliveries,
+    skipped_then_killed,
+    task_runs,
+    token_regressions,
+    unaccounted,
+)
 
 
 def event(t: float, kind: str, key: str = "", token: int | None = None, **data: Any) -> Event:
@@ -91,15 +99,17 @@ def test_the_report_names_each_broken_property_and_leaves_the_last_kills_probes_
     ]
 
 
-def test_a_skip_before_the_copys_own_run_was_killed_does_not_account_for_it():
+def test_a_skip_before_the_copys_own_run_was_killed_is_told_apart():
     events = [
         event(0, "enqueued", "n", id="x"),
         *run(0, None, "n", "x", 1, pid=7),  # the first copy runs long
         event(1, "skip", "chaos n", id="x"),  # handed out again, it skips while the first runs
-        event(2, "kill", pids=[7]),  # then the first is killed: its redelivery must still run or skip
+        event(2, "kill", pids=[7]),  # then the first is killed: nothing runs it again
     ]
-    assert unaccounted(events) == ["x"]
-    assert unaccounted([*events, event(4, "skip", "chaos n", id="x")]) == []
+    assert unaccounted(events) == []  # the skip was visible
+    assert skipped_then_killed(events) == ["x"]  # but nobody finished the work
+    assert skipped_then_killed([*events, event(4, "skip", "chaos n", id="x")]) == []  # a later delivery skipped
+    assert skipped_then_killed([*events, *run(4, 5, "n", "x", 2, pid=8)]) == []  # or ran
 
 
 def test_the_probes_count_as_neither_skips_nor_redeliveries_and_each_name_must_be_held_at_the_last_kill():
