@@ -10,6 +10,9 @@ from typing import Any
 CHROMIUM = os.environ.get("DYNALOCK_CHROMIUM", "/usr/bin/chromium")
 # Without the background-networking flags chromium keeps trying to reach Google, which this network refuses.
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
+# How long a test waits for a page to show something (ms): patience for a loaded machine, not a bound on
+# the page's speed; a page that never shows it fails the test after this.
+PAGE_PATIENCE_MS = 15_000
 
 
 @contextmanager

@@ -25,7 +25,7 @@ from testproject.desk.admin import CustomerAdmin
 from testproject.desk.models import Customer
 
 from .admin_support import DESK_EDITOR, logged_in
-from .browser import CHROMIUM, launch_chromium
+from .browser import CHROMIUM, PAGE_PATIENCE_MS, launch_chromium
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.uses_dynalock]
 
@@ -140,10 +140,10 @@ def test_alice_edits_bob_waits_then_edits_when_she_saves(staff_page, live_server
     assert customer.name == "Acme Corp."
     alices_token = customer.fencing_token
 
-    bob_banner.get_by_text("alice finished editing.").wait_for(timeout=5000)
+    bob_banner.get_by_text("alice finished editing.").wait_for(timeout=PAGE_PATIENCE_MS)
     screenshot(bob, "banner-free")
     bob.click("#dynalock-reload")
-    bob.locator("input[name=_save]").wait_for(timeout=5000)
+    bob.locator("input[name=_save]").wait_for(timeout=PAGE_PATIENCE_MS)
     bob.fill("input[name=name]", "Acme Corporation")
     bob.click("input[name=_save]")
     bob.wait_for_url("**/admin/desk/customer/")
@@ -204,8 +204,8 @@ def test_a_second_tab_of_the_same_user_can_take_over(staff_page, live_server, cu
     second.goto(url)
     assert "You are editing this in another tab" in banner(second).inner_text()
     second.click("#dynalock-take-over")
-    second.locator("input[name=_save]").wait_for(timeout=5000)
-    banner(first).get_by_text("You are editing this in another tab now").wait_for(timeout=5000)
+    second.locator("input[name=_save]").wait_for(timeout=PAGE_PATIENCE_MS)
+    banner(first).get_by_text("You are editing this in another tab now").wait_for(timeout=PAGE_PATIENCE_MS)
     assert first.locator("input[name=_save]").is_disabled()
 
 
@@ -219,7 +219,7 @@ def test_force_release_from_the_live_locks_page_shows_on_alices_page_and_in_the_
     carol.click("text=Release…")
     carol.click("input[type=submit]")
     carol.wait_for_url("**/admin/dynalock_django/lock/")
-    banner(alice).get_by_text("carol released your edit lock").wait_for(timeout=5000)
+    banner(alice).get_by_text("carol released your edit lock").wait_for(timeout=PAGE_PATIENCE_MS)
     assert alice.locator("input[name=_save]").is_disabled()
     screenshot(alice, "banner-lost")
     entry = LogEntry.objects.get()
@@ -235,8 +235,8 @@ def test_take_over_by_someone_allowed_to_shows_on_alices_page(staff_page, live_s
     carol.click("#dynalock-take-over")
     assert "alice" in carol.locator("#content").inner_text()
     carol.click("input[type=submit]")
-    carol.locator("input[name=_save]").wait_for(timeout=5000)
-    banner(alice).get_by_text("carol took over editing").wait_for(timeout=5000)
+    carol.locator("input[name=_save]").wait_for(timeout=PAGE_PATIENCE_MS)
+    banner(alice).get_by_text("carol took over editing").wait_for(timeout=PAGE_PATIENCE_MS)
     assert "Took over the edit lock held by alice" in LogEntry.objects.get().get_change_message()
 
 
@@ -246,7 +246,7 @@ def test_a_page_cut_off_warns_and_keeps_its_lock_when_it_comes_back_in_time(staf
     alice.context.set_offline(True)
     banner(alice).get_by_text("The server cannot be reached").wait_for(timeout=EDIT_LEASE * 1000)
     alice.context.set_offline(False)  # back before anyone took the lock: renewing again keeps it
-    banner(alice).get_by_text("You are editing this.").wait_for(timeout=5000)
+    banner(alice).get_by_text("You are editing this.").wait_for(timeout=PAGE_PATIENCE_MS)
     alice.fill("input[name=name]", "Still mine")
     alice.click("input[name=_save]")
     alice.wait_for_url("**/admin/desk/customer/")
@@ -283,13 +283,13 @@ def test_an_idle_page_lets_go_keeps_the_input_and_continues(staff_page, live_ser
     alice.fill("input[name=name]", "Acme typed while away")
     idle_after = wait_until(lambda: lock_of(customer).is_released, timeout=IDLE + 3)
     assert idle_after >= IDLE - 0.5  # typing counted as input: not released before the time-out
-    banner(alice).get_by_text("You were away").wait_for(timeout=3000)
+    banner(alice).get_by_text("You were away").wait_for(timeout=PAGE_PATIENCE_MS)
     assert alice.input_value("input[name=name]") == "Acme typed while away"
     assert alice.locator("input[name=_save]").is_disabled()
     screenshot(alice, "idle-released")
 
     alice.click("#dynalock-continue")
-    banner(alice).get_by_text("You are editing this.").wait_for(timeout=5000)
+    banner(alice).get_by_text("You are editing this.").wait_for(timeout=PAGE_PATIENCE_MS)
     assert not lock_of(customer).is_released
     alice.click("input[name=_save]")
     alice.wait_for_url("**/admin/desk/customer/")
@@ -309,7 +309,7 @@ def test_an_idle_page_never_saves_over_what_someone_saved_meanwhile(staff_page, 
     bob.wait_for_url("**/admin/desk/customer/")
 
     alice.click("#dynalock-continue")
-    banner(alice).get_by_text("bob changed this at").wait_for(timeout=5000)
+    banner(alice).get_by_text("bob changed this at").wait_for(timeout=PAGE_PATIENCE_MS)
     assert alice.input_value("input[name=email]") == "alice@acme.example"  # kept until she chooses to reload
     assert alice.locator("input[name=_save]").is_disabled()
     assert alice.locator("#dynalock-reload").is_visible()

@@ -6,7 +6,6 @@ import asyncio
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -70,18 +69,18 @@ def test_two_hundred_requests_for_one_locked_customer_wait_as_coroutines(served,
         async with httpx.AsyncClient(base_url=url, cookies={"sessionid": session}, timeout=60, limits=limits) as http:
             await http.get("/")  # warm: the server's first request builds its lock client
             waiting = [asyncio.create_task(http.get(f"/customers/{pk}/snapshot/")) for _ in range(REQUESTS)]
-            started = time.monotonic()
             refused = await asyncio.gather(*(http.get(f"/customers/{pk}/snapshot/now/") for _ in range(REQUESTS)))
-            assert time.monotonic() - started < 20.0, "refusals queued behind the waiting requests"
+            # Answered while every waiting request still waits (the lock is held until the end): the
+            # refusals did not queue behind them. Had they, they would wait past the client's time-out.
+            assert not any(task.done() for task in waiting), "refusals queued behind the waiting requests"
             assert {response.status_code for response in refused} == {423}
             assert all(response.headers["Retry-After"] for response in refused)
 
             await asyncio.sleep(0.5)  # every waiting request is in its view by now
             assert not any(task.done() for task in waiting)
-            started = time.monotonic()
             listed = await http.get("/")  # another view, while 200 requests wait for the lock
             assert listed.status_code == 200
-            assert time.monotonic() - started < 2.0, "the server is not answering while requests wait"
+            assert not any(task.done() for task in waiting), "the server answered only once the waits ended"
 
             await asyncio.to_thread(lease.release)
             answered = await asyncio.gather(*waiting)

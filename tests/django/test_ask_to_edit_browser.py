@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from .browser import PAGE_PATIENCE_MS
 from .test_admin_browser import (  # noqa: F401 (fixtures, and helpers)
     _database_before_live_server,
     banner,
@@ -53,14 +54,14 @@ def test_bob_then_carol_ask_and_each_gets_the_page_by_itself_at_their_turn(staff
         if waiter is bob:
             screenshot(bob, "ask-to-edit")
         waiter.click("#dynalock-ask")
-        banner(waiter).get_by_text("this page switches to editing by itself").wait_for(timeout=5000)
+        banner(waiter).get_by_text("this page switches to editing by itself").wait_for(timeout=PAGE_PATIENCE_MS)
         assert requests.count("ask") == 1  # asking is one request
         assert waiter.locator("#dynalock-ask").count() == 0
     assert "You are next" in banner(bob).inner_text()
     assert "You are in line after bob" in banner(carol).inner_text()
 
     # Alice's page is told by its renewals and its looks between them (test_holder_told_browser: within seconds).
-    banner(alice).get_by_text("Then: carol.").wait_for(timeout=5000)
+    banner(alice).get_by_text("Then: carol.").wait_for(timeout=PAGE_PATIENCE_MS)
     assert "bob is waiting to edit since" in banner(alice).inner_text()
     assert set(alices_requests) <= {"renew", "check"}  # no other request told her
     screenshot(alice, "ask-holder-told")
@@ -72,9 +73,9 @@ def test_bob_then_carol_ask_and_each_gets_the_page_by_itself_at_their_turn(staff
     assert editing(bob, timeout=10) < 5  # bob's page switched to editing by itself, within seconds
     assert lock_of(customer).owner_name.startswith("django-user:")
     assert [waiter.name for waiter in lock_of(customer).waiters] == ["carol"]
-    banner(carol).get_by_text("You are next").wait_for(timeout=5000)
+    banner(carol).get_by_text("You are next").wait_for(timeout=PAGE_PATIENCE_MS)
     assert carol.locator("input[name=_save]").count() == 0  # carol still waits
-    banner(bob).get_by_text("carol is waiting to edit since").wait_for(timeout=5000)
+    banner(bob).get_by_text("carol is waiting to edit since").wait_for(timeout=PAGE_PATIENCE_MS)
     screenshot(bob, "ask-turn-editing")
 
     bob.goto(f"{live_server.url}/admin/desk/customer/")  # bob leaves without saving
@@ -93,7 +94,7 @@ def test_a_waiter_who_closes_the_page_drops_out_of_the_line(staff_page, live_ser
     alice.goto(url)
     bob.goto(url)
     bob.click("#dynalock-ask")
-    banner(bob).get_by_text("You are next").wait_for(timeout=5000)
+    banner(bob).get_by_text("You are next").wait_for(timeout=PAGE_PATIENCE_MS)
     assert [waiter.name for waiter in lock_of(customer).waiters] == ["bob"]
 
     bob.close()

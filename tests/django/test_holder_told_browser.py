@@ -22,6 +22,7 @@ from django.test import override_settings
 from dynalock_django.client import get_client
 from testproject.desk.admin import CustomerAdmin
 
+from .browser import PAGE_PATIENCE_MS
 from .test_admin_browser import (  # noqa: F401 (fixtures, and helpers)
     _database_before_live_server,
     banner,
@@ -87,7 +88,7 @@ def test_the_holder_hears_of_a_take_over_within_seconds_and_the_tab_title_says_s
     carol.goto(url)
     carol.click("#dynalock-take-over")
     carol.click("input[type=submit]")
-    carol.locator("input[name=_save]").wait_for(timeout=5000)
+    carol.locator("input[name=_save]").wait_for(timeout=PAGE_PATIENCE_MS)
     told = seconds_until(banner(alice).get_by_text("carol took over editing"))
     print(f"take-over -> holder told after {told:.1f} s")
     assert told < BOUND
@@ -112,7 +113,7 @@ def test_the_waiters_title_says_when_the_lock_is_handed_over(staff_page, live_se
     bob.goto(url)
     title = bob.title()
     bob.click("#dynalock-ask")
-    banner(bob).get_by_text("You are next").wait_for(timeout=5000)
+    banner(bob).get_by_text("You are next").wait_for(timeout=PAGE_PATIENCE_MS)
     alice.click("input[name=_save]")
     alice.wait_for_url("**/admin/desk/customer/")
     bob.locator("input[name=_save]").wait_for(timeout=BOUND * 1000)  # his page turned into the editing page
@@ -130,10 +131,10 @@ def test_stop_waiting_leaves_the_line(staff_page, live_server, customer, default
     alice.goto(url)
     bob.goto(url)
     bob.click("#dynalock-ask")
-    banner(bob).get_by_text("You are next").wait_for(timeout=5000)
+    banner(bob).get_by_text("You are next").wait_for(timeout=PAGE_PATIENCE_MS)
     assert [waiter.name for waiter in lock_of(customer).waiters] == ["bob"]
     bob.click("#dynalock-stop-waiting")
-    banner(bob).get_by_text("You are not waiting to edit this any more.").wait_for(timeout=5000)
+    banner(bob).get_by_text("You are not waiting to edit this any more.").wait_for(timeout=PAGE_PATIENCE_MS)
     assert lock_of(customer).waiters == ()
     assert bob.locator("#dynalock-ask").is_visible()  # he may ask again
 
