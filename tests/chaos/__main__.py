@@ -1,4 +1,4 @@
-"""python -m tests.chaos [--short] [--seed N] [--duration S] [--workload NAME ...] [--processes N]"""
+"""python -m tests.chaos [--short] [--seed N] [--duration S] [--workload NAME ...] [--processes N] [--part K/N]"""
 
 from __future__ import annotations
 
@@ -15,6 +15,14 @@ from . import report, workloads
 FULL_SECONDS, SHORT_SECONDS = 25.0, 5.0
 
 
+def part(text: str) -> tuple[int, int]:
+    """``K/N`` with 1 <= K <= N."""
+    share, _, shares = text.partition("/")
+    if not (share.isdigit() and shares.isdigit() and 1 <= int(share) <= int(shares)):
+        raise argparse.ArgumentTypeError(f"{text!r}: give K/N, such as 1/2, with 1 <= K <= N")
+    return int(share), int(shares)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.chaos", description=__doc__)
     parser.add_argument("--short", action="store_true", help=f"{SHORT_SECONDS:g} s per workload (the test suite's run)")
@@ -23,9 +31,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--processes", type=int, default=None, help="Processes per workload (default: its own).")
     parser.add_argument("--workload", action="append", choices=[w.name for w in workloads.WORKLOADS])
     parser.add_argument("--keep", action="store_true", help="Keep the histories (their directory is printed).")
+    parser.add_argument("--part", type=part, default=(1, 1), help="K/N: the Kth of N shares of the workloads.")
     args = parser.parse_args(argv)
     duration = args.duration or (SHORT_SECONDS if args.short else FULL_SECONDS)
-    chosen = [w for w in workloads.WORKLOADS if not args.workload or w.name in args.workload]
+    share, shares = args.part
+    chosen = [w for w in workloads.WORKLOADS[share - 1 :: shares] if not args.workload or w.name in args.workload]
     if args.processes:
         chosen = [dataclasses.replace(w, processes=args.processes) for w in chosen]
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
