@@ -7,8 +7,12 @@ every enqueued copy ran or skipped visibly, and two leases after the last worker
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
+from ...chaos.__main__ import part
+from ...chaos.test_chaos_short import PART_ENV
 from . import chaos
 from .task_history import render
 
@@ -17,7 +21,17 @@ pytestmark = [pytest.mark.uses_dynalock, pytest.mark.slow]
 SECONDS = 12.0
 
 
-@pytest.mark.parametrize("framework", chaos.FRAMEWORKS)
+def frameworks_of_this_run() -> tuple[str, ...]:
+    """Every framework; with ``$DYNALOCK_TEST_CHAOS_PART`` (K/N: CI's legs), the Kth of N shares of them.
+
+    CI runs Celery on its first leg and django-tasks-db on its second (Django 6's own Tasks framework);
+    the tests of each framework's workers (test_celery_workers.py, test_db_worker.py) run on both.
+    """
+    share, shares = part(os.environ.get(PART_ENV, "1/1"))
+    return chaos.FRAMEWORKS[share - 1 :: shares]
+
+
+@pytest.mark.parametrize("framework", frameworks_of_this_run())
 def test_killed_redelivered_and_retried_copies_never_overlap_or_stick(framework, dynalock, tmp_path):
     report = chaos.run(framework, dynalock, tmp_path, seconds=SECONDS, seed=1, workers=3)
     print("\n" + render([report]))
