@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import django
-from celery.signals import task_prerun
+from celery.signals import task_failure, task_prerun, task_retry
 
 django.setup()
 
@@ -28,6 +28,16 @@ def write_prerun(task_id: str, task: Any, **kwargs: Any) -> None:
     chaos_jobs.record("begin", id=task_id, attempt=int(task.request.retries or 0))
 
 
+def write_failure(task_id: str, exception: BaseException, **kwargs: Any) -> None:
+    chaos_jobs.record_failure(task_id, exception, final=True)
+
+
+def write_retry(request: Any, reason: BaseException | str, **kwargs: Any) -> None:
+    chaos_jobs.record_failure(str(request.id), getattr(reason, "exc", None) or reason, final=False)
+
+
 task_prerun.connect(write_prerun)
+task_failure.connect(write_failure)
+task_retry.connect(write_retry)
 
 __all__ = ["app"]

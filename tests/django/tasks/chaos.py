@@ -47,6 +47,11 @@ FRAMEWORKS = ("celery", "db_worker")
 # Longer than the suite's 1 s: a loaded machine must not lose a running copy's lease (that would be an
 # overlap the fence, not the lock, has to catch: tests/chaos does that).
 LEASE, HEARTBEAT = 2.0, 0.5
+# The suite's 0.5 s read time-out is for its fault tests; here, six worker processes on a loaded machine ask
+# a local store that may answer one request at a time (moto), and a copy that cannot ask for its lock
+# fails without running: this run is about kills and redeliveries, so the workers wait up to 1 s
+# (a call still fits in the lease's slack: 0.25 + 1.0 < 2.0 - 0.5).
+BOTO_CONFIG = {"connect_timeout": 0.25, "read_timeout": 1.0, "retries": {"total_max_attempts": 1}}
 VISIBILITY_SECONDS = 3.0  # Celery: a long copy runs past it, and the broker hands it out again
 LENGTHS = (0.2, 0.5, 1.0)  # seconds a copy works; a long one (LONG_SHARE of them) runs past the visibility timeout
 LONG, LONG_SHARE = VISIBILITY_SECONDS + 1.5, 0.15
@@ -268,7 +273,7 @@ def run(
     framework_name: str, settings: dict[str, Any], workdir: Path, *, seconds: float, seed: int, workers: int
 ) -> TaskChaosReport:
     """One framework's chaos run on the lock table of ``settings`` (the suite's DYNALOCK); its report."""
-    settings = {**settings, "LEASE_DURATION": LEASE, "HEARTBEAT_PERIOD": HEARTBEAT}
+    settings = {**settings, "LEASE_DURATION": LEASE, "HEARTBEAT_PERIOD": HEARTBEAT, "BOTO_CONFIG": BOTO_CONFIG}
     events = workdir / "events"
     events.mkdir(parents=True, exist_ok=True)
     driver = Recorder(events, "driver")
@@ -309,7 +314,7 @@ def _framework(name: str, env: dict[str, str], workdir: Path, driver: Recorder) 
 def _keys_still_held(settings: dict[str, Any], dead: float) -> tuple[list[str], float | None]:
     """The keys a fresh client cannot take within two leases of the last worker's death; when it took them."""
     client = short_lease_client(
-        make_dynamodb(settings["ENDPOINT_URL"]),
+        make_dynamodb(settings["ENDPOINT_URL"], read_timeout=BOTO_CONFIG["read_timeout"]),
         settings["TABLE_NAME"],
         lease_duration=LEASE,
         heartbeat_period=HEARTBEAT,
@@ -327,6 +332,15 @@ def _keys_still_held(settings: dict[str, Any], dead: float) -> tuple[list[str], 
         return [], freed_at
     finally:
         client.close(release=False)
+
+
+def worker_logs(workdir: Path, lines: int = 40) -> str:
+    """The last ``lines`` of each worker's log, for a failed run's report."""
+    tails = []
+    for log in sorted(workdir.glob("*.log")):
+        tail = log.read_text(errors="replace").splitlines()[-lines:]
+        tails.append(f"--- {log.name}\n" + "\n".join(tail))
+    return "\n".join(tails)
 
 
 def _popen(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:

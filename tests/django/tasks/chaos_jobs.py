@@ -3,24 +3,32 @@
 Each worker process appends events to its own file in the directory named by ``DYNALOCK_TEST_EVENTS``
 (tests/chaos/history.py: one JSON line each, flushed, so a SIGKILL loses nothing written before it):
 ``start`` and ``end`` of every run (inside its lock, with its fencing token), ``skip`` from the
-``task_skipped`` signal, ``lost`` from ``lease_lost``, and (Celery) ``begin`` whenever a worker
-process begins a copy, before its lock is asked for.
+``task_skipped`` signal, ``lost`` from ``lease_lost``, ``failed`` (the exception's class) when a copy
+raised without running to its end, and (Celery) ``begin`` whenever a worker process begins a copy,
+before its lock is asked for.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from dynalock_django.dynamodb import DynamoDBUnavailable
 from dynalock_django.signals import lease_lost, task_skipped
 from dynalock_django.tasks import current_token, lock_task
 
 from ...chaos.history import Recorder
 from .environment import EVENTS
 from .jobs import app, task
+
+try:
+    from django.tasks.signals import task_finished  # Django 6
+except ImportError:  # Django 5.2: the backport
+    from django_tasks.signals import task_finished  # type: ignore[no-redef]
 
 
 class Flaky(Exception):
@@ -56,7 +64,8 @@ def chaos_key(name: str, seconds: float, flaky: bool = False) -> str:
     return f"chaos {name}"
 
 
-@app.task(bind=True, autoretry_for=(Flaky,), default_retry_delay=0.2, max_retries=3)
+# As the docs advise a user: a copy that could not ask DynamoDB for its lock (it did not run) is retried.
+@app.task(bind=True, autoretry_for=(Flaky, DynamoDBUnavailable), default_retry_delay=0.2, max_retries=3)
 @lock_task(key=chaos_key)
 def celery_chaos(self: Any, name: str, seconds: float, flaky: bool = False) -> int | None:
     return work(str(self.request.id), int(self.request.retries or 0), name, seconds, flaky)
@@ -77,5 +86,19 @@ def _record_lost(sender: str, **kwargs: Any) -> None:
     record("lost", sender, None)
 
 
+def record_failure(task_id: str, error: BaseException | str, *, final: bool) -> None:
+    """A copy raised (``final``: and is not retried): what, so that a report can say why a copy is missing."""
+    name = error if isinstance(error, str) else type(error).__name__
+    record("failed", "", None, id=task_id, error=name, final=final)
+
+
+def _record_django_failure(sender: Any, task_result: Any, **kwargs: Any) -> None:
+    # Sent inside the worker's exception handler: the exception is the one being handled.
+    error = sys.exc_info()[1]
+    if error is not None and str(task_result.status) == "FAILED":
+        record_failure(str(task_result.id), error, final=True)
+
+
 task_skipped.connect(_record_skip)
 lease_lost.connect(_record_lost)
+task_finished.connect(_record_django_failure)

@@ -90,6 +90,20 @@ def unaccounted(events: list[Event]) -> list[str]:
     return [task_id for task_id in enqueued_ids(events) if not accounted(task_id)]
 
 
+def why_unaccounted(events: list[Event], missing: list[str]) -> dict[str, int]:
+    """For the copies in ``missing``, how many ended each way: the error a copy last raised, or never begun."""
+    last_error = {e.data["id"]: e.data["error"] for e in events if e.kind == "failed"}
+    begun = {e.data["id"] for e in events if e.kind in ("begin", "start", "failed")}
+    return dict(
+        Counter(
+            f"raised {last_error[task_id]}"
+            if task_id in last_error
+            else ("begun, no outcome" if task_id in begun else "never begun")
+            for task_id in missing
+        )
+    )
+
+
 def skipped_then_killed(events: list[Event]) -> list[str]:
     """Copies whose only outcome is a skip that came before their own run was killed.
 
@@ -160,6 +174,7 @@ class TaskChaosReport:
     unfinished: int = 0
     lost_leases: int = 0
     unaccounted: list[str] = field(default_factory=list)
+    why_unaccounted: dict[str, int] = field(default_factory=dict)  # see why_unaccounted()
     stuck_keys: list[str] = field(default_factory=list)
     freed_after: list[float] = field(default_factory=list)  # leases, each killed run's key
     last_freed_after: float | None = None  # leases after the last worker died, the slowest key
@@ -175,6 +190,7 @@ class TaskChaosReport:
         killed_last = [run for run in runs if run.outcome == "killed" and run.ended in last_kill]
         probes = set(enqueued_ids(events, probes=True))
         names = {e.key for e in events if e.kind == "enqueued"}
+        missing = unaccounted(events)
         return cls(
             framework=framework,
             lease=lease,
@@ -190,7 +206,8 @@ class TaskChaosReport:
             token_regressions=token_regressions(runs),
             unfinished=len(runs) - len(finished),
             lost_leases=sum(1 for e in events if e.kind == "lost"),
-            unaccounted=unaccounted(events),
+            unaccounted=missing,
+            why_unaccounted=why_unaccounted(events, missing),
             stuck_keys=stuck_keys,
             freed_after=freed_after(runs, lease),
             unheld_at_last_kill=sorted(names - {run.name for run in killed_last}),
@@ -206,7 +223,10 @@ class TaskChaosReport:
         if self.token_regressions:
             found.append(f"{self.token_regressions} runs had a fencing token not above the run before")
         if self.unaccounted:
-            found.append(f"{len(self.unaccounted)} enqueued copies neither ran nor skipped: {self.unaccounted[:5]}")
+            why = ", ".join(f"{how}: {count}" for how, count in sorted(self.why_unaccounted.items()))
+            found.append(
+                f"{len(self.unaccounted)} enqueued copies neither ran nor skipped ({why}): {self.unaccounted[:5]}"
+            )
         if self.stuck_keys:
             found.append(f"{len(self.stuck_keys)} keys still held two leases after the last worker died")
         if self.unfinished:

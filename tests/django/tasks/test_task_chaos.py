@@ -35,6 +35,8 @@ def frameworks_of_this_run() -> tuple[str, ...]:
 def test_killed_redelivered_and_retried_copies_never_overlap_or_stick(framework, dynalock, tmp_path):
     report = chaos.run(framework, dynalock, tmp_path, seconds=SECONDS, seed=1, workers=3)
     print("\n" + render([report]))
+    if report.failures():
+        print(chaos.worker_logs(tmp_path))
 
     assert report.failures() == []
     # The chaos happened, or the properties above prove nothing.

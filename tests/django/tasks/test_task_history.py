@@ -13,6 +13,7 @@ from .task_history import (
     task_runs,
     token_regressions,
     unaccounted,
+    why_unaccounted,
 )
 
 
@@ -67,6 +68,28 @@ def test_every_enqueued_copy_must_have_run_or_skipped_or_be_replaced_by_one_that
     retried_only = [event(0, "enqueued", "n", id="r"), *run(1, 2, "n", "r", 1)]
     retried_only[-1].data["outcome"] = "retry"  # a first attempt that failed is not an outcome
     assert unaccounted(retried_only) == ["r"]
+
+
+def test_a_missing_copy_is_told_by_what_it_last_raised_or_whether_a_worker_began_it():
+    events = [
+        *(event(0, "enqueued", "n", id=task_id) for task_id in ("down", "retried", "begun", "queued")),
+        event(1, "failed", id="down", error="DynamoDBUnavailable", final=True),
+        event(1, "failed", id="retried", error="Flaky", final=False),
+        event(2, "failed", id="retried", error="DynamoDBUnavailable", final=True),
+        event(1, "begin", id="begun", attempt=0),
+    ]
+    missing = unaccounted(events)
+    assert missing == ["down", "retried", "begun", "queued"]
+    assert why_unaccounted(events, missing) == {
+        "raised DynamoDBUnavailable": 2,
+        "begun, no outcome": 1,
+        "never begun": 1,
+    }
+    report = TaskChaosReport.of("celery", 1.0, events, stuck_keys=[])
+    assert report.failures()[0].startswith(
+        "4 enqueued copies neither ran nor skipped "
+        "(begun, no outcome: 1, never begun: 1, raised DynamoDBUnavailable: 2)"
+    )
 
 
 def test_redeliveries_count_copies_begun_again_and_operators_new_copies():
