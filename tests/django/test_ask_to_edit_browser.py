@@ -35,6 +35,18 @@ def edit_lock_requests(page: Any) -> list[str]:
     return seen
 
 
+def bob_in_line_behind_alice(open_page: Any, live_server: Any, the_customer: Any) -> tuple[Any, Any]:
+    """Alice's and Bob's pages of the customer: Alice edits, Bob has asked and is next in line."""
+    alice, bob = open_page("alice"), open_page("bob")
+    url = change_url(live_server, the_customer)
+    alice.goto(url)
+    bob.goto(url)
+    bob.click("#dynalock-ask")
+    banner(bob).get_by_text("You are next").wait_for(timeout=PAGE_PATIENCE_MS)
+    assert [waiter.name for waiter in lock_of(the_customer).waiters] == ["bob"]
+    return alice, bob
+
+
 def editing(page: Any, timeout: float) -> float:
     """Seconds until ``page`` turned into the editing page by itself (no click)."""
     started = time.monotonic()
@@ -89,13 +101,7 @@ def test_bob_then_carol_ask_and_each_gets_the_page_by_itself_at_their_turn(staff
 
 
 def test_a_waiter_who_closes_the_page_drops_out_of_the_line(staff_page, live_server, customer):  # noqa: F811
-    alice, bob = staff_page("alice"), staff_page("bob")
-    url = change_url(live_server, customer)
-    alice.goto(url)
-    bob.goto(url)
-    bob.click("#dynalock-ask")
-    banner(bob).get_by_text("You are next").wait_for(timeout=PAGE_PATIENCE_MS)
-    assert [waiter.name for waiter in lock_of(customer).waiters] == ["bob"]
+    _, bob = bob_in_line_behind_alice(staff_page, live_server, customer)
 
     bob.close()
 

@@ -292,6 +292,10 @@
   // ---- read-only: someone else holds the lock (or it is kept for whoever asked first)
   let lastHolder = config.holder;
   let waiting = false;  // this user is in line: polls keep them there, and take the lock at their turn
+  // Counts this user's asks and leaves. A poll's answer is for the line as it was when the poll was sent:
+  // one sent before the user asked or left is stale, and must not put back the banner (or the button) of
+  // before ("You are next" after a leave, or a "dropped" answered to a wait that reached the server after it).
+  let lineChanges = 0;
 
   function csrfForm() {
     return new URLSearchParams({ csrfmiddlewaretoken: csrfToken });
@@ -325,6 +329,7 @@
 
   async function stopWaiting() {
     waiting = false;
+    lineChanges += 1;
     const button = document.getElementById("dynalock-stop-waiting");
     if (button) button.remove();
     try {
@@ -339,6 +344,7 @@
   async function ask() {
     // The user's click: the one moment a browser lets a page ask to notify them at their turn.
     if (window.Notification && Notification.permission === "default") Notification.requestPermission().catch(() => {});
+    lineChanges += 1;
     try {
       const response = await post(config.askUrl, csrfForm());
       const answer = await response.json().catch(() => null);
@@ -349,14 +355,15 @@
   }
 
   async function poll() {
+    const sentAt = lineChanges;
     try {
       if (waiting) {
         const response = await post(config.waitUrl, csrfForm());
         const answer = await response.json().catch(() => null);
-        if (response.ok && answer) turn(answer);
+        if (response.ok && answer && sentAt === lineChanges) turn(answer);
       } else {
         const response = await fetch(config.statusUrl, { credentials: "same-origin", headers: { Accept: "application/json" } });
-        if (response.ok) showStatus(await response.json());
+        if (response.ok && sentAt === lineChanges) showStatus(await response.json());
       }
     } catch (error) {
       // The next poll tries again.
