@@ -15,8 +15,9 @@ from dynalock_django.dynamodb import (
 from dynalock_django.dynamodb.wire import live_index
 from dynalock_django.dynamodb.wire.item import MAX_ITEM_BYTES, item_size
 
-from ..dynamodb_support import LEASE, RequestCounter, create_bare_table, unique
+from ..dynamodb_support import LEASE, RequestCounter, create_bare_table, make_dynamodb, unique
 from ..java_client import JavaLockClient
+from ..stores import private_endpoint_url
 
 TAB = "django-user:7/tab:first"
 
@@ -181,8 +182,16 @@ def test_without_the_index_listing_scans_the_table_and_says_so_once(make_client,
         lease.release()
 
 
+@pytest.fixture
+def dynamodb_to_add_an_index_on(store):
+    """A boto3 client of the store, or (DynamoDB Local) of an instance of the test's own: see private_endpoint_url."""
+    with private_endpoint_url(store) as endpoint_url:
+        yield make_dynamodb(endpoint_url)
+
+
 @pytest.mark.requires("add_index")
-def test_create_index_adds_it_to_an_existing_table_and_listing_uses_it(make_client, dynamodb):
+def test_create_index_adds_it_to_an_existing_table_and_listing_uses_it(make_client, dynamodb_to_add_an_index_on):
+    dynamodb = dynamodb_to_add_an_index_on
     name = unique("add-index")
     create_bare_table(dynamodb, name)
     # DynamoDB Local answers writes with InternalFailure for a moment while it fills the new index: a
@@ -199,7 +208,8 @@ def test_create_index_adds_it_to_an_existing_table_and_listing_uses_it(make_clie
 
 
 @pytest.mark.requires("add_index")
-def test_create_index_on_a_provisioned_table_gives_the_index_its_capacity(make_client, dynamodb):
+def test_create_index_on_a_provisioned_table_gives_the_index_its_capacity(make_client, dynamodb_to_add_an_index_on):
+    dynamodb = dynamodb_to_add_an_index_on
     name = unique("provisioned-index")
     create_bare_table(dynamodb, name, provisioned=True)
     client = make_client(dynamodb, table=name)
