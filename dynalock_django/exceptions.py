@@ -14,6 +14,7 @@
         ├── DynamoDBUnavailable  throttling, 5xx, time-outs, network errors that outlasted the retries
         │   └── CircuitOpen      failed at once: DynamoDB did not answer the last calls (.retry_after)
         ├── TableNotFound        run ``manage.py dynalock createtable``
+        ├── TableNotReady        not ACTIVE by the caller's timeout (createtable, createindex): DynamoDB goes on
         └── TableSchemaError
 
 Errors raised inside a ``with lock_object(...)`` block are never swallowed.
@@ -33,6 +34,7 @@ from .dynamodb import (
     LockNotAcquired,
     LockTimeout,
     TableNotFound,
+    TableNotReady,
     TableSchemaError,
 )
 
@@ -68,6 +70,7 @@ __all__ = [
     "LockTimeout",
     "StaleFencingToken",
     "TableNotFound",
+    "TableNotReady",
     "TableSchemaError",
     "TaskLocked",
 ]

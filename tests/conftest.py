@@ -20,7 +20,7 @@ if not os.environ.get(ENDPOINT_ENV):
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 
 
-pytest_plugins = ["dynalock_django.testing"]
+pytest_plugins = ["dynalock_django.testing", "tests.read_time_outs"]
 
 # Every DynamoDB request of every botocore session the run creates is checked against DynamoDB's limits
 # (tests/dynamodb_limits.py); installed here, before any test builds a client.

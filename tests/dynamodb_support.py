@@ -204,6 +204,23 @@ def without_old_item_on_refusal(dynamodb: Any) -> Iterator[None]:
             dynamodb.meta.events.unregister(event, strip)
 
 
+@contextmanager
+def still_building(dynamodb: Any) -> Iterator[None]:
+    """Act like DynamoDB while it builds a large table and its index: DescribeTable says CREATING."""
+
+    def creating(parsed: dict[str, Any], **_: Any) -> None:
+        table = parsed.get("Table", {})
+        table["TableStatus"] = "CREATING"
+        for index in table.get("GlobalSecondaryIndexes", []):
+            index["IndexStatus"] = "CREATING"
+
+    dynamodb.meta.events.register("after-call.dynamodb.DescribeTable", creating)
+    try:
+        yield
+    finally:
+        dynamodb.meta.events.unregister("after-call.dynamodb.DescribeTable", creating)
+
+
 def wait_for(condition: Callable[[], object], timeout: float) -> None:
     """Poll ``condition`` until it holds; fail after ``timeout`` seconds (a bound in the safe direction)."""
     deadline = time.monotonic() + timeout

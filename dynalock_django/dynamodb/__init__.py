@@ -26,6 +26,7 @@ from .exceptions import (
     LockNotAcquired,
     LockTimeout,
     TableNotFound,
+    TableNotReady,
     TableSchemaError,
 )
 from .leases.lease import Lease
@@ -65,6 +66,7 @@ __all__ = [
     "SystemClock",
     "TableDescription",
     "TableNotFound",
+    "TableNotReady",
     "TableSchemaError",
     "Waiter",
     "botocore_request_hook",

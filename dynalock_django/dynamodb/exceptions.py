@@ -94,3 +94,7 @@ class TableNotFound(DynamoDBError):
 
 class TableSchemaError(DynamoDBError):
     """The lock table exists, but its key schema does not match the client's."""
+
+
+class TableNotReady(DynamoDBError, TimeoutError):
+    """The table or its live-locks index was not ACTIVE by the caller's timeout; DynamoDB goes on building it."""

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .aws import table_management
+from .wire import validation
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -47,6 +48,7 @@ class TableMethods:
         *,
         provisioned: tuple[int, int] | None = None,
         on_progress: Callable[[str], None] | None = None,
+        timeout: float | None = None,
     ) -> TableDescription:
         """Create the lock table and its live-locks index (on-demand unless ``provisioned=(read, write)``), enable TTL.
 
@@ -54,25 +56,33 @@ class TableMethods:
         the table is ACTIVE, reporting each status seen to ``on_progress``.
         On an endpoint without the TTL API the table is created all the same,
         with ``ttl_status`` ``"UNAVAILABLE"`` (``TTL_UNAVAILABLE``): locks work, old items stay.
+        With a ``timeout`` (seconds), raises TableNotReady if the table is not ACTIVE by then.
         """
+        validation.check_timeout(timeout)
         return table_management.create(
             self.dynamodb,
             self.layout,
             provisioned=provisioned,
             report=on_progress or (lambda message: logger.info("%s", message)),
             stop=self._closed_event(),
+            timeout=timeout,
         )
 
-    def create_index(self, *, on_progress: Callable[[str], None] | None = None) -> TableDescription:
+    def create_index(
+        self, *, on_progress: Callable[[str], None] | None = None, timeout: float | None = None
+    ) -> TableDescription:
         """Add the live-locks index to a table created without it (one UpdateTable); wait until it is ACTIVE.
 
         Idempotent. DynamoDB builds the index from the table's items, which
         takes minutes on a large table; listings scan the table meanwhile.
-        Raises TableSchemaError on an endpoint that cannot add indexes (dynalite).
+        Raises TableSchemaError on an endpoint that cannot add indexes (dynalite), and
+        with a ``timeout`` (seconds) TableNotReady if the index is not ACTIVE by then.
         """
+        validation.check_timeout(timeout)
         return table_management.create_index(
             self.dynamodb,
             self.layout,
             report=on_progress or (lambda message: logger.info("%s", message)),
             stop=self._closed_event(),
+            timeout=timeout,
         )

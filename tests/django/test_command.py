@@ -18,7 +18,7 @@ from dynalock_django.keys import key_for_instance
 from dynalock_django.leader import EXIT_LEASE_LOST
 from dynalock_django.payload import LockData
 
-from ..dynamodb_support import FaultInjector, unique
+from ..dynamodb_support import FaultInjector, still_building, unique
 from .testapp.models import Account
 
 pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
@@ -45,6 +45,15 @@ def test_createtable_without_the_ttl_api_creates_the_table_and_warns_every_time(
         assert "already exists" in out.getvalue()
         with lock_key("works-all-the-same"):
             pass
+
+
+@pytest.mark.parametrize("command", ["createtable", "createindex"])
+def test_a_wait_past_its_timeout_ends_with_an_error_that_says_dynamodb_goes_on(dynalock, command):
+    with still_building(get_client().dynamodb), pytest.raises(CommandError, match="Not ready by the timeout"):
+        dynalock_output(command, "--timeout", "0")
+    with pytest.raises(CommandError, match="timeout must be a number of seconds >= 0"):
+        dynalock_output(command, "--timeout", "-1")
+    assert "is ready" in dynalock_output(command, "--timeout", "5")
 
 
 def test_createtable_dry_run_prints_the_request_and_creates_nothing(dynalock):

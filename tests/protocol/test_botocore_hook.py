@@ -35,8 +35,13 @@ def refused_update_items(otel):
     return [span for span in otel.spans("DynamoDB.UpdateItem") if span.attributes.get("rpc.method") == "UpdateItem"]
 
 
+def quiet_holder(make_client):
+    """A holder whose heartbeat does not renew while a test counts UpdateItem spans (a renewal is one too)."""
+    return make_client(lease_duration=60, heartbeat_period=15)
+
+
 def test_without_the_hooks_a_contended_try_reads_as_an_error(instrument, make_client, key):
-    holder, waiter = make_client(), make_client()
+    holder, waiter = quiet_holder(make_client), make_client()
     holder.acquire(key)
     otel = instrument()
     assert waiter.try_acquire(key) is None
@@ -45,7 +50,7 @@ def test_without_the_hooks_a_contended_try_reads_as_an_error(instrument, make_cl
 
 
 def test_with_the_hooks_a_refusal_inside_an_acquire_is_ok_and_nests_under_it(instrument, make_client, key):
-    holder, waiter = make_client(), make_client()
+    holder, waiter = quiet_holder(make_client), make_client()
     holder.acquire(key)
     otel = instrument(request_hook=botocore_request_hook, response_hook=botocore_response_hook)
     assert waiter.try_acquire(key) is None
@@ -58,7 +63,7 @@ def test_with_the_hooks_a_refusal_inside_an_acquire_is_ok_and_nests_under_it(ins
 
 
 def test_with_the_hooks_a_heartbeat_finding_its_lease_gone_is_still_an_error(instrument, make_client, key):
-    holder, operator = make_client(), make_client()
+    holder, operator = quiet_holder(make_client), make_client()
     lease = holder.acquire(key)
     operator.force_release(operator.get(key), released_by="ops")
     otel = instrument(request_hook=botocore_request_hook, response_hook=botocore_response_hook)

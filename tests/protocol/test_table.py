@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from dynalock_django.dynamodb import InvalidLockRequest, TableNotFound, TableSchemaError
+from dynalock_django.dynamodb import InvalidLockRequest, TableNotFound, TableNotReady, TableSchemaError
 from dynalock_django.dynamodb.wire import schema
 
-from ..dynamodb_support import FaultInjector, create_bare_table, unique
+from ..dynamodb_support import PATIENCE, FaultInjector, create_bare_table, still_building, unique
 
 
 def test_create_table_is_on_demand_with_ttl_and_idempotent(store, make_client, dynamodb):
@@ -40,6 +42,34 @@ def test_create_table_without_the_ttl_api_creates_a_usable_table(make_client, dy
         assert (description.status, description.ttl_status, description.is_usable) == ("ACTIVE", "UNAVAILABLE", True)
         assert any("TTL is unavailable" in line for line in progress)
     client.acquire("k").release()
+
+
+@pytest.mark.parametrize("method", ["create_table", "create_index"])
+def test_a_table_still_building_at_the_timeout_is_table_not_ready_and_a_later_call_waits_on(
+    make_client, dynamodb, method
+):
+    client = make_client(dynamodb, table=unique("building"))
+    if method == "create_index":
+        client.create_table()  # with its index, which DescribeTable will say is still being built
+    create = getattr(client, method)
+    with still_building(dynamodb):
+        started = time.monotonic()
+        with pytest.raises(TableNotReady, match="CREATING") as raised:
+            create(timeout=0.3)
+        waited = time.monotonic() - started
+    assert isinstance(raised.value, TimeoutError)
+    assert client.table_name in str(raised.value)
+    assert 0.3 <= waited < 0.3 + PATIENCE  # it polled until the deadline, and not much past it
+    assert create(timeout=PATIENCE).is_usable
+
+
+@pytest.mark.parametrize("timeout", [-1, "5", True])
+def test_a_table_wait_with_a_bad_timeout_is_refused_before_any_request(make_client, dynamodb, timeout):
+    client = make_client(dynamodb, table=unique("never-created"))
+    with pytest.raises(InvalidLockRequest, match="timeout"):
+        client.create_table(timeout=timeout)
+    with pytest.raises(TableNotFound):
+        client.describe_table()
 
 
 def test_create_table_with_provisioned_capacity_asks_for_it_and_gets_it(make_client, dynamodb):

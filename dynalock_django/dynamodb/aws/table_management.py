@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ..exceptions import TableSchemaError
+from ..exceptions import TableNotReady, TableSchemaError
 from ..wire import live_index, schema
 from ..wire.layout import TableLayout
 from . import botocore_errors
@@ -71,7 +72,9 @@ def create(
     provisioned: tuple[int, int] | None,
     report: Callable[[str], None],
     stop: threading.Event,
+    timeout: float | None,
 ) -> schema.TableDescription:
+    deadline = _deadline(timeout)
     try:
         dynamodb.create_table(**create_request(layout, provisioned))
         report(f"Creating table {layout.table_name!r}")
@@ -79,7 +82,7 @@ def create(
         if botocore_errors.error_code(error) != "ResourceInUseException":
             raise botocore_errors.translate(error, table_name=layout.table_name) from error
         report(f"Table {layout.table_name!r} already exists")
-    description = _wait(dynamodb, layout, lambda d: d.status == "ACTIVE", report, stop)
+    description = _wait(dynamodb, layout, lambda d: d.status == "ACTIVE", report, stop, deadline)
     if layout.ttl_attribute and description.ttl_status in {"DISABLED", "DISABLING"} and description.status == "ACTIVE":
         description = _enable_ttl(dynamodb, layout, description, report)
     report(f"Table {layout.table_name!r} is {description.status}")
@@ -87,13 +90,20 @@ def create(
 
 
 def create_index(
-    dynamodb: DynamoDBClient, layout: TableLayout, *, report: Callable[[str], None], stop: threading.Event
+    dynamodb: DynamoDBClient,
+    layout: TableLayout,
+    *,
+    report: Callable[[str], None],
+    stop: threading.Event,
+    timeout: float | None,
 ) -> schema.TableDescription:
     """Add the live-locks index to an existing table (one UpdateTable) and wait until it is ACTIVE.
 
     Idempotent. A provisioned table's index gets the table's capacity.
-    Raises TableSchemaError when the endpoint accepts the request but adds no index (dynalite).
+    Raises TableSchemaError when the endpoint accepts the request but adds no index (dynalite),
+    TableNotReady when the index is not ACTIVE by ``timeout`` seconds.
     """
+    deadline = _deadline(timeout)
     description = check(dynamodb, layout)
     if description.live_index_status is None:
         _request_index(dynamodb, layout, provisioned=description.billing_mode == "PROVISIONED")
@@ -104,7 +114,7 @@ def create_index(
                 f"The endpoint accepted the new index {live_index.INDEX_NAME!r} but table {layout.table_name!r} "
                 f"has none: {_NO_INDEX}"
             )
-    description = _wait(dynamodb, layout, lambda d: d.live_index_status == "ACTIVE", report, stop)
+    description = _wait(dynamodb, layout, lambda d: d.live_index_status == "ACTIVE", report, stop, deadline)
     report(f"Index {live_index.INDEX_NAME!r} is {description.live_index_status}")
     return description
 
@@ -131,22 +141,37 @@ def _request_index(dynamodb: DynamoDBClient, layout: TableLayout, *, provisioned
         raise botocore_errors.translate(error, table_name=layout.table_name) from error
 
 
+def _deadline(timeout: float | None) -> float | None:
+    return None if timeout is None else time.monotonic() + timeout
+
+
 def _wait(
     dynamodb: DynamoDBClient,
     layout: TableLayout,
     ready: Callable[[schema.TableDescription], bool],
     report: Callable[[str], None],
     stop: threading.Event,
+    deadline: float | None,
 ) -> schema.TableDescription:
-    """Describe the table until it is ``ready``, polling soon and then less often (or until ``stop``)."""
+    """Describe the table until it is ``ready``, polling soon and then less often (or until ``stop``).
+
+    TableNotReady once the monotonic ``deadline`` has passed (None: no deadline).
+    """
     description = check(dynamodb, layout)
     poll = FIRST_POLL_SECONDS
     while not ready(description) and not stop.is_set():
-        report(
-            f"Table {layout.table_name!r} is {description.status}, "
-            f"index {live_index.INDEX_NAME!r} {description.live_index_status or 'absent'}; waiting"
+        state = (
+            f"table {layout.table_name!r} is {description.status}, "
+            f"index {live_index.INDEX_NAME!r} {description.live_index_status or 'absent'}"
         )
-        stop.wait(poll)
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            raise TableNotReady(
+                f"Not ready by the timeout: {state}. DynamoDB goes on building it; "
+                "call again (it is idempotent) to wait longer, or check it with describe_table()."
+            )
+        report(f"{state[0].upper()}{state[1:]}; waiting")
+        stop.wait(poll if remaining is None else min(poll, remaining))
         poll = min(2 * poll, MAX_POLL_SECONDS)
         description = check(dynamodb, layout)
     return description

@@ -49,6 +49,13 @@ class Command(BaseCommand):
             help="Add the live-locks index to a table created without it (idempotent); wait until it is ACTIVE.",
         )
         index.set_defaults(method=self.createindex)
+        for waits in (create, index):
+            waits.add_argument(
+                "--timeout",
+                type=float,
+                metavar="SECONDS",
+                help="Stop waiting after this long (DynamoDB goes on; run it again to wait more). Default: no limit.",
+            )
 
         describe = commands.add_parser("describe", help="Table status, key schema, TTL, item count, settings.")
         describe.set_defaults(method=self.describe)
@@ -107,13 +114,13 @@ class Command(BaseCommand):
 
     # ------------------------------------------------------------------ sub-commands
 
-    def createtable(self, *, provisioned: list[int] | None, dry_run: bool, **_: Any) -> None:
+    def createtable(self, *, provisioned: list[int] | None, dry_run: bool, timeout: float | None, **_: Any) -> None:
         client = get_client()
         capacity = (provisioned[0], provisioned[1]) if provisioned else None
         if dry_run:
             self.stdout.write(json.dumps(client.create_table_request(provisioned=capacity), indent=2))
             return
-        description = client.create_table(provisioned=capacity, on_progress=self.stdout.write)
+        description = client.create_table(provisioned=capacity, on_progress=self.stdout.write, timeout=timeout)
         if description.ttl_status == TTL_UNAVAILABLE:
             self.stderr.write(
                 self.style.WARNING(
@@ -150,8 +157,8 @@ class Command(BaseCommand):
         for label, value in rows:
             self.stdout.write(f"{label.ljust(width)}  {printable(value)}")
 
-    def createindex(self, **_: Any) -> None:
-        description = get_client().create_index(on_progress=self.stdout.write)
+    def createindex(self, *, timeout: float | None, **_: Any) -> None:
+        description = get_client().create_index(on_progress=self.stdout.write, timeout=timeout)
         self.stdout.write(self.style.SUCCESS(f"Table {description.name!r}: the live-locks index is ready."))
 
     def list_locks(
