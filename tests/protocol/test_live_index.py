@@ -182,6 +182,11 @@ def test_without_the_index_listing_scans_the_table_and_says_so_once(make_client,
         lease.release()
 
 
+# DynamoDB Local fills a new index of a small table in seconds; a fill that stopped fails the test
+# with TableNotReady then, not at the suite's five-minute limit.
+FILL_TIMEOUT = 60
+
+
 @pytest.fixture
 def dynamodb_to_add_an_index_on(store):
     """A boto3 client of the store, or (DynamoDB Local) of an instance of the test's own: see private_endpoint_url."""
@@ -200,7 +205,7 @@ def test_create_index_adds_it_to_an_existing_table_and_listing_uses_it(make_clie
     held = client.acquire("held")  # marked, although the table has no index yet
     client.acquire("released").release()
     progress: list[str] = []
-    assert client.create_index(on_progress=progress.append).live_index_status == "ACTIVE"
+    assert client.create_index(on_progress=progress.append, timeout=FILL_TIMEOUT).live_index_status == "ACTIVE"
     assert any("Creating index 'liveLocks'" in line for line in progress)
     assert client.create_index().live_index_status == "ACTIVE"  # idempotent
     assert_the_index_lists(client, ["held"])
@@ -213,7 +218,7 @@ def test_create_index_on_a_provisioned_table_gives_the_index_its_capacity(make_c
     name = unique("provisioned-index")
     create_bare_table(dynamodb, name, provisioned=True)
     client = make_client(dynamodb, table=name)
-    assert client.create_index().live_index_status == "ACTIVE"
+    assert client.create_index(timeout=FILL_TIMEOUT).live_index_status == "ACTIVE"
     index = dynamodb.describe_table(TableName=name)["Table"]["GlobalSecondaryIndexes"][0]
     assert (
         index["ProvisionedThroughput"]["ReadCapacityUnits"],

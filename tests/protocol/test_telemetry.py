@@ -119,6 +119,17 @@ def test_a_lease_lost_by_a_paused_holder_and_its_takeover(otel, make_client, key
     assert not otel.collect().of("dynalock.lease.lost")
 
 
+def test_a_lease_taken_over_and_released_since_is_lost_to_a_takeover_not_to_an_operator(otel, make_client, key):
+    """The holder finds a released item, but one its taker released: the truth is a takeover."""
+    holder, taker = make_client(), make_client()
+    lease = holder.acquire(key)
+    taker.take_over(taker.get(key)).release()
+    with pytest.raises(LockLost):
+        lease.extend()
+    lost = otel.collect().of("dynalock.lease.lost", dynalock__kind=key)
+    assert {point.attributes["dynalock.cause"]: point.value for point in lost} == {"taken_over": 1}
+
+
 def test_an_operators_takeover_and_forced_release_are_causes_of_lost_leases(otel, make_client, key, caplog):
     holder, operator = make_client(), make_client()
     lease = holder.acquire(key)

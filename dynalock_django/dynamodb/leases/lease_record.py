@@ -171,10 +171,24 @@ class LeaseRecord:
     def _lost_cause(self, current: LockInfo | None, superseded: bool) -> telemetry.LostCause | None:
         """Why the lease was lost, for telemetry; None when it was not lost to anyone (closed without a release)."""
         if superseded:
-            return "released_by_operator" if current is None or current.is_released else "taken_over"
+            if current is None:
+                return "released_by_operator"  # deleted: nobody holds it
+            if current.is_released and not self._held_by_another_since(current):
+                return "released_by_operator"
+            # Held by another now, or released by one who held it after us (a takeover, then a release).
+            return "taken_over"
         if self.safe_until > self.clock.monotonic():
             return None
         return "unavailable" if self.renewal_failed else "expired"
+
+    def _held_by_another_since(self, current: LockInfo) -> bool:
+        """Whether ``current`` (the item now) was written by a holding after ours: another owner, or another token.
+
+        A release, forced or not, keeps the released holding's owner and token.
+        """
+        if current.owner_name != self.owner_name:
+            return True
+        return current.fencing_token is not None and current.fencing_token != self.fencing_token
 
     def _run_callback(self, callback: Callback) -> None:
         try:

@@ -91,17 +91,18 @@ def unaccounted(events: list[Event]) -> list[str]:
 
 
 def why_unaccounted(events: list[Event], missing: list[str]) -> dict[str, int]:
-    """For the copies in ``missing``, how many ended each way: the error a copy last raised, or never begun."""
-    last_error = {e.data["id"]: e.data["error"] for e in events if e.kind == "failed"}
+    """For the copies in ``missing``, how many ended each way: the error a copy last raised (and whether
+    a retry was still to come), begun with no outcome, or never begun."""
+    last_failure = {e.data["id"]: e.data for e in events if e.kind == "failed"}
     begun = {e.data["id"] for e in events if e.kind in ("begin", "start", "failed")}
-    return dict(
-        Counter(
-            f"raised {last_error[task_id]}"
-            if task_id in last_error
-            else ("begun, no outcome" if task_id in begun else "never begun")
-            for task_id in missing
-        )
-    )
+
+    def why(task_id: str) -> str:
+        if task_id in last_failure:
+            failure = last_failure[task_id]
+            return f"raised {failure['error']}" + ("" if failure.get("final", True) else ", its retry never ran")
+        return "begun, no outcome" if task_id in begun else "never begun"
+
+    return dict(Counter(why(task_id) for task_id in missing))
 
 
 def skipped_then_killed(events: list[Event]) -> list[str]:

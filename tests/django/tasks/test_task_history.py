@@ -72,23 +72,25 @@ def test_every_enqueued_copy_must_have_run_or_skipped_or_be_replaced_by_one_that
 
 def test_a_missing_copy_is_told_by_what_it_last_raised_or_whether_a_worker_began_it():
     events = [
-        *(event(0, "enqueued", "n", id=task_id) for task_id in ("down", "retried", "begun", "queued")),
+        *(event(0, "enqueued", "n", id=task_id) for task_id in ("down", "retried", "lost", "begun", "queued")),
         event(1, "failed", id="down", error="DynamoDBUnavailable", final=True),
         event(1, "failed", id="retried", error="Flaky", final=False),
         event(2, "failed", id="retried", error="DynamoDBUnavailable", final=True),
+        event(1, "failed", id="lost", error="Flaky", final=False),  # its retry was queued, and never ran
         event(1, "begin", id="begun", attempt=0),
     ]
     missing = unaccounted(events)
-    assert missing == ["down", "retried", "begun", "queued"]
+    assert missing == ["down", "retried", "lost", "begun", "queued"]
     assert why_unaccounted(events, missing) == {
         "raised DynamoDBUnavailable": 2,
+        "raised Flaky, its retry never ran": 1,
         "begun, no outcome": 1,
         "never begun": 1,
     }
     report = TaskChaosReport.of("celery", 1.0, events, stuck_keys=[])
     assert report.failures()[0].startswith(
-        "4 enqueued copies neither ran nor skipped "
-        "(begun, no outcome: 1, never begun: 1, raised DynamoDBUnavailable: 2)"
+        "5 enqueued copies neither ran nor skipped "
+        "(begun, no outcome: 1, never begun: 1, raised DynamoDBUnavailable: 2, raised Flaky, its retry never ran: 1)"
     )
 
 
