@@ -151,7 +151,10 @@ def test_what_the_command_leaves_behind_in_its_group_is_killed_before_the_lease_
 ):
     env = manage_py_environment(dynalock, "testproject.settings")
     background = tmp_path / "bg.ticks"
-    runner = start_runner(env, "nightly", "sh", "-c", f"{sys.executable} {ticker} bg {background} 60 & sleep 0.5")
+    # The command ends as soon as what it leaves behind has ticked once (a Python start under coverage on a
+    # loaded machine can take longer than any fixed sleep).
+    command = f"{sys.executable} {ticker} bg {background} 60 & until [ -s {background} ]; do sleep 0.05; done"
+    runner = start_runner(env, "nightly", "sh", "-c", command)
     assert runner.wait(timeout=STARTED) == 0
     assert not is_running(ticks(background)[0][0])
     assert get_client().get(NIGHTLY).is_released
