@@ -8,6 +8,7 @@ after its runner died shows up as ticks after the next command's first.
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -153,7 +154,9 @@ def test_what_the_command_leaves_behind_in_its_group_is_killed_before_the_lease_
     background = tmp_path / "bg.ticks"
     # The command ends as soon as what it leaves behind has ticked once (a Python start under coverage on a
     # loaded machine can take longer than any fixed sleep).
-    command = f"{sys.executable} {ticker} bg {background} 60 & until [ -s {background} ]; do sleep 0.05; done"
+    # (runner.wait's timeout bounds the loop; the runner fixture kills what is left.)
+    python, script, ticks_file = (shlex.quote(str(part)) for part in (sys.executable, ticker, background))
+    command = f"{python} {script} bg {ticks_file} 60 & until [ -s {ticks_file} ]; do sleep 0.05; done"
     runner = start_runner(env, "nightly", "sh", "-c", command)
     assert runner.wait(timeout=STARTED) == 0
     assert not is_running(ticks(background)[0][0])

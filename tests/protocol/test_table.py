@@ -63,11 +63,12 @@ def test_a_table_still_building_at_the_timeout_is_table_not_ready_and_a_later_ca
     assert create(timeout=PATIENCE).is_usable
 
 
-@pytest.mark.parametrize("timeout", [-1, "5", True])
+@pytest.mark.parametrize("timeout", [-1, float("nan"), "5", True])
 def test_a_table_wait_with_a_bad_timeout_is_refused_before_any_request(make_client, dynamodb, timeout):
     client = make_client(dynamodb, table=unique("never-created"))
-    with pytest.raises(InvalidLockRequest, match="timeout"):
-        client.create_table(timeout=timeout)
+    for create in (client.create_table, client.create_index):
+        with pytest.raises(InvalidLockRequest, match="timeout"):
+            create(timeout=timeout)
     with pytest.raises(TableNotFound):
         client.describe_table()
 

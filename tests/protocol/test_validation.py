@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from dynalock_django.dynamodb import ConfigurationError, InvalidLockRequest, LockClient
@@ -63,9 +65,10 @@ def test_data_must_be_bytes_and_fit_the_item(make_client, key):
     lease.release()
 
 
-def test_a_negative_timeout_is_refused(make_client, key):
+@pytest.mark.parametrize("timeout", [-1, math.nan])
+def test_a_negative_or_nan_timeout_is_refused(make_client, key, timeout):
     with pytest.raises(InvalidLockRequest, match="timeout must be a number of seconds >= 0"):
-        make_client().acquire(key, timeout=-1)
+        make_client().acquire(key, timeout=timeout)
 
 
 def test_a_sort_key_for_a_client_without_a_sort_key_name_is_refused(make_client, key):

@@ -74,7 +74,7 @@ def create(
     stop: threading.Event,
     timeout: float | None,
 ) -> schema.TableDescription:
-    deadline = _deadline(timeout)
+    deadline = _Deadline(timeout)
     try:
         dynamodb.create_table(**create_request(layout, provisioned))
         report(f"Creating table {layout.table_name!r}")
@@ -103,7 +103,7 @@ def create_index(
     Raises TableSchemaError when the endpoint accepts the request but adds no index (dynalite),
     TableNotReady when the index is not ACTIVE by ``timeout`` seconds.
     """
-    deadline = _deadline(timeout)
+    deadline = _Deadline(timeout)
     description = check(dynamodb, layout)
     if description.live_index_status is None:
         _request_index(dynamodb, layout, provisioned=description.billing_mode == "PROVISIONED")
@@ -141,8 +141,15 @@ def _request_index(dynamodb: DynamoDBClient, layout: TableLayout, *, provisioned
         raise botocore_errors.translate(error, table_name=layout.table_name) from error
 
 
-def _deadline(timeout: float | None) -> float | None:
-    return None if timeout is None else time.monotonic() + timeout
+@dataclasses.dataclass(frozen=True)
+class _Deadline:
+    """When a wait for ACTIVE gives up: ``seconds`` after it began (None: never)."""
+
+    seconds: float | None
+    began: float = dataclasses.field(default_factory=time.monotonic)
+
+    def remaining(self) -> float | None:
+        return None if self.seconds is None else self.began + self.seconds - time.monotonic()
 
 
 def _wait(
@@ -151,11 +158,12 @@ def _wait(
     ready: Callable[[schema.TableDescription], bool],
     report: Callable[[str], None],
     stop: threading.Event,
-    deadline: float | None,
+    deadline: _Deadline,
 ) -> schema.TableDescription:
     """Describe the table until it is ``ready``, polling soon and then less often (or until ``stop``).
 
-    TableNotReady once the monotonic ``deadline`` has passed (None: no deadline).
+    TableNotReady once the deadline has passed: at most one status read (DescribeTable and
+    DescribeTimeToLive) after it.
     """
     description = check(dynamodb, layout)
     poll = FIRST_POLL_SECONDS
@@ -164,11 +172,11 @@ def _wait(
             f"table {layout.table_name!r} is {description.status}, "
             f"index {live_index.INDEX_NAME!r} {description.live_index_status or 'absent'}"
         )
-        remaining = None if deadline is None else deadline - time.monotonic()
+        remaining = deadline.remaining()
         if remaining is not None and remaining <= 0:
             raise TableNotReady(
-                f"Not ready by the timeout: {state}. DynamoDB goes on building it; "
-                "call again (it is idempotent) to wait longer, or check it with describe_table()."
+                f"Not ready after {deadline.seconds:g}s: {state}. DynamoDB goes on building it, "
+                "and waiting again picks up where this wait left off."
             )
         report(f"{state[0].upper()}{state[1:]}; waiting")
         stop.wait(poll if remaining is None else min(poll, remaining))

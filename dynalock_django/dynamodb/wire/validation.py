@@ -79,7 +79,8 @@ def check_fencing_token(token: object) -> None:
 
 
 def check_timeout(timeout: object) -> None:
-    if timeout is not None and (not is_number(timeout) or timeout < 0):  # type: ignore[operator]
+    # "not >= 0" refuses NaN too, which compares false with every deadline and so would never end a wait.
+    if timeout is not None and (not is_number(timeout) or not timeout >= 0):  # type: ignore[operator]
         raise InvalidLockRequest(f"timeout must be a number of seconds >= 0 or None, not {timeout!r}.")
 
 

@@ -22,7 +22,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...client import get_client
 from ...conf import dynalock_settings
-from ...dynamodb import TTL_UNAVAILABLE, DynalockError, LockNotAcquired, TableNotFound, printable
+from ...dynamodb import TTL_UNAVAILABLE, DynalockError, LockNotAcquired, TableNotFound, TableNotReady, printable
 from ...keys import key_for_model, model_label
 from ...leader import EXIT_LEASE_LOST, run_while_leader
 from ...live_lock_rows import LockRow, describe_rows, read_page
@@ -52,7 +52,7 @@ class Command(BaseCommand):
         for waits in (create, index):
             waits.add_argument(
                 "--timeout",
-                type=float,
+                type=_seconds,
                 metavar="SECONDS",
                 help="Stop waiting after this long (DynamoDB goes on; run it again to wait more). Default: no limit.",
             )
@@ -96,10 +96,10 @@ class Command(BaseCommand):
         )
         run.add_argument("name")
         run.add_argument(
-            "--timeout", type=float, default=None, help="Seconds to wait for the lease (default: forever)."
+            "--timeout", type=_seconds, default=None, help="Seconds to wait for the lease (default: forever)."
         )
         run.add_argument(
-            "--grace-period", type=_grace_period, default=10.0, help="Seconds between SIGTERM and SIGKILL."
+            "--grace-period", type=_seconds, default=10.0, help="Seconds between SIGTERM and SIGKILL (default 10)."
         )
         run.add_argument("command", nargs="+", help="The command (after --).")
         run.set_defaults(method=self.run)
@@ -109,6 +109,10 @@ class Command(BaseCommand):
             method(**options)
         except TableNotFound as error:
             raise CommandError(f"{error} Run: python manage.py dynalock createtable") from error
+        except TableNotReady as error:
+            raise CommandError(
+                f"{error} Run the command again to wait longer; python manage.py dynalock describe shows its status."
+            ) from error
         except DynalockError as error:
             raise CommandError(str(error)) from error
 
@@ -257,14 +261,18 @@ class Command(BaseCommand):
         sys.exit(code)
 
 
-def _grace_period(text: str) -> float:
-    """``--grace-period``: a finite number of seconds, 0 or more (nan, -1 meant an immediate SIGKILL, inf never)."""
+def _seconds(text: str) -> float:
+    """A time option: a finite number of seconds, 0 or more.
+
+    Refused at parsing, with the option's name: for ``--grace-period`` nan and -1 meant an immediate
+    SIGKILL and inf never one; for a ``--timeout`` nan waited for ever.
+    """
     try:
         seconds = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not math.isfinite(seconds) or seconds < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a finite number of seconds, 0 or more (default 10)")
+        raise argparse.ArgumentTypeError(f"{text!r}: give a finite number of seconds, 0 or more")
     return seconds
 
 
