@@ -126,3 +126,16 @@ def test_lost_answers_keep_every_transaction_under_a_fixed_size(proxy, make_clie
     # a placeholder (":vNN": "...") and its separator: under 64 bytes each.
     assert max(sizes) <= first + len(names) * MAX_UNANSWERED * 64
     assert proxy.request_sizes["BatchGetItem"]  # the cap made it read to resolve them
+
+
+@pytest.mark.parametrize("method", ["create_table", "create_index"])
+def test_a_table_wait_on_a_hung_endpoint_raises_within_its_timeout_and_one_read_time_out(proxy, make_client, method):
+    """Without the rule botocore would spend every attempt of its config (and its backoff) on one status read."""
+    six_attempts = make_dynamodb(proxy.url, **{**BAD_DAY_BOTOCORE, "retries": {"total_max_attempts": 6}})
+    client = make_client(
+        six_attempts, table=unique("hung-table"), lease_duration=60, heartbeat_period=2, breaker_threshold=None
+    )
+    proxy.hang(30)
+    elapsed, error = timed(lambda: getattr(client, method)(timeout=0.5))
+    assert isinstance(error, DynamoDBUnavailable)
+    assert elapsed <= 0.5 + READ_TIMEOUT + SLACK

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -13,7 +14,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ..exceptions import TableNotReady, TableSchemaError
 from ..wire import live_index, schema
 from ..wire.layout import TableLayout
-from . import botocore_errors
+from . import botocore_errors, deadlines
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -75,6 +76,18 @@ def create(
     timeout: float | None,
 ) -> schema.TableDescription:
     deadline = _Deadline(timeout)
+    with deadline.bounding_retries():
+        return _create(dynamodb, layout, provisioned, report, stop, deadline)
+
+
+def _create(
+    dynamodb: DynamoDBClient,
+    layout: TableLayout,
+    provisioned: tuple[int, int] | None,
+    report: Callable[[str], None],
+    stop: threading.Event,
+    deadline: _Deadline,
+) -> schema.TableDescription:
     try:
         dynamodb.create_table(**create_request(layout, provisioned))
         report(f"Creating table {layout.table_name!r}")
@@ -104,6 +117,17 @@ def create_index(
     TableNotReady when the index is not ACTIVE by ``timeout`` seconds.
     """
     deadline = _Deadline(timeout)
+    with deadline.bounding_retries():
+        return _create_index(dynamodb, layout, report, stop, deadline)
+
+
+def _create_index(
+    dynamodb: DynamoDBClient,
+    layout: TableLayout,
+    report: Callable[[str], None],
+    stop: threading.Event,
+    deadline: _Deadline,
+) -> schema.TableDescription:
     description = check(dynamodb, layout)
     if description.live_index_status is None:
         _request_index(dynamodb, layout, provisioned=description.billing_mode == "PROVISIONED")
@@ -151,6 +175,17 @@ class _Deadline:
     def remaining(self) -> float | None:
         return None if self.seconds is None else self.began + self.seconds - time.monotonic()
 
+    @contextlib.contextmanager
+    def bounding_retries(self) -> Iterator[None]:
+        """With a timeout, the lock client's rule for its requests (aws/deadlines.py): botocore retries no
+        time-out and starts no retry past the deadline, so a hung endpoint cannot stretch one status read
+        over every attempt of the botocore config. Without one, botocore retries as the config says."""
+        if self.seconds is None:
+            yield
+            return
+        with deadlines.within(self.seconds):
+            yield
+
 
 def _wait(
     dynamodb: DynamoDBClient,
@@ -163,7 +198,7 @@ def _wait(
     """Describe the table until it is ``ready``, polling soon and then less often (or until ``stop``).
 
     TableNotReady once the deadline has passed: at most one status read (DescribeTable and
-    DescribeTimeToLive) after it.
+    DescribeTimeToLive, one attempt each past the deadline) after it.
     """
     description = check(dynamodb, layout)
     poll = FIRST_POLL_SECONDS
