@@ -1,4 +1,4 @@
-"""The one LockClient of this process, built lazily from settings.
+"""The one LockClient of this process, built lazily from settings (or the one a test put in its place).
 
 Thread-safe; the LockClient itself survives fork (the child gets a new boto3
 client and holds none of the parent's leases). It is rebuilt when the
@@ -9,20 +9,23 @@ releases what it still holds.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import threading
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
 from .conf import dynalock_settings
-from .dynamodb import LockClient, build_dynamodb_client
+from .dynamodb import Clock, LockClient, build_dynamodb_client
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 _lock = threading.Lock()
 _client: LockClient | None = None
+_stand_in: LockClient | None = None  # a test's (dynalock_django.testing.locks_in_memory)
 
 
 def get_dynamodb() -> DynamoDBClient:
@@ -37,25 +40,46 @@ def get_dynamodb() -> DynamoDBClient:
 def get_client() -> LockClient:
     """The process's LockClient (built on first use)."""
     global _client
-    client = _client
+    client = _stand_in or _client
     if client is not None:
         return client
     with _lock:
         if _client is None:
-            _client = LockClient(
-                get_dynamodb,
-                dynalock_settings.TABLE_NAME,
-                lease_duration=dynalock_settings.LEASE_DURATION,
-                heartbeat_period=dynalock_settings.HEARTBEAT_PERIOD,
-                refresh_period=dynalock_settings.REFRESH_PERIOD,
-                renewal_workers=dynalock_settings.RENEWAL_WORKERS,
-                owner_name=dynalock_settings.OWNER_NAME,
-                delete_on_release=dynalock_settings.DELETE_ON_RELEASE,
-                max_clock_skew=dynalock_settings.MAX_CLOCK_SKEW,
-                breaker_threshold=dynalock_settings.BREAKER_THRESHOLD,
-                breaker_cool_down=dynalock_settings.BREAKER_COOL_DOWN,
-            )
+            _client = build_client(get_dynamodb)
         return _client
+
+
+def build_client(
+    dynamodb: DynamoDBClient | Callable[[], DynamoDBClient], *, clock: Clock | None = None, **options: Any
+) -> LockClient:
+    """A LockClient configured from settings, on ``dynamodb``; ``options`` override LockClient arguments."""
+    arguments: dict[str, Any] = {
+        "lease_duration": dynalock_settings.LEASE_DURATION,
+        "heartbeat_period": dynalock_settings.HEARTBEAT_PERIOD,
+        "refresh_period": dynalock_settings.REFRESH_PERIOD,
+        "renewal_workers": dynalock_settings.RENEWAL_WORKERS,
+        "owner_name": dynalock_settings.OWNER_NAME,
+        "delete_on_release": dynalock_settings.DELETE_ON_RELEASE,
+        "max_clock_skew": dynalock_settings.MAX_CLOCK_SKEW,
+        "breaker_threshold": dynalock_settings.BREAKER_THRESHOLD,
+        "breaker_cool_down": dynalock_settings.BREAKER_COOL_DOWN,
+    }
+    if clock is not None:
+        arguments["clock"] = clock
+    return LockClient(dynamodb, dynalock_settings.TABLE_NAME, **{**arguments, **options})
+
+
+@contextlib.contextmanager
+def client_replaced_by(client: LockClient) -> Iterator[LockClient]:
+    """While the block runs, get_client() returns ``client`` (a test's, on another store and clock)."""
+    global _stand_in
+    with _lock:
+        before, _stand_in = _stand_in, client
+    try:
+        yield client
+    finally:
+        with _lock:
+            _stand_in = before
 
 
 def close_client(*, release: bool = True) -> None:

@@ -1,5 +1,15 @@
-"""A working lock table for your own tests, without AWS (needs ``dynalock-django[local]``).
+"""Locks for your own tests, without AWS (needs ``dynalock-django[local]``).
 
+In memory, on a clock the test moves (no server, no port, milliseconds a test)::
+
+    with locks_in_memory() as mem:                       # or the pytest fixture dynalock_in_memory
+        other = mem.new_client()                         # another process's client, same store and clock
+        lease = other.acquire("nightly")
+        other.close(release=False)                       # that process dies
+        mem.advance(settings.DYNALOCK["LEASE_DURATION"])  # a lease later...
+        assert mem.client.try_acquire("nightly")         # ...get_client() takes it over
+
+On a real endpoint (moto's server, or $DYNALOCK_TEST_ENDPOINT_URL), in real time.
 pytest (``pytest_plugins = ["dynalock_django.testing"]`` in your conftest)::
 
     def test_edit(client, dynalock_table): ...      # DYNALOCK points at a fresh table
@@ -21,6 +31,7 @@ import logging
 import os
 import threading
 import uuid
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, ClassVar
@@ -28,8 +39,8 @@ from typing import Any, ClassVar
 from django.conf import settings
 from django.test import override_settings
 
-from .client import close_client, get_client
-from .dynamodb import LocalDynamoDB
+from .client import build_client, client_replaced_by, close_client, get_client
+from .dynamodb import Faults, InMemoryDynamoDB, LocalDynamoDB, LockClient, RetryBudgetWarning, VirtualClock
 
 ENDPOINT_ENV = "DYNALOCK_TEST_ENDPOINT_URL"
 # moto accepts any credentials; boto3 only needs some to sign requests.
@@ -61,11 +72,12 @@ def lock_table(**overrides: Any) -> Iterator[dict[str, Any]]:
     """Point ``DYNALOCK`` at a new table on the test endpoint while the block runs; yields the settings."""
     dynalock = {
         **getattr(settings, "DYNALOCK", {}),
-        "ENDPOINT_URL": local_endpoint_url(),
         "TABLE_NAME": f"dynalock-test-{uuid.uuid4().hex[:12]}",
         "REGION_NAME": "us-east-1",
         **overrides,
     }
+    if "ENDPOINT_URL" not in overrides:  # an endpoint named here needs no local one
+        dynalock["ENDPOINT_URL"] = local_endpoint_url()
     with override_settings(DYNALOCK=dynalock):
         get_client().create_table()
         try:
@@ -84,6 +96,62 @@ def _delete_table(table_name: str) -> None:
         logger.warning("Could not delete the test table %r: %s", table_name, error)
 
 
+class LocksInMemory:
+    """What :func:`locks_in_memory` yields: an in-process lock table, its clock, its faults and its clients."""
+
+    def __init__(self, table_name: str) -> None:
+        self.clock = VirtualClock()
+        self.store = InMemoryDynamoDB(self.clock)
+        self.faults: Faults = self.store.faults
+        self.table_name = table_name
+        self._clients: list[LockClient] = []
+        self.client = self.new_client()
+
+    def new_client(self, **options: Any) -> LockClient:
+        """Another process's LockClient on the same table and clock; ``options`` override the DYNALOCK settings."""
+        with warnings.catch_warnings():
+            # The store's botocore config is ours, not the project's, and its time-outs cost virtual seconds.
+            warnings.simplefilter("ignore", RetryBudgetWarning)
+            client = build_client(self.store.client(), clock=self.clock, **options)
+        self._clients.append(client)
+        return client
+
+    def advance(self, seconds: float) -> None:
+        """Let ``seconds`` pass: every heartbeat and waiter due on the way runs, in order."""
+        self.clock.advance(seconds)
+
+    def close(self) -> None:
+        self.faults.heal()
+        for client in self._clients:
+            client.close()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RetryBudgetWarning)
+            self.store.client().delete_table(TableName=self.table_name)
+
+
+@contextmanager
+def locks_in_memory(**overrides: Any) -> Iterator[LocksInMemory]:
+    """While the block runs, ``get_client()`` is a client of a new in-process lock table on a virtual clock.
+
+    ``overrides`` change DYNALOCK settings for the block (``LEASE_DURATION=10.0``). The clock starts
+    still: it moves when the test calls ``advance`` and while the test's thread waits in a lock call.
+    """
+    dynalock = {
+        **getattr(settings, "DYNALOCK", {}),
+        "TABLE_NAME": f"dynalock-memory-{uuid.uuid4().hex[:12]}",
+        "ENDPOINT_URL": None,
+        **overrides,
+    }
+    with override_settings(DYNALOCK=dynalock):
+        memory = LocksInMemory(dynalock["TABLE_NAME"])
+        try:
+            memory.client.create_table()
+            with client_replaced_by(memory.client):
+                yield memory
+        finally:
+            memory.close()
+
+
 try:
     import pytest
 except ImportError:  # unittest users need no pytest
@@ -95,6 +163,12 @@ else:
         """DYNALOCK pointed at a fresh lock table for this test."""
         with lock_table() as dynalock:
             yield dynalock
+
+    @pytest.fixture
+    def dynalock_in_memory() -> Iterator[LocksInMemory]:
+        """``get_client()`` on an in-process lock table and a virtual clock (:func:`locks_in_memory`)."""
+        with locks_in_memory() as memory:
+            yield memory
 
 
 class DynalockTestMixin:

@@ -11,7 +11,7 @@ from dynalock_django.dynamodb import LockClient
 
 from .dynamodb_limits import LimitGuard, install
 from .dynamodb_support import ENDPOINT_ENV, make_dynamodb, short_lease_client, unique
-from .stores import Store, Stores, missing, store_names
+from .stores import MEMORY, Store, Stores, missing, store_names
 
 # moto accepts any credentials; real endpoints use the normal boto3 chain.
 if not os.environ.get(ENDPOINT_ENV):
@@ -20,7 +20,7 @@ if not os.environ.get(ENDPOINT_ENV):
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 
 
-pytest_plugins = ["dynalock_django.testing", "tests.read_time_outs"]
+pytest_plugins = ["dynalock_django.testing"]
 
 # Every DynamoDB request of every botocore session the run creates is checked against DynamoDB's limits
 # (tests/dynamodb_limits.py); installed here, before any test builds a client.
@@ -38,21 +38,38 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--store",
         action="append",
-        choices=store_names(),
+        choices=[*store_names(), MEMORY],
         help="Run the tests that take an endpoint (tests/protocol, the installed package) on this store only "
         f"(default: each of {', '.join(store_names())}); repeat for several.",
     )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Every test that uses a store runs once per store."""
+    """A test about stores (``stores``) or one that needs a server (``processes``) runs once per store of the
+    run; every other test that uses a store runs on the in-process one (``--store`` chooses for all)."""
     if "store" in metafunc.fixturenames:
-        names = metafunc.config.getoption("store") or store_names()
+        on_every_store = any(metafunc.definition.get_closest_marker(tier) for tier in ("stores", "processes"))
+        names = metafunc.config.getoption("store") or (store_names() if on_every_store else [MEMORY])
         metafunc.parametrize("store", names, indirect=True, scope="session")
+
+
+TIERS = ("unit", "protocol", "stores", "django", "browser", "processes", "chaos")
+
+
+def default_tier(path: str) -> str:
+    """The tier of a test that names none: its folder's (tests/README.md)."""
+    if "browser" in path.rsplit("/", 1)[-1]:
+        return "browser"
+    for folder, tier in (("tests/chaos/", "chaos"), ("tests/installed/", "processes"), ("tests/django/", "django")):
+        if folder in path:
+            return tier
+    return "protocol" if "tests/protocol/" in path else "unit"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
+        if not any(item.get_closest_marker(tier) for tier in TIERS):
+            item.add_marker(default_tier(item.path.as_posix()))
         name = getattr(item, "callspec", None) and item.callspec.params.get("store")  # type: ignore[attr-defined]
         for marker in item.iter_markers("requires"):
             reason = missing(name, marker.args[0]) if name else None

@@ -21,7 +21,7 @@ from botocore.config import Config
 from botocore.exceptions import ConnectionClosedError, ReadTimeoutError
 from botocore.httpsession import URLLib3Session
 
-from dynalock_django.dynamodb import Lease, LockClient
+from dynalock_django.dynamodb import InMemoryDynamoDB, Lease, LockClient
 from dynalock_django.dynamodb.aws.connection import new_session
 from dynalock_django.dynamodb.leases.lease import record_of
 
@@ -54,7 +54,16 @@ SHORT_LEASE_SETTINGS = {
 }
 
 
+# Where an in-memory client's requests say they go (they never leave the process).
+IN_MEMORY_URL_PREFIX = "https://dynamodb."
+# The in-process store's stand-in for an endpoint URL (tests/stores.py: MEMORY).
+MEMORY_URL = "memory://in-process"
+
+
 def make_dynamodb(endpoint_url: str, **config: Any) -> Any:
+    if endpoint_url == MEMORY_URL:
+        options = {name: getattr(BOTO_CONFIG, name) for name in ("connect_timeout", "read_timeout", "retries")}
+        return InMemoryDynamoDB(**{**options, **config}).client()
     return new_session().client(
         "dynamodb",
         region_name=REGION,
@@ -160,9 +169,11 @@ class FaultInjector:
         client's rule), or, ``timed_out=False``, as a connection closed before the answer (botocore retries)."""
 
         def send_then_lose(request: Any) -> Any:
-            self._http.send(request)
+            if request.url.startswith(IN_MEMORY_URL_PREFIX):
+                InMemoryDynamoDB().send(request)
+            else:
+                self._http.send(request)
             if timed_out:
-                # Marked: the suite reruns a test that failed on a store's read time-out, never on one of these.
                 raise ReadTimeoutError(endpoint_url=f"injected:{request.url}")
             raise ConnectionClosedError(endpoint_url=request.url)
 

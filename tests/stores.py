@@ -25,7 +25,7 @@ from pathlib import Path
 from dynalock_django.dynamodb import LockClient
 from dynalock_django.dynamodb.aws.local_server import LocalDynamoDB
 
-from .dynamodb_support import ENDPOINT_ENV, make_dynamodb, unique
+from .dynamodb_support import ENDPOINT_ENV, MEMORY_URL, make_dynamodb, unique
 
 # What DynamoDB has that a store may lack, and what missing it means.
 CAPABILITIES = {
@@ -38,6 +38,7 @@ CAPABILITIES = {
 
 # What each store lacks (DynamoDB itself lacks nothing the tests use).
 LACKS = {
+    "memory": frozenset({"binary_size"}),  # moto's backend, in this process
     "dynalite": frozenset({"ttl", "transactions", "old_item_on_refusal", "add_index"}),
     "moto": frozenset({"binary_size"}),
     "dynamodb_local": frozenset(),
@@ -47,6 +48,8 @@ NODE_MODULES = Path(__file__).resolve().parent.parent / "node_modules"
 DYNALITE = NODE_MODULES / ".bin" / "dynalite"
 STORES_ENV = "DYNALOCK_TEST_STORES"
 ALL_STORES = ("moto", "dynalite", "dynamodb_local")
+# The fast tiers' store: moto's backend in this process (dynalock_django.dynamodb.InMemoryDynamoDB), no server.
+MEMORY = "memory"
 
 
 @dataclass(frozen=True)
@@ -231,6 +234,8 @@ class Stores:
         return self._started[name]
 
     def _start(self, name: str) -> str:
+        if name == MEMORY:
+            return MEMORY_URL
         if name in ("dynalite", "dynamodb_local"):  # node or Java, not Python: nothing for coverage to follow
             server: LocalDynamoDB = Dynalite() if name == "dynalite" else AmazonDynamoDBLocal()
             self._servers.append(server)

@@ -11,9 +11,11 @@ Nothing in this package imports Django.
 
 from .aws.botocore_config import RECOMMENDED_CONFIG, RetryBudgetWarning, retry_budget_seconds
 from .aws.connection import build_dynamodb_client
+from .aws.in_memory import InMemoryDynamoDB
+from .aws.in_memory_faults import Faults
 from .aws.local_server import LocalDynamoDB
 from .aws.store import ScanPage
-from .clock import Clock, SystemClock
+from .clock import Clock, SystemClock, ThreadsDidNotSettle, VirtualClock
 from .exceptions import (
     CircuitOpen,
     ClientClosed,
@@ -52,6 +54,8 @@ __all__ = [
     "DynalockError",
     "DynamoDBError",
     "DynamoDBUnavailable",
+    "Faults",
+    "InMemoryDynamoDB",
     "InvalidLockRequest",
     "Lease",
     "LeaseGroup",
@@ -68,6 +72,8 @@ __all__ = [
     "TableNotFound",
     "TableNotReady",
     "TableSchemaError",
+    "ThreadsDidNotSettle",
+    "VirtualClock",
     "Waiter",
     "botocore_request_hook",
     "botocore_response_hook",

@@ -13,6 +13,8 @@ import pytest
 from . import workloads
 from .__main__ import main, part
 
+pytestmark = pytest.mark.chaos
+
 PART_ENV = "DYNALOCK_TEST_CHAOS_PART"
 
 

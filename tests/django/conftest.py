@@ -6,12 +6,14 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Permission
 
+from dynalock_django import client as client_module
 from dynalock_django.client import get_client
+from dynalock_django.conf import dynalock_settings
 from dynalock_django.dynamodb import LockClient
 from dynalock_django.testing import lock_table
 from testproject.desk.models import Customer
 
-from ..dynamodb_support import SHORT_LEASE_SETTINGS, RequestCounter, make_dynamodb, short_lease_client
+from ..dynamodb_support import MEMORY_URL, SHORT_LEASE_SETTINGS, RequestCounter, make_dynamodb, short_lease_client
 from ..stores import shared_endpoint_url
 from .admin_support import DESK_EDITOR
 
@@ -29,10 +31,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture
-def dynalock() -> Iterator[dict[str, Any]]:
-    """DYNALOCK pointed at a lock table of this test's own on the local endpoint, with the suite's short leases."""
-    shared_endpoint_url()  # started here unless already: lock_table uses it
-    with lock_table(**SHORT_LEASE_SETTINGS) as settings:
+def dynalock(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
+    """DYNALOCK pointed at a lock table of this test's own, with the suite's short leases: on the in-process
+    store, or on the local endpoint for a test whose other processes need a server (``@pytest.mark.processes``)
+    or that is about the endpoint itself (``@pytest.mark.stores``: its checks, a proxy in front of it)."""
+    if request.node.get_closest_marker("processes") or request.node.get_closest_marker("stores"):
+        shared_endpoint_url()  # started here unless already: lock_table uses it
+        with lock_table(**SHORT_LEASE_SETTINGS) as settings:
+            yield settings
+        return
+    from_settings = client_module.get_dynamodb
+
+    def in_memory_or_from_settings() -> Any:
+        endpoint_url = dynalock_settings.ENDPOINT_URL
+        return make_dynamodb(endpoint_url) if endpoint_url == MEMORY_URL else from_settings()
+
+    monkeypatch.setattr(client_module, "get_dynamodb", in_memory_or_from_settings)
+    with lock_table(**SHORT_LEASE_SETTINGS, ENDPOINT_URL=MEMORY_URL) as settings:
         yield settings
 
 

@@ -26,7 +26,7 @@ from ..dynamodb_support import RequestCounter
 from .admin_support import LIVE_LOCKS, logged_in
 from .test_admin_edit_lock import change_url, customer_form, open_page, ticket_of
 
-pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
+pytestmark = [pytest.mark.stores, pytest.mark.django_db, pytest.mark.uses_dynalock]
 
 PAUSED = "Editing is paused: the lock service is not answering. Try again in a minute."
 

@@ -19,7 +19,7 @@ from testproject.desk.models import Customer
 from ..dynamodb_support import PATIENCE
 from .processes import ROOT, manage_py_environment, wait_for
 
-pytestmark = [pytest.mark.uses_dynalock, pytest.mark.slow]
+pytestmark = [pytest.mark.processes, pytest.mark.uses_dynalock, pytest.mark.slow]
 
 # Many more than a thread pool would run at once (asgiref runs a sync view on one thread by default).
 REQUESTS = 100

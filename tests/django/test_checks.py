@@ -20,6 +20,8 @@ from dynalock_django.dynamodb import LockClient
 
 from ..dynamodb_support import SHORT_LEASE_SETTINGS, create_bare_table, make_dynamodb, unique
 
+pytestmark = pytest.mark.stores
+
 
 @pytest.fixture
 def configured():

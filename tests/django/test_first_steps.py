@@ -17,7 +17,7 @@ from django.test import override_settings
 from dynalock_django import lock_key
 from dynalock_django.checks import check_table
 
-pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
+pytestmark = [pytest.mark.stores, pytest.mark.django_db, pytest.mark.uses_dynalock]
 
 
 def dynalock_output(*args: str) -> str:

@@ -25,7 +25,7 @@ from dynalock_django.supervised import FENCING_TOKEN_ENV
 from ..dynamodb_support import HEARTBEAT, LEASE, PATIENCE
 from .processes import ROOT, is_running, manage_py_environment, wait_for
 
-pytestmark = pytest.mark.uses_dynalock
+pytestmark = [pytest.mark.processes, pytest.mark.uses_dynalock]
 
 NIGHTLY = lock_key("nightly").key
 

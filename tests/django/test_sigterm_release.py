@@ -14,7 +14,7 @@ from dynalock_django.locks import lock_key
 from ..dynamodb_support import PATIENCE
 from .processes import ROOT, manage_py_environment, wait_for
 
-pytestmark = pytest.mark.uses_dynalock
+pytestmark = [pytest.mark.processes, pytest.mark.uses_dynalock]
 
 
 def hold_lock(dynalock, tmp_path, *options):

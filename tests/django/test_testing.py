@@ -86,6 +86,16 @@ def test_with_the_fixture(dynalock_table):
         assert get_client().get("job").fencing_token == lease.fencing_token
 
 
+def test_in_memory_a_dead_workers_lock_is_taken_over_a_lease_later(dynalock_in_memory):
+    other = dynalock_in_memory.new_client()
+    dead = other.acquire("nightly")
+    other.close(release=False)
+    assert get_client().try_acquire("nightly") is None
+    dynalock_in_memory.advance(get_client().lease_duration)
+    lease = get_client().try_acquire("nightly")
+    assert lease.fencing_token > dead.fencing_token
+
+
 class EditTests(DynalockTestMixin, TestCase):
     dynalock_overrides = {"LEASE_DURATION": 2.0, "HEARTBEAT_PERIOD": 0.5}
 
@@ -112,4 +122,4 @@ def test_a_users_project_gets_working_tables_from_the_docs_setup_alone(tmp_path)
         timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "2 passed" in done.stdout
+    assert "3 passed" in done.stdout

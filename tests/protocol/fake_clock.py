@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import datetime
 
@@ -27,6 +28,10 @@ class FakeClock:
     def advance(self, seconds: float) -> None:
         self.now += seconds
 
+    def wait(self, event: threading.Event, timeout: float | None) -> bool:
+        # Real seconds: a unit test drives the time rules by hand, and its threads wait as they always did.
+        return event.wait(timeout)
+
     def instant(self) -> Instant:
         return Instant.read(self)
 
@@ -42,6 +47,9 @@ class OffsetClock:
 
     def time(self) -> float:
         return time.time() + self.offset
+
+    def wait(self, event: threading.Event, timeout: float | None) -> bool:
+        return event.wait(timeout)
 
 
 class NoClient:

@@ -10,6 +10,8 @@ from dynalock_django.dynamodb.wire.item import FENCING_TOKEN, IS_RELEASED, OWNER
 
 from ..dynamodb_support import LEASE, PATIENCE, RequestCounter, without_old_item_on_refusal
 
+pytestmark = pytest.mark.stores
+
 
 def test_uncontended_acquire_and_release_cost_two_requests(make_client, dynamodb, key):
     counter = RequestCounter(dynamodb)

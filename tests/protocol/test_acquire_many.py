@@ -19,6 +19,8 @@ from ..dynamodb_support import LEASE, PATIENCE, FaultInjector, RequestCounter, m
 from .fake_clock import TICK, FakeClock
 from .test_dead_holder_takeover import abandon
 
+pytestmark = pytest.mark.stores
+
 
 def keys(count: int, prefix: str = "m") -> list[str]:
     base = unique(prefix)

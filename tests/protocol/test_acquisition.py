@@ -15,7 +15,9 @@ from dynalock_django.dynamodb.acquiring.plan import (
     Write,
 )
 
-from .fake_clock import TICK, FakeClock
+from .fake_clock import TICK
+
+pytestmark = pytest.mark.unit
 
 LOCK = ("k", None)
 REFRESH = 1.0
@@ -36,11 +38,6 @@ def item(version: str = "v1", *, lease: float = 20.0, released: bool = False, ow
         released_by=None,
         raw_version={"S": version},
     )
-
-
-@pytest.fixture
-def clock():
-    return FakeClock()
 
 
 @pytest.fixture

@@ -18,6 +18,8 @@ from dynalock_django.dynamodb.acquiring.plan import MAX_UNANSWERED
 from ..chaos.proxy import FaultProxy, FaultRates
 from ..dynamodb_support import make_dynamodb, unique
 
+pytestmark = pytest.mark.stores
+
 READ_TIMEOUT = 0.5
 # Like the recommended config (connect 1 s, read 2 s, 3 attempts), a quarter as long.
 BAD_DAY_BOTOCORE = {"connect_timeout": 0.25, "read_timeout": READ_TIMEOUT, "retries": {"total_max_attempts": 3}}

@@ -10,6 +10,8 @@ from dynalock_django.dynamodb.aws.connection import shared_service_models
 
 from ..dynamodb_support import REGION
 
+pytestmark = pytest.mark.stores
+
 RECOMMENDED = {"connect_timeout": 1, "read_timeout": 2, "retries": {"mode": "standard", "total_max_attempts": 3}}
 
 

@@ -9,6 +9,8 @@ from dynalock_django.dynamodb.aws.breaker import CircuitBreaker
 
 from .fake_clock import TICK, FakeClock
 
+pytestmark = pytest.mark.unit
+
 LOST = ConnectionError("no answer")
 
 

@@ -22,6 +22,8 @@ from dynalock_django.dynamodb.wire.writes import Stamp
 
 from .fake_clock import TICK, FakeClock
 
+pytestmark = pytest.mark.unit
+
 LOCK = ("k", None)
 LEASE = 20.0
 SKEW = 1.0
@@ -43,11 +45,6 @@ def item(*, sent_at: float | None, version: str = "v1", lease: float = LEASE) ->
         raw_version={"S": version},
         sent_at=sent_at,
     )
-
-
-@pytest.fixture
-def clock():
-    return FakeClock()
 
 
 def first_sight(clock: FakeClock, lock: LockInfo, *, max_clock_skew: float | None = SKEW) -> Acquisition:

@@ -8,6 +8,8 @@ from dynalock_django.dynamodb.aws.deadlines import longest_backoff, may_retry
 
 from .fake_clock import TICK
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(("attempts", "backoff"), [(1, 1.0), (2, 2.0), (3, 4.0), (6, 20.0), (30, 20.0)])
 def test_the_longest_backoff_is_botocores_standard_one(attempts, backoff):

@@ -12,7 +12,10 @@ import pytest
 from ..dynamodb_support import LEASE, make_dynamodb
 
 # Forking a process that runs threads is the very case under test (gunicorn --preload with a heartbeat).
-pytestmark = pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+pytestmark = [
+    pytest.mark.processes,
+    pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning"),
+]
 
 
 def run_in_child(check):

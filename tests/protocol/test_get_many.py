@@ -8,6 +8,8 @@ from dynalock_django.dynamodb import DynamoDBUnavailable
 
 from ..dynamodb_support import RequestCounter, unique
 
+pytestmark = pytest.mark.stores
+
 
 def test_the_items_of_the_keys_come_back_by_key_in_one_request(make_client, dynamodb):
     client = make_client(dynamodb)

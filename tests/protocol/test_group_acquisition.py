@@ -11,8 +11,10 @@ from dynalock_django.dynamodb.acquiring.group_plan import GroupAcquisition, sort
 from dynalock_django.dynamodb.acquiring.observations import Observations
 from dynalock_django.dynamodb.acquiring.plan import FIRST_POLL_SECONDS, Write
 
-from .fake_clock import TICK, FakeClock
+from .fake_clock import TICK
 from .test_acquisition import REFRESH, item
+
+pytestmark = pytest.mark.unit
 
 LEASE = 20.0
 
@@ -29,11 +31,6 @@ def group(keys, *, deadline=None, observations=None):
         deadline=deadline,
         jitter=lambda low, high: high,
     )
-
-
-@pytest.fixture
-def clock():
-    return FakeClock()
 
 
 def test_keys_are_sorted_and_cut_into_chunks_of_100():

@@ -8,13 +8,10 @@ from dynalock_django.dynamodb import DynamoDBUnavailable
 from dynalock_django.dynamodb.leases.heartbeat import IDLE_WAKE_SECONDS
 from dynalock_django.dynamodb.leases.lease import record_of
 
-from .fake_clock import TICK, FakeClock, held_lease
+from .fake_clock import TICK, held_lease
 from .heartbeat_support import LEASE, PERIOD, Recorder, heartbeat_for
 
-
-@pytest.fixture
-def clock():
-    return FakeClock()
+pytestmark = pytest.mark.unit
 
 
 def test_a_lease_is_renewed_one_period_after_its_last_write_and_not_before(clock):

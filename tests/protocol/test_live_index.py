@@ -19,6 +19,8 @@ from ..dynamodb_support import LEASE, RequestCounter, create_bare_table, make_dy
 from ..java_client import JavaLockClient
 from ..stores import private_endpoint_url
 
+pytestmark = pytest.mark.stores
+
 TAB = "django-user:7/tab:first"
 
 

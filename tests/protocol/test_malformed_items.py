@@ -10,6 +10,8 @@ from dynalock_django.dynamodb import LockTimeout
 from dynalock_django.dynamodb.clock import SystemClock
 from dynalock_django.dynamodb.wire.item import MALFORMED_ITEM_LEASE_SECONDS
 
+pytestmark = pytest.mark.stores
+
 GOOD = {
     "ownerName": {"S": "someone"},
     "leaseDuration": {"S": "1000"},

@@ -18,6 +18,8 @@ from ..worker_processes import worker_context
 from . import processes
 from .test_processes import collect
 
+pytestmark = pytest.mark.processes
+
 PROCESSES, ROUNDS, HOT_KEYS = 4, 10, 6
 # One key after another is the control: it must time out and retry to finish at all, so each of its rounds
 # costs several lease waits. A few rounds show it and still check every property.

@@ -17,6 +17,8 @@ from ..dynamodb_support import HEARTBEAT, LEASE
 from ..worker_processes import worker_context
 from . import processes
 
+pytestmark = pytest.mark.processes
+
 PROCESSES, ROUNDS = 8, 50
 forkserver = worker_context()
 

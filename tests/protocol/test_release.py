@@ -15,6 +15,8 @@ from dynalock_django.dynamodb.leases.lease_record import RAN_OUT
 from ..dynamodb_support import HEARTBEAT, LEASE, FaultInjector, RequestCounter
 from .fake_clock import FakeClock
 
+pytestmark = pytest.mark.stores
+
 
 def test_releasing_a_lock_someone_else_took_raises_and_leaves_it_alone(make_client, key):
     client, other = make_client(), make_client()

@@ -15,12 +15,9 @@ from dynalock_django.dynamodb.leases.renewal_schedule import SPREAD_SHARE
 from .fake_clock import FakeClock, held_lease
 from .heartbeat_support import LEASE, PERIOD, Later, Recorder, heartbeat_for
 
+pytestmark = pytest.mark.unit
+
 SPREAD = PERIOD * SPREAD_SHARE
-
-
-@pytest.fixture
-def clock():
-    return FakeClock()
 
 
 def run_until(clock, heartbeat, until: float) -> None:

@@ -11,6 +11,8 @@ from dynalock_django.dynamodb.wire import schema
 
 from ..dynamodb_support import PATIENCE, FaultInjector, create_bare_table, still_building, unique
 
+pytestmark = pytest.mark.stores
+
 
 def test_create_table_is_on_demand_with_ttl_and_idempotent(store, make_client, dynamodb):
     client = make_client(dynamodb, table=unique("created"))

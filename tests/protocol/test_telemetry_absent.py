@@ -11,7 +11,11 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from ..dynamodb_support import unique
+
+pytestmark = pytest.mark.processes
 
 CHILD = textwrap.dedent(
     """

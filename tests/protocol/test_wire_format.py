@@ -14,6 +14,8 @@ from dynalock_django.dynamodb import LockTimeout
 from ..dynamodb_support import LEASE
 from ..java_client import JavaLockClient
 
+pytestmark = pytest.mark.stores
+
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 
 

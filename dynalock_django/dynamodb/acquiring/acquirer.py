@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from .. import telemetry
 from ..aws import botocore_errors, deadlines
 from ..aws.store import Refused
-from ..clock import Instant
+from ..clock import Instant, start_thread
 from ..exceptions import CircuitOpen, DynamoDBError, DynamoDBUnavailable
 from ..leases.lease import Lease, LeaseClient
 from ..leases.lease_record import LeaseRecord
@@ -96,7 +96,7 @@ class Acquirer:
                 delay = plan.delay(self._clock.monotonic())
                 if delay is None:
                     break
-                self._closed.wait(delay)
+                self._clock.wait(self._closed, delay)
         finally:
             self.clean_up(plan, options)
         raise plan.gave_up(timeout)
@@ -299,7 +299,7 @@ class Acquirer:
             with deadlines.within(left):
                 self.abandon(plan.lock_id, plan.unanswered, options)
             return
-        in_background(functools.partial(self.abandon, plan.lock_id, plan.unanswered.copy(), options))
+        in_background(self._clock, functools.partial(self.abandon, plan.lock_id, plan.unanswered.copy(), options))
         plan.unanswered.clear()
 
     def abandon(self, lock_id: LockId, unanswered: UnansweredWrites, options: AcquireOptions) -> None:
@@ -317,9 +317,9 @@ class Acquirer:
         unanswered.clear()
 
 
-def in_background(cleanup: Callable[[], None]) -> None:
+def in_background(clock: Clock, cleanup: Callable[[], None]) -> None:
     """Run ``cleanup`` (a best-effort release) on a thread of its own: no caller waits for it."""
-    threading.Thread(target=cleanup, name="dynalock-cleanup", daemon=True).start()
+    start_thread(clock, cleanup, "dynalock-cleanup")
 
 
 def _answered_at_once(error: DynamoDBError) -> bool:

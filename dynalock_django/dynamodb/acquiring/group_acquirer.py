@@ -86,7 +86,7 @@ class GroupAcquirer:
                 delay = plan.delay(self._clock.monotonic())
                 if delay is None:
                     break
-                self._closed.wait(delay)
+                self._clock.wait(self._closed, delay)
         finally:
             self.clean_up(plan, options)
         raise plan.gave_up(timeout)
@@ -272,7 +272,7 @@ class GroupAcquirer:
         unanswered = {lock_id: key_plan.unanswered.copy() for lock_id, key_plan in plan.plans.items()}
         for key_plan in plan.plans.values():
             key_plan.unanswered.clear()
-        in_background(functools.partial(self._abandon_all, unanswered, options))
+        in_background(self._clock, functools.partial(self._abandon_all, unanswered, options))
 
     def abandon(self, plan: GroupAcquisition, options: AcquireOptions) -> None:
         self._abandon_all({lock_id: key_plan.unanswered for lock_id, key_plan in plan.plans.items()}, options)

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Protocol
 
+from ..clock import start_thread
 from ..exceptions import DynamoDBUnavailable, LockLost, TableNotFound
 from .lease_record import RAN_OUT
 from .renewal_capacity import OccasionalWarning, RenewalCapacity
@@ -89,7 +90,7 @@ class Heartbeat:
         self.capacity = RenewalCapacity(workers=workers, period=period)
         self._behind = OccasionalWarning()
         self._too_many_asked = OccasionalWarning()
-        self._workers: Workers = run_on or RenewalWorkers(workers, f"{name}-renewal")
+        self._workers: Workers = run_on or RenewalWorkers(workers, f"{name}-renewal", clock)
         self._busy: dict[Lease, float] = {}  # a renewal queued or running: when it was handed out
         self._running: set[Lease] = set()
         self._lag = (0.0, 0.0, float("-inf"))  # the last period's worst, this one's, when this one began
@@ -103,8 +104,7 @@ class Heartbeat:
         """Run the thread (again, if it died), unless stopped; and let it look at the leases now."""
         with self._mutex:
             if not self._stopping.is_set() and not self.is_alive():
-                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
-                self._thread.start()
+                self._thread = start_thread(self._clock, self._run, self._name)
         self._wake.set()
 
     def wake(self) -> None:
@@ -172,9 +172,9 @@ class Heartbeat:
                 logger.exception("Heartbeat loop failed; retrying")
                 next_wake = self._clock.monotonic() + min(1.0, self._period)
             # Not again before the look interval has passed: what falls due meanwhile goes out together.
-            if self._stopping.wait(max(0.0, looked + self._look_interval - self._clock.monotonic())):
+            if self._clock.wait(self._stopping, max(0.0, looked + self._look_interval - self._clock.monotonic())):
                 return
-            self._wake.wait(max(0.0, next_wake - self._clock.monotonic()))
+            self._clock.wait(self._wake, max(0.0, next_wake - self._clock.monotonic()))
 
     def _hand_out(self, renewal: Renewal) -> None:
         with self._mutex:

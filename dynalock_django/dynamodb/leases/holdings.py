@@ -1,7 +1,7 @@
 """The leases this process holds and its heartbeat renews, and its threads waiting for each other.
 
 Threads of one client waiting for a lock another of its threads holds wait
-here, on a condition variable, and send nothing to DynamoDB. Coroutines wait
+here, on the client's clock, and send nothing to DynamoDB. Coroutines wait
 on their own event loop instead: they subscribe with :meth:`Holdings.on_free`
 (:mod:`.turns`), and are called back from the thread that ends the lease.
 """
@@ -27,7 +27,8 @@ class Holdings:
         self._clock = clock
         self._closed = closed
         self._mutex = threading.Lock()
-        self._lease_ended = threading.Condition(self._mutex)
+        # Set, and replaced by a new one, whenever a lease ends: the threads waiting for a lock look again.
+        self._lease_ended = threading.Event()
         self._held: dict[LockId, Lease] = {}
         self._listeners: dict[LockId, list[Callable[[], None]]] = {}
 
@@ -55,10 +56,10 @@ class Holdings:
         superseded: bool = True,
     ) -> None:
         """Stop renewing ``lease``, record why, and wake the threads waiting for its lock."""
-        with self._lease_ended:
+        with self._mutex:
             if self._held.get(lease.lock_id) is lease:
                 del self._held[lease.lock_id]
-            self._lease_ended.notify_all()
+            self._announce_end()
             listeners = list(self._listeners.get(lease.lock_id, ()))
         for wake in listeners:
             wake()
@@ -69,8 +70,8 @@ class Holdings:
 
     def wake_waiters(self) -> None:
         """The client closed: the threads waiting here stop waiting."""
-        with self._lease_ended:
-            self._lease_ended.notify_all()
+        with self._mutex:
+            self._announce_end()
             listeners = [wake for waiting in self._listeners.values() for wake in waiting]
         for wake in listeners:
             wake()
@@ -95,13 +96,19 @@ class Holdings:
 
     def wait_until_free(self, lock_id: LockId, deadline: float | None) -> bool:
         """Wait, without asking DynamoDB, while another thread of this client holds the lock; False at the deadline."""
-        with self._lease_ended:
-            while lock_id in self._held and not self._closed.is_set():
-                left = None if deadline is None else deadline - self._clock.monotonic()
-                if left is not None and left <= 0:
-                    return False
-                self._lease_ended.wait(left)
-        return True
+        while True:
+            with self._mutex:
+                if lock_id not in self._held or self._closed.is_set():
+                    return True
+                ended = self._lease_ended
+            left = None if deadline is None else deadline - self._clock.monotonic()
+            if left is not None and left <= 0:
+                return False
+            self._clock.wait(ended, left)
+
+    def _announce_end(self) -> None:
+        self._lease_ended.set()
+        self._lease_ended = threading.Event()
 
     def holder(self, lock_id: LockId) -> LockInfo | None:
         """The lease this client holds on the lock, described as its item would be."""

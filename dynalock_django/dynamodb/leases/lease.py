@@ -172,7 +172,7 @@ class Lease:
 
     def wait_until_lost(self, timeout: float | None = None) -> bool:
         """Block until the lease is lost; False on time-out. A release does not count."""
-        return self._record.lost.wait(timeout)
+        return self._record.clock.wait(self._record.lost, timeout)
 
     def __enter__(self) -> Lease:
         return self

@@ -12,11 +12,17 @@ interpreter's exit.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import logging
-import queue
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ..clock import start_thread
+
+if TYPE_CHECKING:
+    from ..clock import Clock
 
 logger = logging.getLogger("dynalock_django.heartbeat")
 
@@ -26,12 +32,14 @@ _STOP = float("-inf")  # a stop sign overtakes every queued renewal
 
 
 class RenewalWorkers:
-    def __init__(self, count: int, name: str) -> None:
+    def __init__(self, count: int, name: str, clock: Clock) -> None:
         self._count = count
         self._name = name
-        self._queue: queue.PriorityQueue[tuple[float, int, Job | None]] = queue.PriorityQueue()
+        self._clock = clock  # idle workers wait on it, so a virtual clock knows when they are idle
+        self._queue: list[tuple[float, int, Job | None]] = []  # a heap, under the mutex
         self._order = itertools.count()  # equal urgencies run in the order queued (and jobs are never compared)
         self._mutex = threading.Lock()
+        self._work_queued = threading.Event()  # set while the queue holds something
         self._threads: list[threading.Thread] = []
         self._free = 0  # threads not running a job (starting, or waiting for one)
         self._queued = 0  # jobs not yet taken
@@ -44,28 +52,39 @@ class RenewalWorkers:
                 return
             self._queued += 1
             if self._queued > self._free and len(self._threads) < self._count:
-                thread = threading.Thread(target=self._work, name=f"{self._name}-{len(self._threads) + 1}", daemon=True)
-                self._threads.append(thread)
                 self._free += 1
-                thread.start()
-            self._queue.put((urgency, next(self._order), job))
+                self._threads.append(start_thread(self._clock, self._work, f"{self._name}-{len(self._threads) + 1}"))
+            self._put(urgency, job)
 
     def stop(self) -> None:
         """No more jobs: each worker ends after its current one; queued jobs are dropped."""
         with self._mutex:
             self._stopped = True
-            threads = len(self._threads)
-        for _ in range(threads):
-            self._queue.put((_STOP, next(self._order), None))
+            for _ in self._threads:
+                self._put(_STOP, None)
+
+    def _put(self, urgency: float, job: Job | None) -> None:
+        heapq.heappush(self._queue, (urgency, next(self._order), job))
+        self._work_queued.set()
+
+    def _take(self) -> Job | None:
+        """The most urgent job, waiting for one; None: stop."""
+        while True:
+            with self._mutex:
+                if self._queue:
+                    _, _, job = heapq.heappop(self._queue)
+                    if job is not None:
+                        self._free -= 1
+                        self._queued -= 1
+                    return job
+                self._work_queued.clear()
+            self._clock.wait(self._work_queued, None)
 
     def _work(self) -> None:
         while True:
-            _, _, job = self._queue.get()
+            job = self._take()
             if job is None:
                 return
-            with self._mutex:
-                self._free -= 1
-                self._queued -= 1
             try:
                 job()
             except Exception:

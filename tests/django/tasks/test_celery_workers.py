@@ -24,7 +24,7 @@ from ...dynamodb_support import LEASE, PATIENCE
 from .environment import BROKER, RUNS, VISIBILITY
 from .workers import count_lines, overlaps, read_runs, redis_url, tokens_increase
 
-pytestmark = [pytest.mark.uses_dynalock, pytest.mark.slow]
+pytestmark = [pytest.mark.processes, pytest.mark.uses_dynalock, pytest.mark.slow]
 __all__ = ["redis_url"]  # the fixture
 
 ROOT = Path(__file__).resolve().parents[3]

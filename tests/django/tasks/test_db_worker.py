@@ -18,7 +18,7 @@ from dynalock_django.client import get_client
 from ..processes import ROOT, manage_py_environment
 from .workers import count_lines, overlaps, read_runs, tokens_increase
 
-pytestmark = [pytest.mark.uses_dynalock, pytest.mark.slow]
+pytestmark = [pytest.mark.processes, pytest.mark.uses_dynalock, pytest.mark.slow]
 
 ENQUEUE = """
 import django

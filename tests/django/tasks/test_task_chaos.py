@@ -16,7 +16,7 @@ from ...chaos.test_chaos_short import PART_ENV
 from . import chaos
 from .task_history import render
 
-pytestmark = [pytest.mark.uses_dynalock, pytest.mark.slow]
+pytestmark = [pytest.mark.chaos, pytest.mark.uses_dynalock, pytest.mark.slow]
 
 SECONDS = 12.0
 

@@ -1,0 +1,104 @@
+"""DynamoDB in this process, for tests: moto's backend behind real boto3 clients, no server, no port.
+
+Each client's requests are answered by moto's in-process backend (the code
+its server runs) in place of botocore's HTTP session, one request at a time: moto
+checks a condition and writes in two steps, and without that lock two
+threads' conditional writes could both pass. No request reaches the network. Faults (:class:`.Faults`) are switched on from the test
+and cost time on the store's clock, so on a :class:`.VirtualClock` a hung
+request costs no real time. Needs ``moto`` (``dynalock-django[local]``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import TYPE_CHECKING, Any, cast
+
+from botocore.awsrequest import AWSResponse
+
+from ..clock import SYSTEM_CLOCK, Clock, VirtualClock
+from .connection import new_session
+from .in_memory_faults import INJECTED_HEADER, Faults
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+REGION = "us-east-1"
+# The recommended botocore config (RECOMMENDED_CONFIG); a request that gets no answer costs one read time-out.
+CLIENT_CONFIG: dict[str, Any] = {
+    "connect_timeout": 1,
+    "read_timeout": 2,
+    "retries": {"mode": "standard", "total_max_attempts": 3},
+}
+
+# moto keeps one backend a process, whichever store or client asks: one request at a time across all of them.
+_ONE_AT_A_TIME = threading.Lock()
+
+
+class InMemoryDynamoDB:
+    """Makes boto3 clients of the process's in-memory DynamoDB; :attr:`faults` breaks the ones it made.
+
+Every instance reaches the same tables (moto keeps one backend a process): give each test tables of its own.
+"""
+
+    def __init__(self, clock: Clock = SYSTEM_CLOCK, **config: Any) -> None:
+        """``config``: botocore ``Config`` arguments for its clients, over :data:`CLIENT_CONFIG`."""
+        try:
+            from moto.core.botocore_stubber import BotocoreStubber
+        except ImportError as error:
+            raise ImportError("The in-memory DynamoDB needs moto: pip install 'dynalock-django[local]'.") from error
+        self.clock = clock
+        self.config = {**CLIENT_CONFIG, **config}
+        self.faults = Faults(self._pass_time, read_timeout=float(self.config["read_timeout"]))
+        self._backend = BotocoreStubber()
+        self._backend.enabled = True
+
+    def client(self) -> DynamoDBClient:
+        """A new boto3 client whose every request this store answers."""
+        from botocore.config import Config
+
+        dynamodb = new_session().client(
+            "dynamodb",
+            region_name=REGION,
+            aws_access_key_id="in-memory",
+            aws_secret_access_key="in-memory",  # noqa: S106 - requests are signed, never sent
+            config=Config(**self.config),
+        )
+        # In place of the HTTP session: what botocore would send, this store answers. A before-send hook
+        # would not do: botocore runs every such hook, so the store would carry out a request that a
+        # test's own hook (a fault) had already answered.
+        cast(Any, dynamodb)._endpoint.http_session = self
+        # botocore's stubs type hooks as returning None; this one answers with a delay, as hooks may.
+        retry = cast(Any, self._retry_at_once)
+        dynamodb.meta.events.register_first("needs-retry.dynamodb", retry, unique_id="dynalock-in-memory-retries")
+        return dynamodb
+
+    def send(self, request: Any) -> AWSResponse:
+        """This store's answer to a signed request: what botocore's HTTP session would have sent and read."""
+        injected = self.faults.before(request)
+        if injected is not None:
+            return injected
+        with _ONE_AT_A_TIME:
+            response = self._backend(event_name="before-send.dynamodb", request=request)
+        if response is None:  # moto did not recognise it: never let it go out
+            raise RuntimeError(f"The in-memory DynamoDB has no answer for {request.url}.")
+        self.faults.after(request)
+        return response
+
+    def close(self) -> None:
+        """What botocore calls when a client closes its HTTP session: this store keeps no connection."""
+
+    def _pass_time(self, seconds: float) -> None:
+        if isinstance(self.clock, VirtualClock):
+            self.clock.jump(seconds)
+        else:
+            threading.Event().wait(seconds)
+
+    def _retry_at_once(self, *, attempts: int, response: Any, **_: Any) -> float | None:
+        """botocore backs off up to a second of real time before retrying throttling; an injected one, not at all."""
+        if response is None or attempts >= self.config.get("retries", {}).get("total_max_attempts", 1):
+            return None
+        with contextlib.suppress(AttributeError):
+            if response[0].headers.get(INJECTED_HEADER):
+                return 0.0
+        return None
