@@ -3,9 +3,10 @@
 Each client's requests are answered by moto's in-process backend (the code
 its server runs) in place of botocore's HTTP session, one request at a time: moto
 checks a condition and writes in two steps, and without that lock two
-threads' conditional writes could both pass. No request reaches the network. Faults (:class:`.Faults`) are switched on from the test
-and cost time on the store's clock, so on a :class:`.VirtualClock` a hung
-request costs no real time. Needs ``moto`` (``dynalock-django[local]``).
+threads' conditional writes could both pass. No request reaches the
+network. Faults (:class:`.Faults`) are switched on from the test and cost
+time on the store's clock, so on a :class:`.VirtualClock` a hung request
+costs no real time. Needs ``moto`` (``dynalock-django[local]``).
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ _ONE_AT_A_TIME = threading.Lock()
 class InMemoryDynamoDB:
     """Makes boto3 clients of the process's in-memory DynamoDB; :attr:`faults` breaks the ones it made.
 
-Every instance reaches the same tables (moto keeps one backend a process): give each test tables of its own.
-"""
+    Every instance reaches the same tables (moto keeps one backend a process): give each test tables of its own.
+    """
 
     def __init__(self, clock: Clock = SYSTEM_CLOCK, **config: Any) -> None:
         """``config``: botocore ``Config`` arguments for its clients, over :data:`CLIENT_CONFIG`."""
