@@ -21,19 +21,24 @@ $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $(NODE_STAMP)
 
-## Lint, type-check, check the layers and run the whole suite (it starts its own local DynamoDB endpoints: moto, dynalite and DynamoDB Local),
-## in random order (pytest-randomly; -p no:randomly for the file order), measuring coverage of dynalock_django:
-## it fails under the [tool.coverage.report] fail_under of pyproject.toml.
-## On Python 3.12+ coverage measures through sys.monitoring: a fraction of its C tracer's cost (3.11 has only
-## the tracer); COVERAGE_CORE, set, chooses.
-test: lint $(NODE_STAMP)
+## Lint, type-check, check the layers and run the whole suite, every tier (tests/README.md; it starts its own local
+## DynamoDB endpoints for the stores and processes tiers: moto, dynalite and DynamoDB Local), in random order
+## (pytest-randomly; -p no:randomly for the file order), measuring coverage of dynalock_django: it fails under the
+## [tool.coverage.report] fail_under of pyproject.toml. On Python 3.12+ coverage measures through sys.monitoring: a
+## fraction of its C tracer's cost (3.11 has only the tracer); COVERAGE_CORE, set, chooses. LINT= leaves out the lint
+## (CI lints on one leg only).
+LINT ?= lint
+test: $(LINT) $(STAMP) $(NODE_STAMP)
 	COVERAGE_CORE="$${COVERAGE_CORE:-$$($(BIN)/python -c 'import sys; print("sysmon" if sys.version_info >= (3, 12) else "ctrace")')}" \
 		$(BIN)/python -m pytest --cov --cov-report=term --durations=15 $(PYTEST_ARGS)
 
-## The minute-by-minute loop: the suite without the slow tests (multi-process, browser, the installed package,
-## the short chaos run), no lint and no coverage gate. `make test` runs everything.
-test-fast: $(STAMP) $(NODE_STAMP)
-	$(BIN)/python -m pytest -m "not slow" -q $(PYTEST_ARGS)
+## The minute-by-minute loop: the unit, protocol, stores and django tiers, every test that takes a store on the
+## in-process one (no node, no Java, no browser, no other process), with the coverage of dynalock_django it reaches
+## printed; no lint, no coverage gate. `make test` runs everything.
+FAST_TIERS = not slow and not browser and not processes and not chaos
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -n auto -m "$(FAST_TIERS)" --store memory -q --cov --cov-report=term:skip-covered --cov-fail-under=0 \
+		$(PYTEST_ARGS)
 
 # Each virtualenv keeps its own lint caches, so two legs can lint side by side (.ci/run).
 lint: $(STAMP)

@@ -34,11 +34,12 @@ CAPABILITIES = {
     "old_item_on_refusal": "ignores ReturnValuesOnConditionCheckFailure (a refused write returns no item)",
     "add_index": "no way to add an index to an existing table (UpdateTable refuses or ignores it)",
     "binary_size": "a 400 KB limit that counts binary values as their base64 text (a third larger)",
+    "http_endpoint": "no HTTP endpoint (a proxy in front of it, a client built from its URL)",
 }
 
 # What each store lacks (DynamoDB itself lacks nothing the tests use).
 LACKS = {
-    "memory": frozenset({"binary_size"}),  # moto's backend, in this process
+    "memory": frozenset({"binary_size", "http_endpoint"}),  # moto's backend, in this process
     "dynalite": frozenset({"ttl", "transactions", "old_item_on_refusal", "add_index"}),
     "moto": frozenset({"binary_size"}),
     "dynamodb_local": frozenset(),

@@ -18,7 +18,7 @@ from dynalock_django.dynamodb.acquiring.plan import MAX_UNANSWERED
 from ..chaos.proxy import FaultProxy, FaultRates
 from ..dynamodb_support import make_dynamodb, unique
 
-pytestmark = pytest.mark.stores
+pytestmark = [pytest.mark.stores, pytest.mark.requires("http_endpoint")]
 
 READ_TIMEOUT = 0.5
 # Like the recommended config (connect 1 s, read 2 s, 3 attempts), a quarter as long.

@@ -10,7 +10,7 @@ from dynalock_django.dynamodb.aws.connection import shared_service_models
 
 from ..dynamodb_support import REGION
 
-pytestmark = pytest.mark.stores
+pytestmark = [pytest.mark.stores, pytest.mark.requires("http_endpoint")]
 
 RECOMMENDED = {"connect_timeout": 1, "read_timeout": 2, "retries": {"mode": "standard", "total_max_attempts": 3}}
 
