@@ -52,7 +52,9 @@ def test_nothing_is_deleted_while_someone_else_edits_one_and_the_message_names_i
 def test_deleting_300_rows_takes_their_locks_in_3_transactions(alice, dynalock, django_capture_on_commit_callbacks):
     rows = Customer.objects.bulk_create(Customer(name=f"Customer {n:03}", plan="free") for n in range(300))
     client = browser(alice)
-    with override_settings(DYNALOCK={**dynalock, **PATIENT}):
+    # No renewal among the requests counted, however slow the machine: the first would come 200 s in.
+    never_renewed = {**PATIENT, "LEASE_DURATION": 600.0, "HEARTBEAT_PERIOD": 200.0}
+    with override_settings(DYNALOCK={**dynalock, **never_renewed}):
         requests_made = RequestCounter(get_client().dynamodb)
         with django_capture_on_commit_callbacks(execute=False) as release:
             deleted = delete_selected(client, rows)

@@ -13,7 +13,7 @@ from dynalock_django.client import get_client
 from dynalock_django.exceptions import LockTimeout
 from dynalock_django.leader import EXIT_LEASE_LOST, run_while_leader
 
-from ..dynamodb_support import HEARTBEAT, LEASE
+from ..dynamodb_support import HEARTBEAT, LEASE, PATIENCE
 
 pytestmark = pytest.mark.uses_dynalock
 
@@ -31,7 +31,7 @@ def test_a_leader_is_told_when_it_loses(other_holder):
     told = []
     with Leadership("scheduler", on_lost=told.append) as leader:
         other_holder.force_release(other_holder.get("scheduler"), released_by="ops")
-        assert leader.lost.wait(HEARTBEAT + 0.5)
+        assert leader.lost.wait(PATIENCE)
         assert not leader.is_leader()
     assert told == [leader.lease]
 

@@ -13,7 +13,7 @@ from dynalock_django.client import get_client
 from dynalock_django.keys import key_for_instance
 from dynalock_django.payload import LockData
 
-from ..dynamodb_support import HEARTBEAT
+from ..dynamodb_support import PATIENCE
 from .admin_support import LIVE_LOCKS, RELEASE, logged_in, put_item
 
 pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
@@ -156,7 +156,7 @@ def test_force_release_confirms_who_holds_it_then_releases_and_logs(releaser, cu
     entry = LogEntry.objects.get()
     assert (entry.object_id, entry.user, entry.content_type.model) == (str(customer.pk), releaser, "customer")
     assert "alice" in entry.get_change_message()
-    assert lease.wait_until_lost(HEARTBEAT + 0.5)
+    assert lease.wait_until_lost(PATIENCE)  # at its next renewal; patience for a loaded machine
     assert lease.lost_to.released_by == "carol"  # what the holder's page is told
 
 
@@ -174,7 +174,7 @@ def test_force_release_of_a_named_lock_is_logged_against_the_lock(releaser):
     client.post(RELEASE, confirmed(client, "nightly-billing"))
     entry = LogEntry.objects.get()
     assert (entry.object_id, entry.content_type.model) == ("nightly-billing", "lock")
-    assert lease.wait_until_lost(HEARTBEAT + 0.5)
+    assert lease.wait_until_lost(PATIENCE)  # at its next renewal; patience for a loaded machine
 
 
 def test_releasing_a_lock_nobody_holds_says_so(releaser):
@@ -258,7 +258,7 @@ def test_the_lock_models_inherited_admin_urls_are_gone_and_log_links_lead_to_the
     assert landing.status_code == 200
     assert landing.context["params"]["q"] == "nightly/billing"
     assert "nightly/billing" in landing.content.decode()
-    assert lease.wait_until_lost(HEARTBEAT + 0.5)
+    assert lease.wait_until_lost(PATIENCE)  # at its next renewal; patience for a loaded machine
 
 
 def test_an_unmapped_dynamodb_error_shows_a_reference_not_its_text(viewer, caplog):

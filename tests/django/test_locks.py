@@ -13,7 +13,7 @@ from dynalock_django.exceptions import LockLost, LockNotAcquired, LockTimeout
 from dynalock_django.keys import key_for_instance
 from dynalock_django.payload import LockData
 
-from ..dynamodb_support import HEARTBEAT, LEASE
+from ..dynamodb_support import LEASE, PATIENCE
 from .testapp.models import Account
 
 pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
@@ -98,7 +98,7 @@ def test_an_exception_in_the_block_is_never_swallowed(account):
 def test_a_block_whose_lease_was_lost_raises_lock_lost_at_its_end(account, other_holder):
     with pytest.raises(LockLost), lock_object(account) as lease:
         other_holder.force_release(other_holder.get(lease.key), released_by="carol")
-        assert lease.wait_until_lost(HEARTBEAT + 0.5)
+        assert lease.wait_until_lost(PATIENCE)
 
 
 def test_signals_tell_acquired_released_and_lost(account, other_holder):
@@ -116,7 +116,7 @@ def test_signals_tell_acquired_released_and_lost(account, other_holder):
             pass
         second = lock_object(account).acquire()
         other_holder.force_release(other_holder.get(second.key), released_by="carol")
-        assert second.wait_until_lost(HEARTBEAT + 0.5)
+        assert second.wait_until_lost(PATIENCE)
     finally:
         signals.lease_acquired.disconnect(receivers["acquired"])
         signals.lease_released.disconnect(receivers["released"])

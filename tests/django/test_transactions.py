@@ -13,7 +13,7 @@ from dynalock_django import lock_object, lock_objects, requires_lock
 from dynalock_django.client import get_client
 from dynalock_django.keys import key_for_instance
 
-from ..dynamodb_support import HEARTBEAT
+from ..dynamodb_support import PATIENCE
 from .testapp.models import Account
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.uses_dynalock]
@@ -62,7 +62,7 @@ def test_a_lock_lost_before_its_transaction_commits_is_logged_and_the_commit_goe
         with lock_object(account) as lease:
             Account.objects.filter(pk=account.pk).update(balance=10)
         other_holder.force_release(other_holder.get(lease.key), released_by="ops")
-        assert lease.wait_until_lost(HEARTBEAT + 0.5)
+        assert lease.wait_until_lost(PATIENCE)
     assert Account.objects.get(pk=account.pk).balance == 10  # nobody is left to raise to at commit
     assert f"Lock {lease.key!r} was lost before its transaction ended" in caplog.text
     assert get_client().get(lease.key).released_by == "ops"  # our late release changed nothing
@@ -75,7 +75,7 @@ def test_a_group_member_lost_before_its_transaction_commits_is_logged_and_the_ot
             Account.objects.filter(pk__in=[acme.pk, globex.pk]).update(balance=10)
         lost = group[key_for_instance(acme)]
         other_holder.force_release(other_holder.get(lost.key), released_by="ops")
-        assert lost.wait_until_lost(HEARTBEAT + 0.5)
+        assert lost.wait_until_lost(PATIENCE)
     assert Account.objects.get(pk=globex.pk).balance == 10  # nobody is left to raise to at commit
     assert f"Lock {lost.key!r} was lost before its transaction ended" in caplog.text
     assert key_for_instance(globex) not in caplog.text  # only the lost member is named

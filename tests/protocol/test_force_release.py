@@ -6,7 +6,7 @@ import pytest
 
 from dynalock_django.dynamodb import LockNotAcquired
 
-from ..dynamodb_support import HEARTBEAT, LEASE
+from ..dynamodb_support import LEASE, PATIENCE
 from ..java_client import JavaLockClient
 
 
@@ -22,7 +22,7 @@ def test_force_release_survives_heartbeats_since_the_read(make_client, key):
     assert released.is_released
     assert released.released_by == "alice (support)"
     assert released.fencing_token == lease.fencing_token
-    assert lease.wait_until_lost(HEARTBEAT + 0.5)
+    assert lease.wait_until_lost(PATIENCE)
 
 
 def test_force_release_of_a_lock_that_changed_hands_changes_nothing(make_client, key):

@@ -12,7 +12,7 @@ from dynalock_django.dynamodb import DynamoDBUnavailable, LockLost
 from dynalock_django.dynamodb.leases.lease import record_of
 from dynalock_django.dynamodb.leases.lease_record import RAN_OUT
 
-from ..dynamodb_support import HEARTBEAT, LEASE, FaultInjector, RequestCounter
+from ..dynamodb_support import LEASE, PATIENCE, FaultInjector, RequestCounter
 from .fake_clock import FakeClock
 
 pytestmark = pytest.mark.stores
@@ -93,7 +93,7 @@ def test_with_block_exception_is_never_swallowed_even_if_release_fails(make_clie
     def body_that_fails_after_losing_the_lock():
         with client.lock(key) as lease:
             operator.force_release(operator.get(key), released_by="test")
-            assert lease.wait_until_lost(HEARTBEAT + 0.5)
+            assert lease.wait_until_lost(PATIENCE)
             raise ZeroDivisionError
 
     with pytest.raises(ZeroDivisionError) as caught:
@@ -107,7 +107,7 @@ def test_with_block_that_lost_its_lock_raises_lock_lost_at_the_end(make_client, 
     def body_that_loses_the_lock():
         with client.lock(key) as lease:
             operator.force_release(operator.get(key), released_by="test")
-            assert lease.wait_until_lost(HEARTBEAT + 0.5)
+            assert lease.wait_until_lost(PATIENCE)
 
     with pytest.raises(LockLost):
         body_that_loses_the_lock()

@@ -8,7 +8,7 @@ import pytest
 
 from dynalock_django.dynamodb import LockNotAcquired
 
-from ..dynamodb_support import HEARTBEAT, LEASE, RequestCounter, without_old_item_on_refusal
+from ..dynamodb_support import LEASE, PATIENCE, RequestCounter, without_old_item_on_refusal
 from ..java_client import JavaLockClient
 from .test_malformed_items import GOOD, put
 
@@ -35,7 +35,7 @@ def test_take_over_of_the_read_holding_survives_heartbeats_and_issues_a_greater_
     assert not stored.is_released
     assert f"Lock {key!r} held by {holder.owner_name!r} was taken over by 'support:alice'" in caplog.messages
     # The old holder hears it at its next heartbeat.
-    assert lease.wait_until_lost(HEARTBEAT + 0.5)
+    assert lease.wait_until_lost(PATIENCE)
     assert "was taken over by 'support:alice'" in lease.lost_reason
     assert lease.lost_to.owner_name == "support:alice"
     taken.release()
