@@ -98,12 +98,12 @@ def test_try_acquire_when_dynamodb_is_down_raises_instead_of_saying_held(make_cl
         client.try_acquire(key)
 
 
-def test_heartbeat_whose_answer_was_lost_keeps_the_lease(make_client, dynamodb, key):
-    client = make_client(dynamodb)
+def test_heartbeat_whose_answer_was_lost_keeps_the_lease(make_client, dynamodb, key, virtual_clock):
+    client = make_client(dynamodb, clock=virtual_clock)
     faults = FaultInjector(dynamodb)
     lease = client.acquire(key)
     faults.lose_response("UpdateItem", times=2)
-    time.sleep(3 * LEASE)
+    virtual_clock.advance(3 * LEASE)
     assert faults.injected["UpdateItem"] == 2
     assert lease.is_held()
     assert client.get(key).record_version_number == lease.record_version_number
