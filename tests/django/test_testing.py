@@ -8,9 +8,11 @@ its own, without this suite's conftest, settings or AWS variables.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 from typing import ClassVar
 
 from django.conf import settings
@@ -86,16 +88,6 @@ def test_with_the_fixture(dynalock_table):
         assert get_client().get("job").fencing_token == lease.fencing_token
 
 
-def test_in_memory_a_dead_workers_lock_is_taken_over_a_lease_later(dynalock_in_memory):
-    other = dynalock_in_memory.new_client()
-    dead = other.acquire("nightly")
-    other.close(release=False)
-    assert get_client().try_acquire("nightly") is None
-    dynalock_in_memory.advance(get_client().lease_duration)
-    lease = get_client().try_acquire("nightly")
-    assert lease.fencing_token > dead.fencing_token
-
-
 class EditTests(DynalockTestMixin, TestCase):
     dynalock_overrides = {"LEASE_DURATION": 2.0, "HEARTBEAT_PERIOD": 0.5}
 
@@ -106,11 +98,19 @@ class EditTests(DynalockTestMixin, TestCase):
 """
 
 
+def in_memory_example() -> str:
+    """The test docs/django/testing.md shows first (its in-memory example), as written there."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "django" / "testing.md").read_text()
+    [block] = [code for code in re.findall(r"```python\n(.*?)```", text, re.DOTALL) if "dynalock_in_memory" in code]
+    return block
+
+
 def test_a_users_project_gets_working_tables_from_the_docs_setup_alone(tmp_path):
-    """docs/django/testing.md, followed: the plugin in conftest.py, the fixture and the mixin."""
+    """docs/django/testing.md, followed: the plugin in conftest.py, its in-memory example, the fixture, the mixin."""
     (tmp_path / "user_settings.py").write_text(USER_SETTINGS)
     (tmp_path / "conftest.py").write_text('pytest_plugins = ["dynalock_django.testing"]\n')
     (tmp_path / "test_user.py").write_text(textwrap.dedent(USER_TESTS))
+    (tmp_path / "test_in_memory.py").write_text(in_memory_example())
     env = {name: value for name, value in os.environ.items() if not name.startswith(("AWS_", "DYNALOCK_", "DJANGO_"))}
     env |= {"DJANGO_SETTINGS_MODULE": "user_settings", "PYTHONPATH": str(tmp_path)}
     done = subprocess.run(
