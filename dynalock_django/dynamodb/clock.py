@@ -11,6 +11,7 @@ also decides when those threads wake.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import threading
 import time
@@ -56,6 +57,19 @@ def start_thread(clock: Clock, target: Callable[[], object], name: str) -> threa
         clock.follow(thread)
     thread.start()
     return thread
+
+
+async def pause(clock: Clock, seconds: float) -> None:
+    """A coroutine's wait of ``seconds`` of ``clock``: on its event loop in real time; on a virtual clock, by moving it.
+
+    A virtual clock moves by each pausing coroutine's seconds in turn (two coroutines pausing one
+    second each move it two): time only goes forward, and every wait ends.
+    """
+    if isinstance(clock, VirtualClock):
+        await asyncio.sleep(0)  # the loop's other coroutines run first
+        clock.advance(seconds)
+    else:
+        await asyncio.sleep(seconds)
 
 
 @dataclass(frozen=True)

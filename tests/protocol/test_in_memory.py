@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import warnings
 from collections.abc import Callable, Iterator
@@ -170,3 +171,19 @@ def test_a_request_moto_does_not_know_is_refused_not_sent(memory: InMemoryDynamo
 def test_a_fault_count_is_a_whole_number_of_requests(memory: InMemoryDynamoDB, count: Any) -> None:
     with pytest.raises(ValueError, match="1 or more"):
         memory.faults.lose_answers(count)
+
+
+def test_a_coroutine_waiting_for_a_held_lock_moves_the_virtual_clock_and_its_wait_ends(
+    new_client: Callable[..., LockClient], virtual_clock: VirtualClock
+) -> None:
+    holder, waiter = new_client(), new_client()
+    dead = holder.acquire("k")
+    holder.close(release=False)
+    started = virtual_clock.monotonic()
+    lease = asyncio.run(waiter.aacquire("k", timeout=3 * LEASE))
+    assert virtual_clock.monotonic() - started >= LEASE
+    assert lease.fencing_token > dead.fencing_token
+    live = waiter.acquire("live")
+    with pytest.raises(LockTimeout):
+        asyncio.run(new_client().aacquire("live", timeout=3 * LEASE))
+    assert live.is_held()

@@ -3,7 +3,8 @@
 The same plans decide (:mod:`.plan`, :mod:`.group_plan`), and
 each attempt is the sync acquirer's own (:meth:`.Acquirer.attempt`,
 :meth:`.GroupAcquirer.attempt`): a request or a few, never a wait. What
-differs is only the waiting: ``asyncio.sleep`` between attempts, and
+differs is only the waiting: a pause on the event loop between attempts
+(:func:`.clock.pause`: ``asyncio.sleep``, or a move of a virtual clock), and
 :mod:`.turns` while this client holds the lock, so a waiting
 coroutine costs no thread. A lease won by an attempt whose caller was
 cancelled meanwhile is released, not leaked.
@@ -11,13 +12,13 @@ cancelled meanwhile is released, not leaked.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .. import telemetry
+from ..clock import pause
 from ..exceptions import ClientClosed
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ class AsyncAcquirer:
             delay = plan.delay(self._clock.monotonic())
             if delay is None:
                 return None
-            await asyncio.sleep(delay)
+            await pause(self._clock, delay)
 
     def _held_here(self, plan: Acquisition) -> None:
         """The deadline came while another holder of this client, or a coroutine before us, had the lock."""
@@ -125,7 +126,7 @@ class AsyncAcquirer:
                 delay = plan.delay(self._clock.monotonic())
                 if delay is None:
                     break
-                await asyncio.sleep(delay)
+                await pause(self._clock, delay)
         finally:
             if any(key_plan.unanswered for key_plan in plan.plans.values()):
                 with contextlib.suppress(ClientClosed):
