@@ -34,8 +34,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def dynalock(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     """DYNALOCK pointed at a lock table of this test's own, with the suite's short leases: on the in-process
     store, or on the local endpoint for a test whose other processes need a server (``@pytest.mark.processes``)
-    or that is about the endpoint itself (``@pytest.mark.stores``: its checks, a proxy in front of it)."""
-    if request.node.get_closest_marker("processes") or request.node.get_closest_marker("stores"):
+    or that is about the endpoint itself (``@pytest.mark.stores``: its checks, a proxy in front of it), and for
+    the chaos runs' workers."""
+    if any(request.node.get_closest_marker(tier) for tier in ("processes", "stores", "chaos")):
         shared_endpoint_url()  # started here unless already: lock_table uses it
         with lock_table(**SHORT_LEASE_SETTINGS) as settings:
             yield settings

@@ -81,6 +81,7 @@ def test_a_model_without_a_fencing_field_is_a_clear_error():
 
 
 @pytest.mark.slow
+@pytest.mark.processes
 @pytest.mark.parametrize("fenced", [True, False], ids=["fenced", "unfenced-control"])
 def test_a_holder_paused_past_its_lease_cannot_overwrite_the_next_holders_write(fenced, dynalock, tmp_path):
     """Real processes: A holds, is SIGSTOPped past its lease, B takes over and writes, A resumes and writes."""

@@ -141,7 +141,14 @@ def test_force_release_needs_its_own_permission(viewer):
     lease.release()
 
 
-def test_force_release_confirms_who_holds_it_then_releases_and_logs(releaser, customer, django_user_model):
+@pytest.fixture
+def long_lease(dynalock):
+    """A lease no loaded machine loses between two renewals; the heartbeat still comes every quarter second."""
+    with override_settings(DYNALOCK={**dynalock, "LEASE_DURATION": 30.0}):
+        yield
+
+
+def test_force_release_confirms_who_holds_it_then_releases_and_logs(long_lease, releaser, customer, django_user_model):
     alice = django_user_model.objects.create_user("alice")
     lease = lock_object(customer, user=alice).acquire()
     client = logged_in(releaser)

@@ -16,6 +16,8 @@ LEASE, HEARTBEAT = 10.0, 2.5
 
 
 @pytest.mark.slow
+@pytest.mark.stores
+@pytest.mark.requires("http_endpoint")
 def test_a_hundred_leases_behind_a_slow_link_are_all_still_held_after_three_periods(make_client, endpoint_url):
     with FaultProxy(endpoint_url, FaultRates(latency=1.0, latency_seconds=0.010), seed=1) as proxy:
         client = make_client(
