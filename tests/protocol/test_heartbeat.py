@@ -16,18 +16,16 @@ from dynalock_django.dynamodb import LockLost
 from ..dynamodb_support import HEARTBEAT, LEASE, PATIENCE, FaultInjector, RequestCounter, stored_and_own_version
 
 
-def test_heartbeat_renews_at_most_once_per_period_with_a_new_version(make_client, dynamodb, key):
-    client = make_client(dynamodb)
+def test_heartbeat_renews_at_most_once_per_period_with_a_new_version(make_client, dynamodb, key, virtual_clock):
+    client = make_client(dynamodb, clock=virtual_clock)
     lease = client.acquire(key)
     counter = RequestCounter(dynamodb)
-    started = time.monotonic()
     versions = {lease.record_version_number}
     for _ in range(8):
-        time.sleep(HEARTBEAT / 2)
+        virtual_clock.advance(HEARTBEAT / 2)
         versions.add(client.get(key).record_version_number)
-    elapsed_periods = (time.monotonic() - started) / HEARTBEAT  # the sleeps and reads, however long they took
     renewals = counter.calls["UpdateItem"]
-    assert 1 <= renewals <= elapsed_periods + 1
+    assert 3 <= renewals <= 4 + 1  # four periods passed: one renewal each, give or take the jitter
     assert len(versions) >= renewals  # each renewal wrote a fresh version
     assert lease.is_held()
     assert 0 < lease.remaining() <= LEASE
@@ -59,14 +57,13 @@ def test_lock_taken_away_is_reported_lost_at_the_next_renewal(make_client, key):
         lease.release()
 
 
-def test_transient_errors_are_retried_without_losing_the_lease(make_client, dynamodb, key):
-    # Three leases' time: three failed renewals and their backoffs fit even when a loaded machine runs them late.
-    client = make_client(dynamodb, lease_duration=3 * LEASE)
+def test_transient_errors_are_retried_without_losing_the_lease(make_client, dynamodb, key, virtual_clock):
+    client = make_client(dynamodb, clock=virtual_clock)
     faults = FaultInjector(dynamodb)
     lease = client.acquire(key)
-    # Three renewals in a row are throttled, then DynamoDB recovers.
+    # Three renewals in a row are throttled, then DynamoDB recovers: the retries come within the lease.
     faults.fail("UpdateItem", "ThrottlingException", 400, times=3)
-    time.sleep(2 * LEASE)
+    virtual_clock.advance(2 * LEASE)
     assert faults.injected["UpdateItem"] == 3
     assert lease.is_held()
     stored, own = stored_and_own_version(client, lease)
@@ -92,8 +89,8 @@ def test_a_lease_that_cannot_be_renewed_is_lost_when_its_safe_time_ends(make_cli
     assert lease.release() is True
 
 
-def test_a_failing_callback_does_not_stop_other_leases(make_client, key):
-    client, operator = make_client(), make_client()
+def test_a_failing_callback_does_not_stop_other_leases(make_client, key, virtual_clock):
+    client, operator = make_client(clock=virtual_clock), make_client(clock=virtual_clock)
 
     def broken(lease):
         raise RuntimeError("callback bug")
@@ -102,7 +99,7 @@ def test_a_failing_callback_does_not_stop_other_leases(make_client, key):
     second = client.acquire(key + "-2")
     operator.force_release(operator.get(key), released_by="test")
     assert first.wait_until_lost(PATIENCE)
-    time.sleep(2 * LEASE)
+    virtual_clock.advance(2 * LEASE)
     assert second.is_held()
     second.release()
 
