@@ -39,7 +39,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--store",
         action="append",
         choices=[*store_names(), MEMORY],
-        help="Run the tests that take an endpoint (tests/protocol, the installed package) on this store only "
+        help="Run the tests that take an endpoint (tests/dynamodb, the installed package) on this store only "
         f"(default: each of {', '.join(store_names())}); repeat for several.",
     )
 
@@ -63,7 +63,7 @@ def default_tier(path: str) -> str:
     for folder, tier in (("tests/chaos/", "chaos"), ("tests/installed/", "processes"), ("tests/django/", "django")):
         if folder in path:
             return tier
-    return "protocol" if "tests/protocol/" in path else "unit"
+    return "protocol" if "tests/dynamodb/" in path else "unit"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -25,7 +25,7 @@ def test_the_readme_pyproject_and_conftest_name_the_same_tiers():
 @pytest.mark.parametrize(
     ("path", "tier"),
     [
-        ("tests/protocol/test_heartbeat.py", "protocol"),
+        ("tests/dynamodb/leases/test_heartbeat.py", "protocol"),
         ("tests/django/test_locks.py", "django"),
         ("tests/django/test_admin_browser.py", "browser"),
         ("tests/chaos/test_checker.py", "chaos"),

@@ -38,7 +38,7 @@ RECOMMENDED = {
 }
 HUNG = 3600.0  # seconds: longer than any run; hang(0) ends it
 # Each key's condition names at most MAX_UNANSWERED lost versions, each under this many bytes (quoted,
-# with its placeholder): the bound of the third table, as in tests/protocol/test_bad_day.py.
+# with its placeholder): the bound of the third table, as in tests/dynamodb/aws/test_bad_day.py.
 BYTES_PER_LOST_VERSION = 64
 
 

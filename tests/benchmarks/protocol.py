@@ -20,6 +20,7 @@ from typing import Any
 from dynalock_django.dynamodb import LockClient
 from dynalock_django.dynamodb.aws.local_server import LocalDynamoDB
 
+from ..dynamodb import processes
 from ..dynamodb_support import (
     ENDPOINT_ENV,
     HEARTBEAT,
@@ -29,7 +30,6 @@ from ..dynamodb_support import (
     short_lease_client,
     unique,
 )
-from ..protocol import processes
 
 spawn = multiprocessing.get_context("spawn")
 Row = tuple[str, str, str]

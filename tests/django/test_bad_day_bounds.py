@@ -3,7 +3,7 @@ raises within its timeout plus one read time-out (docs/operations.md), through t
 the suite's store.
 
 Times are asserted in the safe direction only (at most the bound plus a slack for a loaded machine); the
-rules are unit-tested on a fake clock (tests/protocol/test_deadlines.py). The breaker is off, so each call
+rules are unit-tested on a fake clock (tests/dynamodb/aws/test_deadlines.py). The breaker is off, so each call
 shows the deadline alone: with it on, each would fail even sooner.
 """
 
@@ -24,7 +24,7 @@ from dynalock_django.exceptions import DynamoDBUnavailable
 from dynalock_django.leader import run_while_leader
 
 from ..chaos.proxy import FaultProxy, FaultRates
-from ..protocol.test_bad_day import BAD_DAY_BOTOCORE, READ_TIMEOUT, SLACK
+from ..dynamodb.aws.test_bad_day import BAD_DAY_BOTOCORE, READ_TIMEOUT, SLACK
 from .testapp.models import Account
 
 pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]

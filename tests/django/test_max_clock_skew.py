@@ -10,8 +10,8 @@ from dynalock_django.dynamodb import LockClient, LockTimeout
 from dynalock_django.leader import Leadership
 from dynalock_django.locks import lock_key
 
+from ..dynamodb.fake_clock import OffsetClock
 from ..dynamodb_support import HEARTBEAT, LEASE, RequestCounter, make_dynamodb
-from ..protocol.fake_clock import OffsetClock
 
 pytestmark = pytest.mark.uses_dynalock
 

@@ -18,8 +18,8 @@ from dynalock_django.signals import lease_acquired, lease_lost, lease_released, 
 from dynalock_django.tasks import current_token, enqueue_unique, lock_task
 from dynalock_django.tasks.holder_watch import acquire_unless_alive
 
+from ...dynamodb.fake_clock import FakeClock
 from ...dynamodb_support import LEASE, PATIENCE, make_dynamodb, short_lease_client, unique
-from ...protocol.fake_clock import FakeClock
 from . import jobs
 
 pytestmark = pytest.mark.uses_dynalock
