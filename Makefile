@@ -69,7 +69,7 @@ VENV6 ?= .venv-django6
 screenshots: $(STAMP)
 	$(MAKE) $(VENV6)/.installed VENV=$(VENV6) PYTHON=$(PYTHON6) EXTRA_REQUIREMENTS='"Django>=6,<7"'
 	for python in $(BIN)/python $(VENV6)/bin/python; do \
-		DYNALOCK_SCREENSHOTS=docs/images $$python -m pytest -q -p no:randomly tests/django/test_admin_layout_browser.py || exit 1; \
+		DYNALOCK_SCREENSHOTS=docs/images $$python -m pytest -q -p no:randomly tests/django/admin/test_admin_layout_browser.py || exit 1; \
 	done
 
 clean:

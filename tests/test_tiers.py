@@ -27,7 +27,7 @@ def test_the_readme_pyproject_and_conftest_name_the_same_tiers():
     [
         ("tests/dynamodb/leases/test_heartbeat.py", "protocol"),
         ("tests/django/test_locks.py", "django"),
-        ("tests/django/test_admin_browser.py", "browser"),
+        ("tests/django/admin/test_admin_browser.py", "browser"),
         ("tests/chaos/test_checker.py", "chaos"),
         ("tests/installed/test_installed_package.py", "processes"),
         ("tests/test_readme.py", "unit"),

@@ -12,9 +12,9 @@ from django.test import override_settings
 from dynalock_django import lock_key
 from dynalock_django.client import get_client
 
-from ..dynamodb_support import create_bare_table, unique
-from ..java_client import JavaLockClient
-from .admin_support import LIVE_LOCKS, logged_in
+from ...dynamodb_support import create_bare_table, unique
+from ...java_client import JavaLockClient
+from ..admin_support import LIVE_LOCKS, logged_in
 
 pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 

@@ -24,13 +24,13 @@ from dynalock_django.keys import key_for_instance
 from testproject.desk.admin import CustomerAdmin
 from testproject.desk.models import Customer
 
-from .admin_support import DESK_EDITOR, logged_in
-from .browser import CHROMIUM, PAGE_PATIENCE_MS, launch_chromium
+from ..admin_support import DESK_EDITOR, logged_in
+from ..browser import CHROMIUM, PAGE_PATIENCE_MS, launch_chromium
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.uses_dynalock]
 
 EDIT_LEASE = 3.0  # the page renews every second
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
+SCREENSHOTS = Path(__file__).resolve().parents[3] / "var" / "screenshots"
 
 if not Path(CHROMIUM).exists():
     if os.environ.get("DYNALOCK_REQUIRE_BROWSER"):

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from .browser import PAGE_PATIENCE_MS
+from ..browser import PAGE_PATIENCE_MS
 from .test_admin_browser import (  # noqa: F401 (fixtures, and helpers)
     _database_before_live_server,
     banner,

@@ -21,9 +21,9 @@ from dynalock_django.exceptions import StaleFencingToken
 from dynalock_django.fencing import fenced_refresh, fenced_save
 from testproject.desk.models import Customer
 
-from ..chaos.proxy import FaultProxy, FaultRates
-from ..dynamodb_support import RequestCounter
-from .admin_support import LIVE_LOCKS, logged_in
+from ...chaos.proxy import FaultProxy, FaultRates
+from ...dynamodb_support import RequestCounter
+from ..admin_support import LIVE_LOCKS, logged_in
 from .test_admin_edit_lock import change_url, customer_form, open_page, ticket_of
 
 pytestmark = [pytest.mark.stores, pytest.mark.django_db, pytest.mark.uses_dynalock]

@@ -18,8 +18,8 @@ from dynalock_django.keys import key_for_instance
 from dynalock_django.leader import EXIT_LEASE_LOST
 from dynalock_django.payload import LockData
 
-from ..dynamodb_support import FaultInjector, still_building, unique
-from .testapp.models import Account
+from ...dynamodb_support import FaultInjector, still_building, unique
+from ..testapp.models import Account
 
 pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 

@@ -26,12 +26,12 @@ from dynalock_django.keys import key_for_instance
 from dynalock_django.payload import LockData
 from testproject.desk.models import Customer
 
-from .admin_support import DESK_EDITOR, LIVE_LOCKS, RELEASE, logged_in
-from .browser import CHROMIUM, launch_chromium
+from ..admin_support import DESK_EDITOR, LIVE_LOCKS, RELEASE, logged_in
+from ..browser import CHROMIUM, launch_chromium
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.uses_dynalock]
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SCREENSHOTS = Path(os.environ.get("DYNALOCK_SCREENSHOTS") or ROOT / "var" / "screenshots")
 DESKTOP, PHONE = {"width": 1280, "height": 800}, {"width": 390, "height": 844}
 

@@ -13,8 +13,8 @@ from dynalock_django.client import get_client
 from dynalock_django.keys import key_for_instance
 from dynalock_django.payload import LockData
 
-from ..dynamodb_support import PATIENCE
-from .admin_support import LIVE_LOCKS, RELEASE, logged_in, put_item
+from ...dynamodb_support import PATIENCE
+from ..admin_support import LIVE_LOCKS, RELEASE, logged_in, put_item
 
 pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
@@ -269,7 +269,7 @@ def test_the_lock_models_inherited_admin_urls_are_gone_and_log_links_lead_to_the
 
 
 def test_an_unmapped_dynamodb_error_shows_a_reference_not_its_text(viewer, caplog):
-    from ..dynamodb_support import FaultInjector
+    from ...dynamodb_support import FaultInjector
 
     faults = FaultInjector(get_client().dynamodb)
     secret = "arn:aws:dynamodb:us-east-1:123456789012:table/dynalock is not authorized"

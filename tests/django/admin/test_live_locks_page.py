@@ -10,7 +10,7 @@ import pytest
 from dynalock_django import lock_object
 from dynalock_django.admin.live_locks_page import since
 
-from .admin_support import LIVE_LOCKS, held_by_user, logged_in
+from ..admin_support import LIVE_LOCKS, held_by_user, logged_in
 
 pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 

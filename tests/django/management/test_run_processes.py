@@ -22,8 +22,8 @@ from dynalock_django.leader import EXIT_LEASE_LOST
 from dynalock_django.locks import lock_key
 from dynalock_django.supervised import FENCING_TOKEN_ENV
 
-from ..dynamodb_support import HEARTBEAT, LEASE, PATIENCE
-from .processes import ROOT, is_running, manage_py_environment, wait_for
+from ...dynamodb_support import HEARTBEAT, LEASE, PATIENCE
+from ..processes import ROOT, is_running, manage_py_environment, wait_for
 
 pytestmark = [pytest.mark.processes, pytest.mark.uses_dynalock]
 

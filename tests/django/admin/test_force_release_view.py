@@ -10,8 +10,8 @@ from dynalock_django import lock_key
 from dynalock_django.client import get_client
 from dynalock_django.keys import key_for_name
 
-from ..dynamodb_support import FaultInjector
-from .admin_support import RELEASE, browser, held_by, release_form, with_token
+from ...dynamodb_support import FaultInjector
+from ..admin_support import RELEASE, browser, held_by, release_form, with_token
 
 pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
