@@ -19,8 +19,20 @@ from dynalock_django.conf import MAX_PAGE_SECONDS
 from dynalock_django.dynamodb import LockClient
 
 from ..dynamodb_support import SHORT_LEASE_SETTINGS, create_bare_table, make_dynamodb, unique
+from .admin_support import PATIENT
 
 pytestmark = pytest.mark.stores
+
+# A server's patience: these checks are about the table, not about time (a loaded machine answers late).
+PATIENT_CLIENT = {"read_timeout": 10, "connect_timeout": 1}
+
+
+@pytest.fixture
+def dynalock(dynalock):
+    """The suite's table on the local endpoint, with time-outs a loaded machine meets."""
+    patient = {**dynalock, **PATIENT}
+    with override_settings(DYNALOCK=patient):
+        yield patient
 
 
 @pytest.fixture
@@ -156,7 +168,7 @@ def test_e020_missing_table_says_run_createtable(dynalock):
 @pytest.mark.uses_dynalock
 def test_e021_a_table_with_another_key_schema(dynalock):
     name = unique("wrong-schema")
-    make_dynamodb(dynalock["ENDPOINT_URL"]).create_table(
+    make_dynamodb(dynalock["ENDPOINT_URL"], **PATIENT_CLIENT).create_table(
         TableName=name,
         KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
         AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "N"}],
@@ -176,7 +188,7 @@ def test_e022_an_unreachable_endpoint(configured):
 @pytest.mark.uses_dynalock
 def test_w020_a_table_without_ttl_is_the_only_finding(dynalock):
     name = unique("no-ttl")
-    LockClient(make_dynamodb(dynalock["ENDPOINT_URL"]), name, ttl_attribute=None).create_table()
+    LockClient(make_dynamodb(dynalock["ENDPOINT_URL"], **PATIENT_CLIENT), name, ttl_attribute=None).create_table()
     with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": name}):
         ids = [message.id for message in check_table()]
     assert ids == ["dynalock.W020"]
@@ -185,7 +197,7 @@ def test_w020_a_table_without_ttl_is_the_only_finding(dynalock):
 @pytest.mark.uses_dynalock
 def test_w021_a_table_without_the_live_locks_index(dynalock):
     name = unique("no-index")
-    dynamodb = make_dynamodb(dynalock["ENDPOINT_URL"])
+    dynamodb = make_dynamodb(dynalock["ENDPOINT_URL"], **PATIENT_CLIENT)
     create_bare_table(dynamodb, name)
     dynamodb.update_time_to_live(TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": "ttl"})
     with override_settings(DYNALOCK={**dynalock, "TABLE_NAME": name}):
