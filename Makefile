@@ -26,11 +26,19 @@ $(NODE_STAMP): package.json package-lock.json
 ## (pytest-randomly; -p no:randomly for the file order), measuring coverage of dynalock_django: it fails under the
 ## [tool.coverage.report] fail_under of pyproject.toml. On Python 3.12+ coverage measures through sys.monitoring: a
 ## fraction of its C tracer's cost (3.11 has only the tracer); COVERAGE_CORE, set, chooses. LINT= leaves out the lint
-## (CI lints on one leg only).
+## (CI lints on one leg only). No test is rerun.
 LINT ?= lint
+## First the tiers that run in this process on the in-process store (unit, protocol, django), on every core; then,
+## one at a time, the tiers that start servers, browsers and processes; one coverage report for both.
+IN_PROCESS_TIERS = (unit or protocol or django) and not slow
 test: $(LINT) $(STAMP) $(NODE_STAMP)
-	COVERAGE_CORE="$${COVERAGE_CORE:-$$($(BIN)/python -c 'import sys; print("sysmon" if sys.version_info >= (3, 12) else "ctrace")')}" \
-		$(BIN)/python -m pytest --cov --cov-report=term --durations=15 $(PYTEST_ARGS)
+	export COVERAGE_CORE="$${COVERAGE_CORE:-$$($(BIN)/python -c 'import sys; print("sysmon" if sys.version_info >= (3, 12) else "ctrace")')}"; \
+	status=0; \
+	$(BIN)/python -m pytest -n auto -m "$(IN_PROCESS_TIERS)" --cov --cov-report= --cov-fail-under=0 --durations=5 \
+		$(PYTEST_ARGS) || status=$$?; \
+	$(BIN)/python -m pytest -m "not ($(IN_PROCESS_TIERS))" --cov --cov-append --cov-report=term --durations=15 \
+		$(PYTEST_ARGS) || status=$$?; \
+	exit $$status
 
 ## The minute-by-minute loop: the unit, protocol, stores and django tiers, every test that takes a store on the
 ## in-process one (no node, no Java, no browser, no other process), with the coverage of dynalock_django it reaches
