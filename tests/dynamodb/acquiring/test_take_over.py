@@ -132,8 +132,9 @@ def test_take_over_for_a_browser_tab_gives_a_detached_lease(make_client, key):
     assert handle.release() is True
 
 
-def test_taking_over_a_lock_this_client_holds_ends_its_old_lease_at_once(make_client, key):
-    client = make_client()
+def test_taking_over_a_lock_this_client_holds_ends_its_old_lease_at_once(make_client, key, virtual_clock):
+    # On the virtual clock: the old lease cannot run out on its own first, however loaded the machine.
+    client = make_client(clock=virtual_clock)
     old = client.acquire(key)
     new = client.take_over(client.get(key))
     assert old.wait_until_lost(0)
