@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from typing import TYPE_CHECKING, Any, cast
 
 from botocore.awsrequest import AWSResponse
@@ -93,7 +94,7 @@ class InMemoryDynamoDB:
         if isinstance(self.clock, VirtualClock):
             self.clock.jump(seconds)
         else:
-            threading.Event().wait(seconds)
+            time.sleep(seconds)  # a real hung request costs real time
 
     def _retry_at_once(self, *, attempts: int, response: Any, **_: Any) -> float | None:
         """botocore backs off up to a second of real time before retrying throttling; an injected one, not at all."""
