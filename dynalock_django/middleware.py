@@ -13,7 +13,8 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.utils.deprecation import MiddlewareMixin
 
-from .decorators import locked_response, unavailable_response
+from .contention import locked_response
+from .decorators import unavailable_response
 from .exceptions import DynamoDBUnavailable, LockTimeout
 
 

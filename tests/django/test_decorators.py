@@ -95,7 +95,7 @@ def test_contention_for_a_browser_renders_the_template(member, account, other_ho
     response = member.get(f"/accounts/{account.pk}/", headers={"accept": "text/html"})
     assert response.status_code == 423
     assert "dynalock_django/locked.html" in [t.name for t in response.templates]
-    assert b"It is locked by bob" in response.content
+    assert b"bob has been editing it since" in response.content
     held.release()
 
 
@@ -109,7 +109,7 @@ def test_anonymous_requests_are_not_told_who_holds_the_lock_unless_configured(cl
     identity = other_holder.owner_name  # host name, process id and a random part
     assert identity not in as_json.content.decode()
     assert identity not in as_html.content.decode()
-    assert b"It is locked since" in as_html.content
+    assert b"Someone else has been working on it since" in as_html.content
     with override_settings(DYNALOCK={**dynalock, "SHOW_HOLDER_TO_ANONYMOUS": True}):
         told = client.get(f"/accounts/{account.pk}/", headers={"accept": "application/json"})
     assert told.json()["holder"] == identity

@@ -47,3 +47,15 @@ def test_missing_and_odd_fields_read_as_their_defaults_or_as_text():
 def test_the_holder_is_the_user_or_else_the_host_and_process():
     assert LockData(username="alice", host="web-1", pid=42).holder == "alice"
     assert LockData(host="web-1", pid=42).holder == "web-1 (pid 42)"
+
+
+def test_lone_surrogates_are_made_the_replacement_character_when_read_and_when_written():
+    read = LockData.from_bytes(marked(username="a\ud800", purpose="\udfff", extra={"k\ud800": ["\udc00"]}))
+    assert read == LockData(purpose="\ufffd", username="a\ufffd", host="", pid=0, extra={"k\ufffd": ["\ufffd"]})
+    written = LockData(purpose="from a JSON body \ud800").to_bytes()
+    assert b"\\ud800" not in written
+    assert LockData.from_bytes(written).purpose == "from a JSON body \ufffd"
+
+
+def test_invalid_utf8_reads_as_the_replacement_character():
+    assert LockData.from_bytes(b'{"dynalock":1,"username":"bob\xed\xa0\x80"}').username == "bob\ufffd\ufffd\ufffd"

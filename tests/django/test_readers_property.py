@@ -85,7 +85,22 @@ numbers = st.one_of(
     st.integers(-(10**20), 10**20).map(str),
 )
 # JSON numbers past a float (1e400), Infinity and NaN (Python's json writes and reads them), and any type.
-JSON_ODDITIES = ["1e400", "-1e400", "Infinity", "-Infinity", "NaN", "1e308", "1" + "0" * 125, '"1e400"', "[1]", "{}"]
+# And lone surrogates, which JSON may spell but no UTF-8 page can hold.
+JSON_ODDITIES = [
+    "1e400",
+    "-1e400",
+    "Infinity",
+    "-Infinity",
+    "NaN",
+    "1e308",
+    "1" + "0" * 125,
+    '"1e400"',
+    "[1]",
+    "{}",
+    '"\\ud800"',
+    '"a\\udfffb"',
+    '{"\\udc00": ["\\ud800"]}',
+]
 json_values = st.one_of(
     st.sampled_from(JSON_ODDITIES),
     st.none().map(lambda _: "null"),
@@ -240,6 +255,7 @@ def test_every_reader_survives_any_item_and_escapes_it(customer, make_staff, dja
     @example(item={**HOSTILE_PAYLOAD, "data": {"B": b'{"dynalock":1,"pid":1e400}'}}, key="desk.customer:1")
     @example(item={**HOSTILE_PAYLOAD, "data": {"B": b'{"dynalock":1,"pid":Infinity}'}}, key="x")
     @example(item=HOSTILE_PAYLOAD, key="y")
+    @example(item={**MARKED_UP, "data": {"B": b'{"dynalock":1,"username":"\\ud800","purpose":"\\udfff"}'}}, key="s")
     @example(item={**OVERFLOWING, "renewedAt": {"N": "1700000000000"}}, key="z")
     @example(item={**MARKED_UP, "waiters": {"S": "not a map"}}, key="w")
     def check(item: dict[str, Any], key: str) -> None:

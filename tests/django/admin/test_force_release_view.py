@@ -51,6 +51,29 @@ def test_the_release_is_of_the_holding_confirmed_not_of_whoever_holds_it_now(car
     assert not LogEntry.objects.exists()
 
 
+def test_an_old_confirmation_cannot_release_a_newer_holding_of_the_same_owner(carol, other_holder):
+    """A client keeps its owner name across release and re-acquire: the fencing token tells the holdings apart."""
+    first = other_holder.acquire("report")
+    client = browser(carol)
+    confirmation = client.get(RELEASE, {"key": "report"})
+    assert confirmation.context["holding"] == (other_holder.owner_name, str(first.fencing_token))
+    old_form = release_form(get_client().get("report"))
+    first.release()
+    second = other_holder.acquire("report")  # the same owner again, a newer holding, before carol clicked
+    assert second.fencing_token > first.fencing_token
+
+    response = client.post(RELEASE, old_form, follow=True)
+
+    stored = get_client().get("report")
+    assert not stored.is_released
+    assert stored.fencing_token == second.fencing_token
+    assert second.is_held()
+    assert "Nothing was released" in response.content.decode()
+    assert response.context["holding"] == (other_holder.owner_name, str(second.fencing_token))
+    assert not LogEntry.objects.exists()
+    second.release()
+
+
 @pytest.mark.parametrize(
     "key",
     [
