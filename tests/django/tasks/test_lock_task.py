@@ -284,6 +284,16 @@ def test_a_second_enqueue_while_one_is_queued_is_refused_until_it_starts(dummy_t
     enqueue_unique(jobs.django_queued, 4)
 
 
+def test_a_copy_starting_hands_its_marker_over_without_a_warning(dummy_tasks_backend, caplog):
+    """The marker's release is the normal hand-over from the queue to the run: no "force-released" WARNING."""
+    result = enqueue_unique(jobs.django_queued, 14)
+    with caplog.at_level(logging.DEBUG, logger="dynalock_django"):
+        jobs.django_queued.call(jobs.TaskContext(task_result=result), 14)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert any("released its queued marker" in message for message in caplog.messages)
+    enqueue_unique(jobs.django_queued, 14)  # the marker is free: another copy may be queued
+
+
 def test_a_copy_lost_in_the_queue_frees_its_key_after_the_queued_lease(dummy_tasks_backend):
     enqueue_unique(jobs.django_queued, 6)
     started = time.monotonic()
