@@ -18,19 +18,32 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..exceptions import DynamoDBUnavailable
 from ..wire.display import printable
 
-if TYPE_CHECKING:
-    from .lease import Lease
-
 logger = logging.getLogger("dynalock_django.release")
 
 
+class HeldLease(Protocol):
+    """What the rule reads of each lease a block held (a :class:`.lease.Lease`)."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def state(self) -> str: ...
+
+    @property
+    def release_unconfirmed(self) -> bool: ...
+
+    @property
+    def lease_duration(self) -> float: ...
+
+
 def release_at_block_end(
-    release: Callable[[], object], exc: BaseException | None, leases: Sequence[Lease]
+    release: Callable[[], object], exc: BaseException | None, leases: Sequence[HeldLease]
 ) -> DynamoDBUnavailable | None:
     """Release what a block held (``leases``); the release failure it let pass, else None (see the module)."""
     try:
@@ -41,7 +54,7 @@ def release_at_block_end(
 
 
 async def arelease_at_block_end(
-    arelease: Callable[[], Awaitable[object]], exc: BaseException | None, leases: Sequence[Lease]
+    arelease: Callable[[], Awaitable[object]], exc: BaseException | None, leases: Sequence[HeldLease]
 ) -> DynamoDBUnavailable | None:
     """:func:`release_at_block_end` for coroutines."""
     try:
@@ -52,7 +65,7 @@ async def arelease_at_block_end(
 
 
 def after_failed_release(
-    error: Exception, exc: BaseException | None, leases: Sequence[Lease]
+    error: Exception, exc: BaseException | None, leases: Sequence[HeldLease]
 ) -> DynamoDBUnavailable | None:
     """Apply the rule to a release of ``leases`` that raised ``error`` after a block that raised ``exc`` (or None).
 
@@ -77,7 +90,7 @@ def after_failed_release(
     raise error
 
 
-def released_unconfirmed(leases: Sequence[Lease]) -> bool:
+def released_unconfirmed(leases: Sequence[HeldLease]) -> bool:
     """Every lease was held to the end of its block and let go, and DynamoDB did not confirm some release.
 
     A lease lost during the block (or whose safe time ran out before the release) is "lost", not "released".
