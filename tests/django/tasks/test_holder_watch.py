@@ -122,3 +122,22 @@ def test_a_waiting_copy_waits_no_longer_than_its_timeout_whatever_the_item_claim
         send_invoice_or_wait()
     assert memory.clock.monotonic() - started <= 30.0 + REFRESH
     assert RUNS == []
+
+
+def test_a_duplicate_whose_run_ends_between_its_try_and_its_read_is_skipped(memory):
+    """The refused try saw the run; by the copy's read the run had released: it was alive, so skip."""
+    worker = memory.new_client()
+    run = worker.acquire("invoice")
+
+    def end_the_run_after_the_refused_try(**_: Any) -> None:
+        if run.state == "held":
+            run.release()
+
+    events = memory.client.dynamodb.meta.events
+    events.register("after-call.dynamodb.UpdateItem", end_the_run_after_the_refused_try)
+    try:
+        assert send_invoice() is None
+    finally:
+        events.unregister("after-call.dynamodb.UpdateItem", end_the_run_after_the_refused_try)
+    assert run.state == "released"
+    assert RUNS == []
