@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Sequence
 from types import TracebackType
 
-from .dynamodb import Lease, printable
+from .dynamodb import Lease, printable, release_at_block_end
 from .locks import KeyLock, lock_key
 from .supervised import SupervisedCommand
 
@@ -66,7 +66,8 @@ class Leadership:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
     ) -> None:
-        self.release()
+        # The block's exception wins; a release DynamoDB did not answer after success lets it stand.
+        release_at_block_end(self.release, exc, [] if self.lease is None else [self.lease])
 
 
 def run_while_leader(
@@ -96,6 +97,8 @@ def run_while_leader(
         leader.lost.set()
         return False
 
+    # The command's status is its own: a release DynamoDB did not answer after it ended does not change
+    # it (the lease, no longer renewed, frees itself within one lease; the failure is logged and counted).
     lease = leader.acquire()
     try:
         supervised = SupervisedCommand(
@@ -106,8 +109,10 @@ def run_while_leader(
             if leader.lost.is_set():  # lost before the command started: the callback had nothing to stop
                 supervised.stop()
             code = supervised.wait()
-    finally:
-        leader.release()
+    except BaseException as error:
+        release_at_block_end(leader.release, error, [lease])
+        raise
+    release_at_block_end(leader.release, None, [lease])
     if leader.lost.is_set():
         return EXIT_LEASE_LOST
     return 128 + signal.SIGTERM if supervised.stopped else code

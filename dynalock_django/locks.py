@@ -22,7 +22,7 @@ from django.db import models
 
 from . import keys, signals
 from .client import get_client
-from .dynamodb import Lease, LeaseGroup
+from .dynamodb import Lease, LeaseGroup, arelease_at_block_end, release_at_block_end
 from .exceptions import InvalidLockRequest, LockNotAcquired, LockTimeout
 from .payload import LockData
 from .transactions import in_user_transaction, leases_of, release_when_transaction_ends
@@ -150,15 +150,9 @@ class _HeldLock(Generic[Held]):
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
     ) -> None:
-        held = self.held
-        if exc is None or held is None:
-            self.release()
-            return
-        # The block's exception wins; a failing release is noted on it, never raised instead.
-        try:
-            self.release()
-        except Exception as error:
-            _note_failed_release(exc, held, error)
+        # The protocol's rule (docs/guarantees.md): the block's exception wins, the release failure noted on
+        # it; after a block that succeeded, a release DynamoDB did not answer lets the result stand.
+        release_at_block_end(self.release, exc, self._leases())
 
     async def __aenter__(self) -> Held:
         return await self.aacquire()
@@ -166,14 +160,10 @@ class _HeldLock(Generic[Held]):
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
     ) -> None:
-        held = self.held
-        if exc is None or held is None:
-            await self.arelease()
-            return
-        try:
-            await self.arelease()
-        except Exception as error:
-            _note_failed_release(exc, held, error)
+        await arelease_at_block_end(self.arelease, exc, self._leases())
+
+    def _leases(self) -> list[Lease]:
+        return [] if self.held is None else leases_of(self.held)
 
     def __call__(self, function: F) -> F:
         if inspect.iscoroutinefunction(function):
@@ -238,11 +228,6 @@ class ObjectsLock(_HeldLock[LeaseGroup]):
     async def _atake(self, timeout: float | None) -> LeaseGroup:
         lock_keys = await sync_to_async(self.lock_keys)()  # querysets are read by the ORM, which is sync
         return await get_client().aacquire_many(lock_keys, timeout=timeout, data=self.lock_data.to_bytes())
-
-
-def _note_failed_release(exc: BaseException, held: Lease | LeaseGroup, error: Exception) -> None:
-    keys = ", ".join(repr(lease.key) for lease in leases_of(held))
-    exc.add_note(f"dynalock: releasing {keys} also failed: {error}")
 
 
 def lock_object(instance: models.Model, **options: Any) -> KeyLock:

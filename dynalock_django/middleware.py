@@ -5,7 +5,9 @@ answers on its own): ``LockTimeout`` becomes ``CONTENTION_STATUS`` (423 Locked
 by default) with ``Retry-After`` and who holds the lock, as ``@requires_lock``
 answers; ``DynamoDBUnavailable`` (CircuitOpen included) becomes 503 with
 ``Retry-After``. Add ``"dynalock_django.middleware.LockErrorsMiddleware"``
-to ``MIDDLEWARE``. Any other exception passes through untouched.
+to ``MIDDLEWARE``. Any other exception passes through untouched. A release
+DynamoDB does not answer after the view's block succeeded is never raised (the
+rule of docs/guarantees.md), so the view's own response is the answer, not a 503.
 """
 
 from __future__ import annotations

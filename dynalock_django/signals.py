@@ -2,7 +2,13 @@
 
 The ``lease_*`` signals are sent for the locks of ``lock_object``, ``lock_key``, ``lock_objects``,
 ``@requires_lock`` and each ``@lock_task`` run. ``lease_lost`` is sent from the client's heartbeat
-thread (or one of its renewal workers).
+thread (or one of its renewal workers). Each lease ends with one of ``lease_released``,
+``lease_release_failed`` or ``lease_lost``.
+
+``lease_release_failed`` is sent instead of ``lease_released`` when this process let go of the
+lease but DynamoDB did not confirm the release (unavailable, a time-out, the circuit breaker open):
+the lease is no longer renewed, so the lock frees itself within one lease (``lease.lease_duration``).
+After a block that succeeded, the block's result stands (docs/guarantees.md).
 
 ``task_skipped`` is sent when a ``lock_task`` task did not run because a live
 run holds its key: ``sender`` = the key, ``task=`` its dotted name, ``holder=``
@@ -22,18 +28,23 @@ if TYPE_CHECKING:
 
 lease_acquired = Signal()
 lease_released = Signal()
+lease_release_failed = Signal()
 lease_lost = Signal()
 task_skipped = Signal()
 
 
 def watch(lease: Lease) -> None:
-    """Send ``lease_released`` and ``lease_lost`` when ``lease`` ends; the taker sends ``lease_acquired`` itself."""
+    """Send ``lease_released`` (or ``lease_release_failed``) or ``lease_lost`` when ``lease`` ends.
+
+    The taker sends ``lease_acquired`` itself.
+    """
     lease.add_release_callback(_send_released)
     lease.add_lost_callback(_send_lost)
 
 
 def _send_released(lease: Lease) -> None:
-    lease_released.send(sender=lease.key, lease=lease)
+    ended = lease_release_failed if lease.release_unconfirmed else lease_released
+    ended.send(sender=lease.key, lease=lease)
 
 
 def _send_lost(lease: Lease) -> None:

@@ -60,5 +60,9 @@ def _release(held: Lease | LeaseGroup) -> None:
         logger.warning("Releasing %s after its transaction failed: %s", keys, error)
         return
     if not released:
-        for lease in [lease for lease in leases if lease.lost_reason is not None] or leases:
+        # A release DynamoDB did not answer is not a loss: that lock frees itself within one lease (said above).
+        told = [lease for lease in leases if lease.lost_reason is not None] or [
+            lease for lease in leases if not lease.release_unconfirmed
+        ]
+        for lease in told:
             logger.warning("Lock %r was lost before its transaction ended (%s)", lease.key, lease.lost_reason)

@@ -31,6 +31,7 @@ from .exceptions import (
     TableNotReady,
     TableSchemaError,
 )
+from .leases.block_end import arelease_at_block_end, release_at_block_end
 from .leases.lease import Lease
 from .leases.lease_group import LeaseGroup
 from .lock_client import LockClient
@@ -75,11 +76,13 @@ __all__ = [
     "ThreadsDidNotSettle",
     "VirtualClock",
     "Waiter",
+    "arelease_at_block_end",
     "botocore_request_hook",
     "botocore_response_hook",
     "build_dynamodb_client",
     "describe_keys_with",
     "printable",
+    "release_at_block_end",
     "retry_budget_seconds",
     "span_event",
     "task_skipped",

@@ -106,6 +106,11 @@ if ENABLED:
     _lease_lost = _meter.create_counter(
         "dynalock.lease.lost", unit="{lease}", description="Leases lost before their release, by cause."
     )
+    _release_failed = _meter.create_counter(
+        "dynalock.lease.release_failed",
+        unit="{lease}",
+        description="Releases DynamoDB did not confirm: each lock frees itself within one lease.",
+    )
     _takeovers = _meter.create_counter(
         "dynalock.takeovers", unit="{lock}", description="Locks this process took over from a holder that stopped."
     )
@@ -293,14 +298,16 @@ def lease_granted(key: str, *, taken_over: bool) -> Holding | None:
     return Holding(attributes)
 
 
-def lease_ended(holding: Holding | None, lost: LostCause | None = None) -> None:
-    """The lease ``holding`` measures was released, or ``lost`` (its cause)."""
+def lease_ended(holding: Holding | None, lost: LostCause | None = None, *, release_failed: bool = False) -> None:
+    """The lease ``holding`` measures was released (``release_failed``: without DynamoDB's answer), or ``lost``."""
     if holding is None:
         return
     _locks_held.add(-1, holding.attributes)
     _hold_duration.record(time.perf_counter() - holding.granted, holding.attributes)
     if lost is not None:
         _lease_lost.add(1, {**holding.attributes, "dynalock.cause": lost})
+    if release_failed:
+        _release_failed.add(1, holding.attributes)
 
 
 def request(operation: str, result: RequestResult) -> None:

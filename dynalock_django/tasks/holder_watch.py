@@ -7,18 +7,25 @@ within a heartbeat period: the copy gives up at once (skip, raise). A dead
 holder's version stands: after its lease the protocol's takeover rule lets
 this client take the lock, and the copy runs. A retried copy meeting its own
 earlier attempt (same task id, a later attempt) waits for that attempt's
-release instead, which follows within moments.
+release instead, which follows within moments. A holder that releases the key
+while the copy watches (a run shorter than a heartbeat period) was alive too:
+the copy gives up as well, so a duplicate never runs again behind a short run.
 """
 
 from __future__ import annotations
 
-import time
+import threading
 from collections.abc import Callable
 
-from ..dynamodb import Lease, LockClient, LockInfo
+from ..dynamodb import Clock, Lease, LockClient, LockInfo
 
 # After the holder's lease, the takeover needs a read or two more: a little slack on the deadline.
 _SLACK = 1.0
+# The longest a copy waits for a holder, whatever lease the holder's item claims or this task asks for:
+# a waiting copy holds a worker slot, and a run's lease only matters once its worker died (the heartbeat
+# renews it before). An item in the way may claim anything (31,700 years by hand, 300 s when malformed).
+# Past the wait the copy gives up visibly (skip: ``task_skipped`` naming the holder; raise: TaskLocked).
+MAX_HOLDER_WAIT_SECONDS = 3600.0
 
 
 def acquire_unless_alive(
@@ -32,31 +39,57 @@ def acquire_unless_alive(
     """Our lease; or the item of a holder seen alive (None if it could not be read).
 
     ``waits_for(item)``: True when a renewing holder is still to be waited for
-    (our own earlier attempt, about to release). Every wait ends: by the
-    holder's lease plus a heartbeat period from the first read, at the latest.
+    (our own earlier attempt, about to release). A holder that releases the key
+    while this copy looks was alive too: the copy gives up as for a renewal,
+    however short the run ("skip" means skip). Every wait ends: a heartbeat
+    period after the lease this copy's own run would claim (``lease_duration``,
+    or the client's), or the holder's if shorter, from the first read; never
+    later than :data:`MAX_HOLDER_WAIT_SECONDS`.
     """
+    clock = client.clock  # the clock the client's takeover rule reads: one notion of "a lease has passed"
+    own_lease = min(lease_duration or client.lease_duration, MAX_HOLDER_WAIT_SECONDS)
     first: LockInfo | None = None
     # Until a holder is seen, the deadline is our own lease's: a lock that keeps being released under us ends too.
-    clock = client.clock  # the clock the client's takeover rule reads: one notion of "a lease has passed"
-    deadline = clock.monotonic() + (lease_duration or client.lease_duration) + client.heartbeat_period + _SLACK
-    while True:
-        lease = client.try_acquire(key, data=data, lease_duration=lease_duration)
-        if lease is not None:
-            return lease
+    deadline = clock.monotonic() + own_lease + client.heartbeat_period + _SLACK
+    lease = client.try_acquire(key, data=data, lease_duration=lease_duration)
+    while lease is None:
+        # Refused: a holding stood in the way. From here on the copy tries again only when that cannot
+        # hide a live run: the key freed by an operator (or by our own earlier attempt, awaited), or
+        # its holder silent for a whole lease (the takeover rule). A holder that let go was alive.
         seen = client.get(key)  # also remembered by the client for the takeover rule
         now = clock.monotonic()
         if seen is None or seen.is_released:
-            if now >= deadline:
+            last = first or seen
+            if last is not None and _let_go_by_its_holder(seen) and not waits_for(last):
+                return last  # the run in our way ended while we looked (a short run): it was alive
+            lease = client.try_acquire(key, data=data, lease_duration=lease_duration)
+            if lease is None and now >= deadline:
                 return seen
-            continue  # released between our two requests: ask again
+            continue
         if first is None:
             first = seen
-            deadline = now + seen.lease_duration + client.heartbeat_period + _SLACK
+            # The holder's claim bounds the wait only up to our own lease: an item may claim any lease at all.
+            deadline = now + min(seen.lease_duration, own_lease) + client.heartbeat_period + _SLACK
         elif _renewed(first, seen) and not waits_for(seen):
             return seen
+        if client.available_in(seen) == 0:  # its holder stopped renewing a lease ago: take it over
+            lease = client.try_acquire(key, data=data, lease_duration=lease_duration)
+            if lease is not None:
+                break
         if now >= deadline:
             return seen
-        time.sleep(min(client.refresh_period, max(0.0, deadline - now)))
+        _pause(clock, min(client.refresh_period, max(0.0, deadline - now)))
+    return lease
+
+
+def _let_go_by_its_holder(seen: LockInfo | None) -> bool:
+    """Released by its own holder (or deleted, as ``delete_on_release`` does), not freed by an operator."""
+    return seen is None or (seen.is_released and seen.released_by is None)
+
+
+def _pause(clock: Clock, seconds: float) -> None:
+    """Wait ``seconds`` of the client's clock (a virtual clock moves instead of sleeping)."""
+    clock.wait(threading.Event(), seconds)
 
 
 def _renewed(first: LockInfo, seen: LockInfo) -> bool:

@@ -15,7 +15,7 @@ import uuid
 
 from ..client import get_client
 from ..dynamodb import Lease, printable
-from ..exceptions import LockNotAcquired
+from ..exceptions import LockLost
 from ..payload import LockData
 
 logger = logging.getLogger("dynalock_django.tasks")
@@ -36,12 +36,23 @@ def take_queued_marker(queued_key: str, *, task: str, queued_lease: float | None
 
 
 def release_queued_marker(queued_key: str, *, task: str) -> None:
-    """A worker starts a copy: free its key's marker, so the next enqueue may queue another."""
+    """A worker starts a copy: free its key's marker, so the next enqueue may queue another.
+
+    The normal hand-over from the queue to the run, so released as its owner would (a handle on the
+    detached marker, conditioned on its owner and token), logged at DEBUG: not an operator's forced
+    release, whose WARNING operators alert on.
+    """
     client = get_client()
     marker = client.get(queued_key)
-    if marker is None or marker.is_released or not (marker.owner_name or "").startswith(MARKER_OWNER):
+    if marker is None or marker.is_released or marker.fencing_token is None:  # a marker of ours has a token
         return
+    owner = marker.owner_name or ""
+    if not owner.startswith(MARKER_OWNER):
+        return
+    handle = client.lease(marker.key, owner_name=owner, fencing_token=marker.fencing_token)
     try:
-        client.force_release(marker, released_by=f"dynalock_django.tasks: {task} started")
-    except LockNotAcquired:  # released or replaced meanwhile: another copy started, or was enqueued after ours
-        logger.debug("Queued marker %s changed before its task started", printable(queued_key))
+        handle.release()
+    except LockLost:  # released or replaced meanwhile: another copy started, or was enqueued after ours
+        logger.debug("Queued marker %s changed before its task %s started", printable(queued_key), printable(task))
+        return
+    logger.debug("Task %s started: released its queued marker %s", printable(task), printable(queued_key))

@@ -12,6 +12,7 @@ from django.urls import path
 from dynalock_django import lock_object, lock_objects, requires_lock
 from dynalock_django.client import get_client
 from dynalock_django.keys import key_for_instance
+from dynalock_django.testing import locks_in_memory
 
 from ..dynamodb_support import PATIENCE
 from .testapp.models import Account
@@ -54,6 +55,17 @@ def test_released_when_its_savepoint_rolls_back_while_the_outer_transaction_goes
                 pass
             raise Rollback
         assert is_released(account)
+
+
+def test_a_release_unanswered_after_the_commit_is_not_reported_as_a_lost_lock(caplog):
+    account = Account.objects.create(name="Acme")
+    with locks_in_memory() as memory, transaction.atomic():  # on the virtual clock: no renewal in between
+        with lock_object(account) as lease:
+            Account.objects.filter(pk=account.pk).update(balance=10)
+        memory.faults.lose_answers(1)  # the release after the commit: carried out, its answer lost
+    assert Account.objects.get(pk=account.pk).balance == 10
+    assert lease.release_unconfirmed
+    assert "was lost" not in caplog.text  # it was not: it frees itself within one lease
 
 
 def test_a_lock_lost_before_its_transaction_commits_is_logged_and_the_commit_goes_through(other_holder, caplog):

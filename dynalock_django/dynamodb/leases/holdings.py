@@ -52,10 +52,14 @@ class Holdings:
         lease: Lease,
         *,
         released: bool = False,
+        confirmed: bool = True,
         lost: tuple[str, LockInfo | None] | None = None,
         superseded: bool = True,
     ) -> None:
-        """Stop renewing ``lease``, record why, and wake the threads waiting for its lock."""
+        """Stop renewing ``lease``, record why, and wake the threads waiting for its lock.
+
+        ``released`` by this process (``confirmed`` False: DynamoDB did not answer the release), or ``lost``.
+        """
         with self._mutex:
             if self._held.get(lease.lock_id) is lease:
                 del self._held[lease.lock_id]
@@ -64,7 +68,7 @@ class Holdings:
         for wake in listeners:
             wake()
         if released:
-            record_of(lease).mark_released()
+            record_of(lease).mark_released(confirmed=confirmed)
         elif lost is not None:
             record_of(lease).mark_lost(lost[0], lost[1], superseded=superseded)
 

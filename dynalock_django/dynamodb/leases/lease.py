@@ -8,21 +8,19 @@ conditioned on, their lock, who hears when it ends) is a
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Callable
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol
 
-from ..exceptions import DynalockError, LockLost
+from ..exceptions import LockLost
+from .block_end import release_at_block_end
 from .lease_record import LeaseRecord, State
 
 if TYPE_CHECKING:
     from ..wire.item import LockInfo
     from ..wire.layout import LockId
     from ..wire.waiters import Waiter
-
-logger = logging.getLogger("dynalock_django.heartbeat")
 
 LostCallback = Callable[["Lease"], None]
 
@@ -130,6 +128,14 @@ class Lease:
         return self._record.lost_to
 
     @property
+    def release_unconfirmed(self) -> bool:
+        """True when this process let go of the lease but DynamoDB did not confirm the release (it was unavailable).
+
+        The lease is no longer renewed, so the lock frees itself within one lease (``lease_duration``).
+        """
+        return self._record.release_unconfirmed
+
+    @property
     def safe_until(self) -> float:
         """The monotonic time at which the holder must stop trusting the lease."""
         return self._record.safe_until
@@ -183,21 +189,11 @@ class Lease:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        release_at_block_end(self.release, exc, repr(self.key))
+        # A failed release raises, unless the block raised (noted on its exception) or the release got no
+        # answer after a block that held the lease to its end: see block_end.
+        release_at_block_end(self.release, exc, [self])
 
 
 def record_of(lease: Lease) -> LeaseRecord:
     """The protocol's side of ``lease``: for the lease writes, the heartbeat and the holdings, not for holders."""
     return lease._record
-
-
-def release_at_block_end(release: Callable[[], object], exc: BaseException | None, what: str) -> None:
-    """Release what a ``with`` block held; a failure is raised, unless the block raised: its exception wins."""
-    try:
-        release()
-    except DynalockError as error:
-        if exc is None:
-            raise
-        # Keep the release failure visible on the block's own exception.
-        exc.add_note(f"dynalock: releasing {what} also failed: {error}")
-        logger.warning("Releasing %s after an error in its block failed: %s", what, error)

@@ -7,7 +7,8 @@ from collections.abc import Iterator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol
 
-from .lease import Lease, release_at_block_end
+from .block_end import release_at_block_end
+from .lease import Lease
 
 if TYPE_CHECKING:
     from ..aws.call_threads import CallThreads
@@ -95,7 +96,7 @@ class LeaseGroup:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        release_at_block_end(self.release, exc, f"the group's {len(self)} locks")
+        release_at_block_end(self.release, exc, list(self))  # the rule of docs/guarantees.md: see block_end
 
     def _name(self, lease: Lease) -> LockKey:
         # A lease has a sort key exactly when its table does.

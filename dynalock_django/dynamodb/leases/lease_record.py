@@ -73,6 +73,8 @@ class LeaseRecord:
         self.superseded = False
         self.lost_reason: str | None = None
         self.lost_to: LockInfo | None = None
+        # Let go by this process, but DynamoDB did not confirm the release: the item frees itself within one lease.
+        self.release_unconfirmed = False
         self.process_id = os.getpid()
         # Serializes writes to this lease (heartbeat, extend, release); re-entrant
         # because an on_lost callback may release the lease it is told about.
@@ -138,9 +140,11 @@ class LeaseRecord:
     def add_release_callback(self, callback: Callback) -> None:
         self._release_callbacks.append(callback)
 
-    def mark_released(self) -> None:
+    def mark_released(self, *, confirmed: bool = True) -> None:
+        """This process let go of the lease; ``confirmed`` False: DynamoDB did not answer the release."""
         if self.state == "held":  # a lease lost, then released, ended when it was lost
-            telemetry.lease_ended(self.telemetry)
+            telemetry.lease_ended(self.telemetry, release_failed=not confirmed)
+            self.release_unconfirmed = not confirmed
         self.state = "released"
         for callback in list(self._release_callbacks):
             self._run_callback(callback)

@@ -132,7 +132,8 @@ class LeaseWriter:
                 # as the heartbeat would have said had it run first (a paused process races the two).
                 self._holdings.forget(lease, lost=(RAN_OUT, None), superseded=False)
             else:
-                self._holdings.forget(lease, released=True)
+                # Unanswered: it is no longer renewed all the same, so it frees itself within one lease.
+                self._holdings.forget(lease, released=True, confirmed=not isinstance(outcome, DynamoDBError))
         if isinstance(outcome, DynamoDBError | LockLost):
             return _release_failed(outcome, best_effort)
         if outcome is _Released.ALREADY:

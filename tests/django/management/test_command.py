@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import threading
 import time
@@ -17,6 +18,8 @@ from dynalock_django.client import get_client
 from dynalock_django.keys import key_for_instance
 from dynalock_django.leader import EXIT_LEASE_LOST
 from dynalock_django.payload import LockData
+from dynalock_django.signals import lease_acquired, lease_release_failed
+from dynalock_django.testing import locks_in_memory
 
 from ...dynamodb_support import FaultInjector, still_building, unique
 from ..testapp.models import Account
@@ -135,6 +138,32 @@ def test_dynalock_run_exits_with_the_commands_exit_code():
     with pytest.raises(SystemExit) as exited:
         dynalock_output("run", "job", "--", sys.executable, "-c", "raise SystemExit(4)")
     assert exited.value.code == 4
+
+
+def test_dynalock_run_exits_with_the_commands_status_when_the_release_after_it_gets_no_answer(caplog):
+    """Issue 31: a scheduler that retries failures must not run a one-host job again that exited 0."""
+    failed = []
+    with locks_in_memory() as memory:
+
+        def outage_once_the_job_runs(**_: object) -> None:
+            memory.faults.hang()  # from now on DynamoDB answers nothing: the release after the command too
+
+        def release_failed(sender: str, **_: object) -> None:
+            failed.append(sender)
+
+        lease_acquired.connect(outage_once_the_job_runs)
+        lease_release_failed.connect(release_failed)
+        try:
+            with pytest.raises(SystemExit) as exited, caplog.at_level(logging.WARNING, "dynalock_django.release"):
+                dynalock_output("run", "nightly", "--", sys.executable, "-c", "raise SystemExit(0)")
+        finally:
+            lease_acquired.disconnect(outage_once_the_job_runs)
+            lease_release_failed.disconnect(release_failed)
+            memory.faults.heal()
+    assert exited.value.code == 0
+    assert failed == ["nightly"]
+    assert len(caplog.records) == 1
+    assert "did not confirm the release" in caplog.messages[0]
 
 
 def test_dynalock_run_stops_the_command_when_the_lease_is_lost(other_holder):

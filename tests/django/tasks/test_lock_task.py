@@ -284,6 +284,16 @@ def test_a_second_enqueue_while_one_is_queued_is_refused_until_it_starts(dummy_t
     enqueue_unique(jobs.django_queued, 4)
 
 
+def test_a_copy_starting_hands_its_marker_over_without_a_warning(dummy_tasks_backend, caplog):
+    """The marker's release is the normal hand-over from the queue to the run: no "force-released" WARNING."""
+    result = enqueue_unique(jobs.django_queued, 14)
+    with caplog.at_level(logging.DEBUG, logger="dynalock_django"):
+        jobs.django_queued.call(jobs.TaskContext(task_result=result), 14)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert any("released its queued marker" in message for message in caplog.messages)
+    enqueue_unique(jobs.django_queued, 14)  # the marker is free: another copy may be queued
+
+
 def test_a_copy_lost_in_the_queue_frees_its_key_after_the_queued_lease(dummy_tasks_backend):
     enqueue_unique(jobs.django_queued, 6)
     started = time.monotonic()
@@ -380,7 +390,8 @@ def test_a_copy_gives_up_waiting_for_a_renewing_holder_when_its_clients_clock_sa
     copy = short_lease_client(make_dynamodb(dynalock["ENDPOINT_URL"]), dynalock["TABLE_NAME"], clock=TickingClock(0.25))
     try:
         # waits_for: as if the holder were this copy's own earlier attempt, which it waits for, up to the deadline
-        seen = acquire_unless_alive(copy, key, data=b"", lease_duration=None, waits_for=lambda holder: True)
+        # The copy's own lease is the holder's minute too: its wait is bounded by the shorter of the two.
+        seen = acquire_unless_alive(copy, key, data=b"", lease_duration=60, waits_for=lambda holder: True)
         assert not isinstance(seen, Lease)
         assert seen is not None
         assert seen.fencing_token == held.fencing_token
