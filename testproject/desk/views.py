@@ -109,7 +109,7 @@ def _page(
         {
             "customer": customer,
             "form": form or CustomerForm(instance=customer),
-            "note_wait": f"{NOTE_WAIT_SECONDS:g}",
+            "note_wait": NOTE_WAIT_SECONDS,
             **context,
         },
         status=status,

@@ -99,7 +99,8 @@ NOTE = "Called about the invoice <b>twice</b>"
 
 def note_kept(response):
     """The typed note is in the note box of the page that answered (escaped)."""
-    return '<textarea name="body">Called about the invoice &lt;b&gt;twice&lt;/b&gt;</textarea>' in response.content.decode()
+    kept = '<textarea name="body">Called about the invoice &lt;b&gt;twice&lt;/b&gt;</textarea>'
+    return kept in response.content.decode()
 
 
 def test_the_desk_page_says_what_save_and_add_note_do_while_a_colleague_holds_the_customer(
@@ -153,9 +154,7 @@ def test_the_desk_page_is_read_only_with_a_notice_while_dynamodb_does_not_answer
         assert 'value="Acme"' in page  # the customer is read from the database all the same
 
 
-def test_a_note_added_while_dynamodb_does_not_answer_is_503_with_the_note_kept(
-    client, staff, customer, dynamodb_hung
-):
+def test_a_note_added_while_dynamodb_does_not_answer_is_503_with_the_note_kept(client, staff, customer, dynamodb_hung):
     client.force_login(staff)
     for _ in range(4):  # past the circuit breaker's threshold: CircuitOpen is told the same way
         response = client.post(f"/customers/{customer.pk}/notes/", {"body": NOTE})
