@@ -100,7 +100,7 @@ class EditTestsAsDocumented(EditTests):
 """
 
 
-def testing_md_example(containing: str) -> str:
+def docs_example(containing: str) -> str:
     """The one python block of docs/django/testing.md that holds ``containing``, as written there."""
     text = (Path(__file__).resolve().parents[2] / "docs" / "django" / "testing.md").read_text()
     [block] = [code for code in re.findall(r"```python\n(.*?)```", text, re.DOTALL) if containing in code]
@@ -109,12 +109,12 @@ def testing_md_example(containing: str) -> str:
 
 def in_memory_example() -> str:
     """The test docs/django/testing.md shows first (its in-memory example)."""
-    return testing_md_example("dynalock_in_memory")
+    return docs_example("dynalock_in_memory")
 
 
 def mixin_example() -> str:
     """The docs' unittest example: ``class EditTests(DynalockTestMixin, TestCase)`` with its overrides."""
-    return testing_md_example("class EditTests(DynalockTestMixin")
+    return docs_example("class EditTests(DynalockTestMixin")
 
 
 def test_a_users_project_gets_working_tables_from_the_docs_setup_alone(tmp_path):
