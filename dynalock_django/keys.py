@@ -112,15 +112,19 @@ def key_for_task(name: str, arguments: str, *, queued: bool = False) -> str:
 def telemetry_attributes(key: str) -> dict[str, str]:
     """How telemetry describes ``key``: its kind (object, name, task, queued task) and a row's model label.
 
-    Read from the key's text alone, with no lookup: it runs at every acquire
-    while OpenTelemetry is installed. The key itself (a primary key, a
-    task's arguments) only with the setting ``TRACE_KEYS``.
+    Read from the key's text and the app registry (a dictionary look-up): it
+    runs at every acquire while OpenTelemetry is installed. A label reaches
+    ``dynalock.model`` only when it is the label of an installed model that
+    keys are made for (:func:`model_label`): any other text before a ``:`` (an
+    e-mail address, a hostile key) is a name's, so no key text ever becomes an
+    attribute's value. The key itself (a primary key, a task's arguments) only
+    with the setting ``TRACE_KEYS``.
     """
     prefix = dynalock_settings.KEY_PREFIX
     body = key[len(prefix) :] if prefix and key.startswith(prefix) else key
     label, separator, _ = body.partition(":")
     attributes: dict[str, str]
-    if separator and "." in label and "(" not in label:
+    if separator and _is_installed_label(label):
         attributes = {"dynalock.kind": "object", "dynalock.model": label}
     elif body.startswith("queued ") and "(" in body:
         attributes = {"dynalock.kind": "queued task"}
@@ -131,6 +135,18 @@ def telemetry_attributes(key: str) -> dict[str, str]:
     if dynalock_settings.TRACE_KEYS:
         attributes["dynalock.key"] = key
     return attributes
+
+
+def _is_installed_label(label: str) -> bool:
+    """Whether ``label`` is exactly what :func:`model_label` gives for an installed model."""
+    app_label, dot, model_name = label.partition(".")
+    if not dot:
+        return False
+    try:
+        model = apps.get_model(app_label, model_name)
+    except (LookupError, ValueError):
+        return False
+    return model_label(model) == label  # get_model ignores case, and a proxy's label is not its rows'
 
 
 def parse_key(key: str) -> ParsedKey:

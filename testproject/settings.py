@@ -41,6 +41,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # The recommended safety net: a view that locks by hand and does not catch LockTimeout or DynamoDBUnavailable
+    # answers 423 or 503, not 500 (the desk's "Add note" catches them itself, to keep the typed note on its page).
+    "dynalock_django.middleware.LockErrorsMiddleware",
 ]
 
 ROOT_URLCONF = "testproject.urls"

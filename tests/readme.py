@@ -38,6 +38,19 @@ def installation() -> list[Block]:
     return [Block(language, body) for language, body in _BLOCK.findall(section)]
 
 
+def section_blocks(title: str) -> list[Block]:
+    """The fenced blocks of the README's section ``## {title}``."""
+    _, found, rest = README.read_text().partition(f"\n## {title}\n")
+    assert found, f"README.md has no '## {title}' section"
+    return [Block(language, body) for language, body in _BLOCK.findall(rest.split("\n## ", 1)[0])]
+
+
+def protocol_example() -> str:
+    """The code of "The protocol client in ten lines"."""
+    (block,) = [b for b in section_blocks("The protocol client in ten lines") if b.language == "python"]
+    return block.text
+
+
 def commands() -> list[str]:
     shell = [b.text for b in installation() if b.language == "sh"]
     lines = [line.split(" #", 1)[0].strip() for text in shell for line in text.splitlines()]

@@ -62,6 +62,42 @@ def test_kinds_are_read_from_the_keys_text(key, kind):
     assert telemetry_attributes(key)["dynalock.kind"] == kind
 
 
+# Keys whose text before ":" is no label of an installed model's rows: people's addresses, and hostile keys dressed
+# as a model key (a model not installed, a label in another case, a proxy's label, whose rows are its parent's).
+NOT_MODEL_KEYS = (
+    "user:alice@example.com",
+    "alice@example.com:7",
+    "bob.smith@example.org:invoice",
+    "evil.secret_model:1",
+    "Desk.Customer:1",
+    "testapp.accountproxy:1",
+    "desk.customer.alice@example.com:1",
+)
+
+
+def test_only_installed_models_labels_or_name_reach_an_attribute(otel, customer):
+    for key in NOT_MODEL_KEYS:
+        with lock_key(key):
+            pass
+    with lock_object(customer):
+        pass
+
+    spans = otel.spans()
+    points = otel.collect().points
+    assert spans
+    assert points
+    seen = [dict(span.attributes or {}) for span in spans] + [point.attributes for point in points]
+    seen += [dict(event.attributes or {}) for span in spans for event in span.events]
+    values = {str(value) for attributes in seen for value in attributes.values()}
+    texts = {part for key in NOT_MODEL_KEYS for part in key.split(":") if len(part) > 3}
+    assert {value for value in values for text in texts if text in value} == set()
+    models = {attributes["dynalock.model"] for attributes in seen if "dynalock.model" in attributes}
+    assert models == {"desk.customer"}
+    acquires = otel.spans("dynalock.acquire")
+    kinds = [span.attributes["dynalock.kind"] for span in acquires]
+    assert kinds == ["name"] * len(NOT_MODEL_KEYS) + ["object"]
+
+
 def test_a_named_lock_is_of_kind_name(otel):
     with lock_key("nightly-report"):
         pass

@@ -76,21 +76,23 @@ USE_TZ = True
 """
 
 USER_TESTS = """
-from django.test import TestCase
-
 from dynalock_django import lock_key
 from dynalock_django.client import get_client
-from dynalock_django.testing import DynalockTestMixin
 
 
 def test_with_the_fixture(dynalock_table):
     with lock_key("job") as lease:
         assert get_client().get("job").fencing_token == lease.fencing_token
+"""
+
+# After the docs' mixin example (its class EditTests, as written), a test of it.
+USER_MIXIN_TEST = """
+
+from dynalock_django import lock_key
+from dynalock_django.client import get_client
 
 
-class EditTests(DynalockTestMixin, TestCase):
-    dynalock_overrides = {"LEASE_DURATION": 2.0, "HEARTBEAT_PERIOD": 0.5}
-
+class EditTestsAsDocumented(EditTests):
     def test_with_the_mixin(self):
         with lock_key("job") as lease:
             assert lease.remaining() <= 2.0
@@ -98,11 +100,21 @@ class EditTests(DynalockTestMixin, TestCase):
 """
 
 
-def in_memory_example() -> str:
-    """The test docs/django/testing.md shows first (its in-memory example), as written there."""
+def docs_example(containing: str) -> str:
+    """The one python block of docs/django/testing.md that holds ``containing``, as written there."""
     text = (Path(__file__).resolve().parents[2] / "docs" / "django" / "testing.md").read_text()
-    [block] = [code for code in re.findall(r"```python\n(.*?)```", text, re.DOTALL) if "dynalock_in_memory" in code]
+    [block] = [code for code in re.findall(r"```python\n(.*?)```", text, re.DOTALL) if containing in code]
     return block
+
+
+def in_memory_example() -> str:
+    """The test docs/django/testing.md shows first (its in-memory example)."""
+    return docs_example("dynalock_in_memory")
+
+
+def mixin_example() -> str:
+    """The docs' unittest example: ``class EditTests(DynalockTestMixin, TestCase)`` with its overrides."""
+    return docs_example("class EditTests(DynalockTestMixin")
 
 
 def test_a_users_project_gets_working_tables_from_the_docs_setup_alone(tmp_path):
@@ -111,10 +123,24 @@ def test_a_users_project_gets_working_tables_from_the_docs_setup_alone(tmp_path)
     (tmp_path / "conftest.py").write_text('pytest_plugins = ["dynalock_django.testing"]\n')
     (tmp_path / "test_user.py").write_text(textwrap.dedent(USER_TESTS))
     (tmp_path / "test_in_memory.py").write_text(in_memory_example())
+    (tmp_path / "test_mixin.py").write_text(mixin_example() + USER_MIXIN_TEST)
     env = {name: value for name, value in os.environ.items() if not name.startswith(("AWS_", "DYNALOCK_", "DJANGO_"))}
     env |= {"DJANGO_SETTINGS_MODULE": "user_settings", "PYTHONPATH": str(tmp_path)}
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", str(tmp_path)],
+        # Every warning an error: the docs' examples, pasted, run clean (no RetryBudgetWarning for a short lease).
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-W",
+            "error",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+            str(tmp_path),
+        ],
         cwd=tmp_path,
         env=env,
         capture_output=True,

@@ -24,6 +24,11 @@ _LEGACY_DYNAMODB_ATTEMPTS = 11
 _MAX_BACKOFF = 20.0
 
 RECOMMENDED_CONFIG = 'Config(connect_timeout=1, read_timeout=2, retries={"mode": "standard", "total_max_attempts": 3})'
+# The same, as the Django layer's setting holds it: a dict of Config's arguments.
+RECOMMENDED_SETTING = (
+    'DYNALOCK["BOTO_CONFIG"] = {"connect_timeout": 1, "read_timeout": 2, '
+    '"retries": {"mode": "standard", "total_max_attempts": 3}}'
+)
 
 
 class RetryBudgetWarning(UserWarning):
@@ -81,7 +86,11 @@ def warn_if_too_slow(config: Any, *, lease_duration: float, heartbeat_period: fl
             f"One DynamoDB call with this botocore config may block for {budget:g}s (timeouts x attempts + "
             f"backoff), longer than the {slack:g}s a lease can wait for its renewal "
             f"(lease_duration {lease_duration:g}s - heartbeat_period {heartbeat_period:g}s). "
-            f"Build the boto3 client with {RECOMMENDED_CONFIG}, or raise lease_duration.",
+            # Said for both readers: the protocol's, who passes a boto3 client, and the Django layer's, whose
+            # client is built from a setting (the protocol cannot tell which built this one).
+            f"Shorten its time-outs and attempts, or raise the lease: with a LockClient, build the boto3 client "
+            f"you pass it with config={RECOMMENDED_CONFIG} (or raise lease_duration); with Django, set "
+            f"{RECOMMENDED_SETTING} (or raise LEASE_DURATION).",
             RetryBudgetWarning,
             stacklevel=5,
         )

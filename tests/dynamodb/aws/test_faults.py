@@ -155,5 +155,10 @@ def test_the_default_botocore_config_is_warned_about(endpoint_url, table_name):
     from dynalock_django.dynamodb import RetryBudgetWarning
 
     slow = boto3.client("dynamodb", endpoint_url=endpoint_url, region_name="us-east-1")
-    with pytest.warns(RetryBudgetWarning, match=r"may block for 487s .* Build the boto3 client with Config"):
+    with pytest.warns(RetryBudgetWarning, match=r"may block for 487s") as warned:
         LockClient(slow, table_name)
+    (warning,) = warned
+    advice = str(warning.message)
+    # Each reader finds the knob they hold: the protocol's, the Config of the client they pass; Django's, its setting.
+    assert "build the boto3 client you pass it with config=Config(connect_timeout=1, read_timeout=2, " in advice
+    assert 'with Django, set DYNALOCK["BOTO_CONFIG"] = {"connect_timeout": 1, "read_timeout": 2, ' in advice

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -44,3 +45,19 @@ def test_an_endpoint_that_never_listens_is_an_error_and_is_stopped(monkeypatch):
         endpoint.start()
     [process] = started
     assert process.poll() is not None  # stopped, not left running
+
+
+def test_the_command_runs_without_runpys_found_in_sys_modules_warning():
+    """``python -m`` of the endpoint, with every warning an error: no RuntimeWarning, and it says how to call it."""
+    command = [sys.executable, "-W", "error", "-m", "dynalock_django.dynamodb.aws.local_server", "--help"]
+    ran = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert "Warning" not in ran.stderr
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.startswith("usage: python -m dynalock_django.dynamodb.aws.local_server [-h] [--host HOST]")
+
+
+def test_the_readme_shows_the_command_the_endpoint_runs_as():
+    module = LocalDynamoDB(port=8765).command()[2]
+    assert module == "dynalock_django.dynamodb.aws.local_server"
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    assert f"python -m {module} --port 8765" in readme

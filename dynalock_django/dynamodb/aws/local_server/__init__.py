@@ -93,13 +93,9 @@ class LocalDynamoDB:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {__name__}", description=__doc__.split("\n\n")[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
     args = parser.parse_args(argv)
     print(f"Local DynamoDB endpoint on http://{args.host}:{args.port} (one request at a time)", flush=True)
     serve(args.host, args.port)
-
-
-if __name__ == "__main__":
-    main()
