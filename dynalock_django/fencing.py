@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from django.db import models, router, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 
 from .dynamodb import Lease, LeaseGroup
 from .exceptions import ConfigurationError, InvalidLockRequest, LockLost, StaleFencingToken
@@ -104,6 +104,32 @@ def fenced_refresh(instance: models.Model, lease: Lease | LeaseGroup | int) -> N
         raise _does_not_exist(model, instance.pk)
     instance.refresh_from_db(using=using)
     instance._state.adding = False  # it is a stored row now, as if loaded by a query
+
+
+def claim_row(instance: models.Model, token: int) -> None:
+    """Stamp ``instance``'s row with ``token`` unless a newer one is there (StaleFencingToken; DoesNotExist when
+    there is no row), reading and writing nothing else: it stays row-locked until the transaction ends, so the
+    ``save()`` that follows in it cannot be overtaken. For a token known good without a lease at hand."""
+    model = type(instance)
+    using = instance._state.db or router.db_for_write(model, instance=instance)
+    if not _claim(model, instance.pk, fencing_field(model), token, using):
+        raise _does_not_exist(model, instance.pk)
+
+
+def claim_row_as_read(instance: models.Model, token_as_read: int | None) -> bool:
+    """Row-lock ``instance``'s row until the transaction ends if it still carries ``token_as_read`` (None: never
+    written under a lease); False, changing nothing, when a fenced write changed it since, or it is gone."""
+    model = type(instance)
+    field = fencing_field(model)
+    using = instance._state.db or router.db_for_write(model, instance=instance)
+    unchanged = (
+        Q(**{f"{field.attname}__isnull": True}) if token_as_read is None else Q(**{field.attname: token_as_read})
+    )
+    # Setting the token to itself changes nothing, and takes the row's lock as the fenced claim does.
+    return (
+        model._base_manager.using(using).filter(unchanged, pk=instance.pk).update(**{field.attname: F(field.attname)})
+        == 1
+    )
 
 
 def fencing_token_for(instance: models.Model, lease: Lease | LeaseGroup | int) -> int:
