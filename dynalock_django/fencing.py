@@ -98,11 +98,8 @@ def fenced_save(
 def fenced_refresh(instance: models.Model, lease: Lease | LeaseGroup | int) -> None:
     """Stamp the row with ``lease``'s token (a group's: its key's; or the token given), then reload it:
     no older holder can write it now. A lease known to be lost raises LockLost, as in :func:`fenced_save`."""
-    model = type(instance)
-    using = instance._state.db or router.db_for_write(model, instance=instance)
-    if not _claim(model, instance.pk, fencing_field(model), fencing_token_for(instance, lease), using):
-        raise _does_not_exist(model, instance.pk)
-    instance.refresh_from_db(using=using)
+    claim_row(instance, fencing_token_for(instance, lease))
+    instance.refresh_from_db(using=instance._state.db or router.db_for_write(type(instance), instance=instance))
     instance._state.adding = False  # it is a stored row now, as if loaded by a query
 
 
@@ -135,9 +132,10 @@ def claim_row_as_read(instance: models.Model, token_as_read: int | None) -> bool
 def fencing_token_for(instance: models.Model, lease: Lease | LeaseGroup | int) -> int:
     """The token ``instance`` is written under: the lease's, that of the instance's key in a group, or the one given.
 
-    A lease (or the group's member for ``instance``) this process already knows is not held raises
-    LockLost: the database would refuse only a write a newer holder got to first, and a lease lost
-    without one (force-released, run out) must write nothing either. Asking costs no request.
+    A lease (or the group's member for ``instance``) this process already knows is gone raises
+    LockLost (:func:`_known_lost`): the database would refuse only a write a newer holder got to
+    first, and a lease lost without one (force-released, run out) must write nothing either.
+    Asking costs no request.
     """
     if isinstance(lease, Lease):
         return _held_token(instance, lease)
