@@ -53,7 +53,8 @@ DEFAULTS: dict[str, Any] = {
     # OpenTelemetry spans name the lock's key (a row's primary key, a task's arguments); metrics never do.
     "TRACE_KEYS": False,
     # While DynamoDB does not answer, the admin's change pages are read-only; True lets staff edit without edit
-    # locks (each save logged), their saves still refused by a row's fence if a newer lease wrote it.
+    # locks (each save logged), their saves still refused by a row's fence if a newer lease wrote it since the
+    # page was opened (admin/edit_locking/outage_saves.py). Models without a FencingTokenField: the later save wins.
     "EDIT_DURING_OUTAGE": False,
 }
 

@@ -27,10 +27,10 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from django.db import models, router, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 
 from .dynamodb import Lease, LeaseGroup
-from .exceptions import ConfigurationError, InvalidLockRequest, StaleFencingToken
+from .exceptions import ConfigurationError, InvalidLockRequest, LockLost, StaleFencingToken
 from .keys import key_for_instance
 
 if TYPE_CHECKING:  # django-stubs makes fields generic; Django's classes are not subscriptable
@@ -72,9 +72,10 @@ def fenced_save(
     it. It may be the fencing token itself: a command run by ``manage.py dynalock run`` gets its
     runner's from :func:`~dynalock_django.supervised.fencing_token_from_environment`.
 
-    One conditional UPDATE claims the row (it row-locks it until the
-    transaction ends), then ``save()`` writes it, signals included. A row
-    that does not exist yet is inserted with the token.
+    A lease this process already knows is no longer held (lost, taken over, force-released,
+    released) raises LockLost before any query. Otherwise one conditional UPDATE claims the row
+    (it row-locks it until the transaction ends), then ``save()`` writes it, signals included. A
+    row that does not exist yet is inserted with the token.
     """
     model = type(instance)
     field = fencing_field(model)
@@ -96,19 +97,48 @@ def fenced_save(
 
 def fenced_refresh(instance: models.Model, lease: Lease | LeaseGroup | int) -> None:
     """Stamp the row with ``lease``'s token (a group's: its key's; or the token given), then reload it:
-    no older holder can write it now."""
-    model = type(instance)
-    using = instance._state.db or router.db_for_write(model, instance=instance)
-    if not _claim(model, instance.pk, fencing_field(model), fencing_token_for(instance, lease), using):
-        raise _does_not_exist(model, instance.pk)
-    instance.refresh_from_db(using=using)
+    no older holder can write it now. A lease known to be lost raises LockLost, as in :func:`fenced_save`."""
+    claim_row(instance, fencing_token_for(instance, lease))
+    instance.refresh_from_db(using=instance._state.db or router.db_for_write(type(instance), instance=instance))
     instance._state.adding = False  # it is a stored row now, as if loaded by a query
 
 
+def claim_row(instance: models.Model, token: int) -> None:
+    """Stamp ``instance``'s row with ``token`` unless a newer one is there (StaleFencingToken; DoesNotExist when
+    there is no row), reading and writing nothing else: it stays row-locked until the transaction ends, so the
+    ``save()`` that follows in it cannot be overtaken. For a token known good without a lease at hand."""
+    model = type(instance)
+    using = instance._state.db or router.db_for_write(model, instance=instance)
+    if not _claim(model, instance.pk, fencing_field(model), token, using):
+        raise _does_not_exist(model, instance.pk)
+
+
+def claim_row_as_read(instance: models.Model, token_as_read: int | None) -> bool:
+    """Row-lock ``instance``'s row until the transaction ends if it still carries ``token_as_read`` (None: never
+    written under a lease); False, changing nothing, when a fenced write changed it since, or it is gone."""
+    model = type(instance)
+    field = fencing_field(model)
+    using = instance._state.db or router.db_for_write(model, instance=instance)
+    unchanged = (
+        Q(**{f"{field.attname}__isnull": True}) if token_as_read is None else Q(**{field.attname: token_as_read})
+    )
+    # Setting the token to itself changes nothing, and takes the row's lock as the fenced claim does.
+    return (
+        model._base_manager.using(using).filter(unchanged, pk=instance.pk).update(**{field.attname: F(field.attname)})
+        == 1
+    )
+
+
 def fencing_token_for(instance: models.Model, lease: Lease | LeaseGroup | int) -> int:
-    """The token ``instance`` is written under: the lease's, that of the instance's key in a group, or the one given."""
+    """The token ``instance`` is written under: the lease's, that of the instance's key in a group, or the one given.
+
+    A lease (or the group's member for ``instance``) this process already knows is gone raises
+    LockLost (:func:`_known_lost`): the database would refuse only a write a newer holder got to
+    first, and a lease lost without one (force-released, run out) must write nothing either.
+    Asking costs no request.
+    """
     if isinstance(lease, Lease):
-        return lease.fencing_token
+        return _held_token(instance, lease)
     if isinstance(lease, LeaseGroup):
         key = key_for_instance(instance)
         if key not in lease:
@@ -116,10 +146,30 @@ def fencing_token_for(instance: models.Model, lease: Lease | LeaseGroup | int) -
                 f"{instance._meta.label} {instance.pk!r} is not in this lock group (its key {key!r} is not one of the "
                 f"group's {len(lease)}): add it to lock_objects(...) to write it under the group."
             )
-        return lease[key].fencing_token
+        return _held_token(instance, lease[key])
     if isinstance(lease, int) and not isinstance(lease, bool):
-        return lease
+        return lease  # a token alone: only the database can judge it
     raise TypeError(f"Fence writes with a Lease, a LeaseGroup or a fencing token (an int), not {type(lease).__name__}.")
+
+
+def _held_token(instance: models.Model, lease: Lease) -> int:
+    if _known_lost(lease):
+        why = lease.lost_reason or ("its safe time ran out" if lease.state == "held" else lease.state)
+        raise LockLost(
+            f"{instance._meta.label} {instance.pk!r} was not written: the lock {lease.key!r} is no longer held "
+            f"({why}). Nothing was written; acquire the lock again and re-read the row.",
+            lease.lost_to,
+        )
+    return lease.fencing_token
+
+
+def _known_lost(lease: Lease) -> bool:
+    """What this process knows without a request: the lease was lost or released, or (renewed here) ran out.
+
+    A detached handle (``LockClient.lease()``, ``keep_alive`` False) is renewed by
+    its owner elsewhere: its clock here says nothing, so only its state counts.
+    """
+    return lease.state != "held" or (lease.keep_alive and not lease.is_held())
 
 
 def _does_not_exist(model: type[models.Model], pk: Any) -> Exception:

@@ -77,7 +77,7 @@ def write_counter(config: WorkerConfig, record: Recorder, rng: random.Random, le
     """Read-modify-write the key's counter row through the fence (cold keys have none: just hold)."""
     from django.db import OperationalError
 
-    from dynalock_django.exceptions import StaleFencingToken
+    from dynalock_django.exceptions import LockLost, StaleFencingToken
     from dynalock_django.fencing import fenced_refresh, fenced_save
     from tests.django.testapp.models import Account
 
@@ -108,6 +108,8 @@ def write_counter(config: WorkerConfig, record: Recorder, rng: random.Random, le
         record("write_ok", key, token, value=account.balance, safe_until=lease.safe_until)
     except StaleFencingToken as stale:
         record("write_rejected", key, token, stored=stale.stored_token)
+    except LockLost:  # the lease was known lost before the write: refused without a query
+        record("write_rejected", key, token, stored=None)
     except OperationalError as error:
         record("write_failed", key, token, reason=str(error))
 

@@ -43,7 +43,9 @@ def main() -> None:
         if args.unfenced:
             account.save(update_fields=["balance"])
         else:
-            fenced_save(account, lease, update_fields=["balance"])
+            # With its token, not its lease: a pause can fall after the lease's local check (which would
+            # refuse a lease known lost) and before the UPDATE; only the row's token stops that write.
+            fenced_save(account, lease.fencing_token, update_fields=["balance"])
         print("WROTE", flush=True)
     except StaleFencingToken as stale:
         print(f"STALE {stale.stored_token}", flush=True)

@@ -13,8 +13,10 @@ import time
 
 import pytest
 
-from dynalock_django import fenced_refresh, fenced_save, lock_model, lock_object
-from dynalock_django.exceptions import ConfigurationError, StaleFencingToken
+from dynalock_django import fenced_refresh, fenced_save, lock_model, lock_object, lock_objects
+from dynalock_django.client import get_client
+from dynalock_django.exceptions import ConfigurationError, LockLost, StaleFencingToken
+from dynalock_django.keys import key_for_instance
 
 from ..dynamodb_support import HEARTBEAT
 from .testapp.models import Account, Tag
@@ -31,8 +33,8 @@ def test_a_write_under_an_older_token_raises_and_changes_nothing(other_holder):
         fenced_save(account, new, update_fields=["balance"])
     stale = Account.objects.get(pk=account.pk)
     stale.balance = 99
-    with pytest.raises(StaleFencingToken) as caught:
-        fenced_save(stale, old, update_fields=["balance"])
+    with pytest.raises(StaleFencingToken) as caught:  # the token of a holder that does not know yet
+        fenced_save(stale, old.fencing_token, update_fields=["balance"])
     assert (caught.value.token, caught.value.stored_token) == (old.fencing_token, new.fencing_token)
     row = Account.objects.get(pk=account.pk)
     assert (row.balance, row.fencing_token) == (2, new.fencing_token)
@@ -56,7 +58,7 @@ def test_fenced_refresh_claims_the_row_before_the_read():
         assert account.fencing_token == new.fencing_token
     # The older holder cannot write between the newer one's read and write.
     with pytest.raises(StaleFencingToken):
-        fenced_save(Account.objects.get(pk=account.pk), old)
+        fenced_save(Account.objects.get(pk=account.pk), old.fencing_token)
 
 
 def test_a_new_instance_is_inserted_with_the_token():
@@ -138,10 +140,59 @@ def test_an_instance_built_from_its_pk_is_still_fenced():
     by_pk = Account(pk=stored.pk, name="Acme", balance=99)
     assert by_pk._state.adding
     with pytest.raises(StaleFencingToken):
-        fenced_save(by_pk, old)
+        fenced_save(by_pk, old.fencing_token)
     assert Account.objects.get(pk=stored.pk).balance == 1
 
 
 def test_fenced_refresh_of_a_missing_row_raises_does_not_exist():
     with lock_model(Account, 424242) as lease, pytest.raises(Account.DoesNotExist):
         fenced_refresh(Account(pk=424242), lease)
+
+
+def force_released_and_noticed(memory, key):
+    """An operator force-releases ``key`` from another process; the holder's next heartbeat sees it."""
+    operator = memory.new_client()
+    operator.force_release(operator.get(key), released_by="ops")
+    memory.advance(HEARTBEAT * 2)
+
+
+def test_a_lease_the_holder_knows_is_lost_writes_nothing(dynalock_in_memory):
+    account = Account.objects.create(name="Acme", balance=1)
+    lease = get_client().acquire(key_for_instance(account))
+    fenced_refresh(account, lease)
+    force_released_and_noticed(dynalock_in_memory, lease.key)
+    assert not lease.is_held()  # the library knows, and no newer lease wrote the row: only we can refuse
+
+    account.balance = 99
+    with pytest.raises(LockLost, match="no longer held") as caught:
+        fenced_save(account, lease, update_fields=["balance"])
+    assert caught.value.current is not None
+    assert caught.value.current.is_released  # what replaced our holding: the operator's release
+    with pytest.raises(LockLost):
+        fenced_refresh(account, lease)
+    row = Account.objects.get(pk=account.pk)
+    assert (row.balance, row.fencing_token) == (1, lease.fencing_token)
+
+
+def test_a_group_member_the_holder_knows_is_lost_writes_nothing(dynalock_in_memory):
+    acme, globex = Account.objects.create(name="Acme"), Account.objects.create(name="Globex")
+    group = lock_objects(acme, globex).acquire()
+    force_released_and_noticed(dynalock_in_memory, key_for_instance(acme))
+    assert group[key_for_instance(globex)].is_held()
+
+    acme.balance = globex.balance = 99
+    with pytest.raises(LockLost):
+        fenced_save(acme, group)
+    fenced_save(globex, group)  # its own lease is still held
+    assert Account.objects.get(pk=acme.pk).balance == 0
+    assert Account.objects.get(pk=globex.pk).balance == 99
+
+
+def test_a_released_lease_writes_nothing():
+    account = Account.objects.create(name="Acme", balance=1)
+    with lock_object(account) as lease:
+        pass
+    account.balance = 99
+    with pytest.raises(LockLost, match="released"):
+        fenced_save(account, lease)
+    assert Account.objects.get(pk=account.pk).balance == 1

@@ -3,7 +3,9 @@
 Anyone but the tab holding the lock — another user, or the same user in
 another tab — gets the read-only view, under a banner saying who is editing
 since when, which tells them by itself when the lock frees. A save is refused
-(a form error, nothing written) unless the submitting tab still holds the lock.
+(a form error, nothing written) unless the submitting tab still holds the lock,
+or DynamoDB does not answer, ``EDIT_DURING_OUTAGE`` is on and the row's fence
+lets it through (:mod:`.outage_saves`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from .explanations import held_message, lost_message, outage_message, unavailabl
 from .idle_resume import opened_stamp
 from .object_locks import EditLock, EditState
 from .object_urls import endpoint_url
+from .outage_saves import FENCE_FIELD, page_fence, refused_outage_save
 from .request_state import EditPage, RequestEditLocks
 from .tickets import HANDOFF_COOKIE, HANDOFF_SECONDS, TICKET_FIELD, EditTicket, handed_over
 
@@ -78,6 +81,9 @@ def checked_before_save(
     def clean(form_instance: ModelForm[Any]) -> dict[str, Any] | None:
         cleaned = super(checked, form_instance).clean()
         page = _renewed_for_save(request, edit_lock)
+        if page.state.unlocked and not form_instance.errors:  # no lock to check: the row's fence, if it has one
+            problem = refused_outage_save(request, form_instance.instance, page.state.ticket)
+            page = EditPage(replace(page.state, problem=problem), page.may_edit, page.lease)
         problem = page.state.problem
         if problem is not None:
             # The banner says it, once; the form error only stops the save (see show_edit_lock).
@@ -116,8 +122,9 @@ def _renewed_for_save(request: HttpRequest, edit_lock: EditLock) -> EditPage:
 def save_without_lock(request: HttpRequest, obj: models.Model) -> None:
     """A save made without its edit lock (EDIT_DURING_OUTAGE), logged.
 
-    With no lease to fence it, it leaves the row's fencing token as it is: a write under a newer lease,
-    even one that landed since this page read the row, keeps refusing older leases' writes.
+    The form's validation has already claimed the row through its fence (:mod:`.outage_saves`): it is
+    row-locked until this save's transaction ends. The save leaves the row's fencing token as it is, so a
+    write under a newer lease keeps refusing older leases' writes.
     """
     logger.warning(
         "%s %r saved by %r without its edit lock: DynamoDB was not answering (EDIT_DURING_OUTAGE is on).",
@@ -202,6 +209,8 @@ def _page_context(
         "state": state,
         "mode": mode,
         "message": message,
+        "fence_field": FENCE_FIELD,
+        "fence": _fence(request, obj, state) if may_edit else None,
         "take_over_url": url("take_over"),
         "may_take_over": bool(
             mode == "view"
@@ -255,6 +264,14 @@ def _page_context(
             },
         },
     }
+
+
+def _fence(request: HttpRequest, obj: models.Model, state: EditState) -> str | None:
+    """The page's signed fence for a save during an outage: as first shown, so a page shown again after a
+    refused save still refuses until it is reopened (and the user sees what was saved meanwhile)."""
+    if request.method == "POST":
+        return request.POST.get(FENCE_FIELD)
+    return page_fence(obj, request.user, state.ticket)
 
 
 def _page_seconds(seconds: Any, otherwise: float) -> float:

@@ -12,7 +12,9 @@ Deadlines: no request starts after the call's deadline (start + timeout;
 ``try_acquire``'s is its start), except one that follows an answer (a retry
 at once of a lock found free, a read resolving a write whose answer was lost
 without a time-out); botocore retries no time-out and starts no retry past
-it (:mod:`..aws.deadlines`). Cleaning up after writes whose answer was lost
+it (:mod:`..aws.deadlines`). A lease is granted only with time left: a write
+answered after the lease it won had run out counts as unanswered, and the
+next one, sent at once, takes the lock afresh (:mod:`.plan`). Cleaning up after writes whose answer was lost
 never keeps a caller past its deadline: it goes to a background thread.
 While the circuit breaker is open a wait ends at once (CircuitOpen).
 """
@@ -40,7 +42,7 @@ from ..wire.display import printable
 from ..wire.item import LockInfo
 from ..wire.waiters import WAITERS, Waiter, parse_waiters
 from ..wire.writes import Stamp
-from .plan import Acquisition, UnansweredWrites, Write
+from .plan import Acquisition, UnansweredWrites, Write, ran_out
 
 if TYPE_CHECKING:
     from ..aws.store import LockStore
@@ -119,7 +121,9 @@ class Acquirer:
                 return resolved
             if resolved is None or resolved.is_released:
                 raise  # we cannot tell whether the lock is free
-            return None
+            lease = None
+        if lease is None:
+            self.clean_up(plan, options)  # a write of ours that was answered too late is released, not left
         return lease
 
     def grant(
@@ -211,14 +215,8 @@ class Acquirer:
             assert current is not None
             assert current.record_version_number is not None
             assert current.fencing_token is not None  # landed_in checked it
-            plan.unanswered.clear()
-            return self.grant(
-                plan.lock_id,
-                current.record_version_number,
-                current.fencing_token,
-                started,
-                options,
-                waiters=current.waiters,
+            return self._won(
+                plan, current.record_version_number, current.fencing_token, started, options, waiters=current.waiters
             )
         plan.found(current, Instant.read(self._clock))
         return None
@@ -244,13 +242,8 @@ class Acquirer:
             current = refused.current
             seen = Instant.read(self._clock)
             if stamp.landed_in(current) and current.fencing_token is not None:
-                return self.grant(
-                    plan.lock_id,
-                    stamp.version,
-                    current.fencing_token,
-                    stamp.started,
-                    options,
-                    waiters=current.waiters,
+                return self._won(
+                    plan, stamp.version, current.fencing_token, stamp.started, options, waiters=current.waiters
                 )
             plan.found(current, seen)
             return None
@@ -258,11 +251,39 @@ class Acquirer:
             if botocore_errors.may_have_landed(error):
                 plan.unanswered.add(stamp.version, stamp.started)
             raise
-        plan.unanswered.clear()
         fencing_token = int(granted[item.FENCING_TOKEN]["N"])
         taken_over, queue = step.may_take_over, parse_waiters(granted.get(WAITERS))
+        return self._won(
+            plan, stamp.version, fencing_token, stamp.started, options, taken_over=taken_over, waiters=queue
+        )
+
+    def _won(
+        self,
+        plan: Acquisition,
+        version: str,
+        fencing_token: int,
+        started: float,
+        options: AcquireOptions,
+        *,
+        taken_over: bool = False,
+        waiters: tuple[Waiter, ...] = (),
+    ) -> Lease | None:
+        """The lease a write of ours sent at ``started`` won, stored as ``version``; None if it has no time left.
+
+        A lease counts from when its write was sent. One whose answer came after it ran out is not
+        granted: its item is told to the plan as an unanswered write's, which the next write accepts.
+        """
+        if ran_out(started, options.lease_duration, self._clock.monotonic()):
+            logger.info(
+                "DynamoDB answered a write taking %s after its %gs lease had run out: not granted, trying again",
+                printable(plan.lock_id[0]),
+                options.lease_duration,
+            )
+            plan.answered_too_late(version, started)
+            return None
+        plan.unanswered.clear()  # the item shows ``version``: no other write of ours is stored
         return self.grant(
-            plan.lock_id, stamp.version, fencing_token, stamp.started, options, taken_over=taken_over, waiters=queue
+            plan.lock_id, version, fencing_token, started, options, taken_over=taken_over, waiters=waiters
         )
 
     def _resolve_unanswered(self, plan: Acquisition, options: AcquireOptions) -> Lease | LockInfo | None:
@@ -285,10 +306,11 @@ class Acquirer:
             return current
         assert current.record_version_number is not None  # landed_in found it among ours
         assert current.fencing_token is not None
-        # Count the lease from the start of the write that landed.
-        return self.grant(
-            lock_id, current.record_version_number, current.fencing_token, started, options, waiters=current.waiters
+        # Count the lease from the start of the write that landed (none, if that is too long ago).
+        won = self._won(
+            plan, current.record_version_number, current.fencing_token, started, options, waiters=current.waiters
         )
+        return current if won is None else won
 
     def clean_up(self, plan: Acquisition, options: AcquireOptions) -> None:
         """Release what unanswered writes may have left: now if the deadline allows, else in the background."""

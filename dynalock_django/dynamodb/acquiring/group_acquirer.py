@@ -11,7 +11,9 @@ On a store without transactions, each chunk's keys are acquired one by one
 in sorted order with the single acquire's write; a refusal releases every
 key taken so far before waiting.
 
-Deadlines and the circuit breaker work as for a single acquire (:mod:`.acquirer`).
+Deadlines, the circuit breaker and answers that come after a lease ran out
+work as for a single acquire (:mod:`.acquirer`); a group is granted only if
+its earliest lease has time left after the last answer (:mod:`.group_plan`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from ..wire import writes
 from ..wire.writes import Stamp
 from .acquirer import in_background
 from .group_plan import GroupAcquisition
+from .plan import ran_out
 
 if TYPE_CHECKING:
     from ..aws.store import LockStore
@@ -161,6 +164,9 @@ class GroupAcquirer:
             if leases is None:
                 return False
             taken.extend(leases)
+        if not all(lease.is_held() for lease in taken):  # an earlier chunk's ran out while later ones were taken
+            plan.ran_out_while_taking()
+            return False
         return True
 
     def _take(self, plan: GroupAcquisition, chunk: Sequence[LockId], options: AcquireOptions) -> list[Lease] | None:
@@ -200,9 +206,13 @@ class GroupAcquirer:
                 self._unanswered(plan, chunk, stamps, error, landed=True)
                 raise
         leases: list[Lease] = []
+        # Counted from when the transaction was sent, as a single acquire's lease: a late answer grants nothing.
+        too_late = ran_out(min(stamp.started for stamp in stamps), options.lease_duration, self._clock.monotonic())
         for lock_id, stamp, step in zip(chunk, stamps, steps, strict=True):
             current = found[lock_id]
-            if stamp.landed_in(current) and current.fencing_token is not None:
+            if too_late and stamp.landed_in(current) and current.fencing_token is not None:
+                plan.answered_too_late(lock_id, stamp.version, stamp.started)
+            elif stamp.landed_in(current) and current.fencing_token is not None:
                 plan.plans[lock_id].unanswered.clear()
                 leases.append(
                     self._acquirer.grant(

@@ -9,6 +9,12 @@ not be taken over yet; until then only those keys are read.
 
 Keys are in a fixed (sorted) order and written in chunks of
 :data:`.writes.MAX_TRANSACTION_ITEMS`, DynamoDB's limit per transaction.
+
+A group is granted only while every lease in it has time left: a chunk
+answered after its earliest lease ran out is taken as the single acquire
+takes a late answer (:meth:`.Acquisition.answered_too_late`), and a group
+whose earlier chunks ran out while later ones were answered is let go and
+asked for again.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from typing import TYPE_CHECKING
 from ..exceptions import LockTimeout
 from ..wire.item import describe_holder
 from ..wire.writes import MAX_TRANSACTION_ITEMS
-from .plan import FIRST_POLL_SECONDS, Acquisition, Jitter, Write
+from .plan import FIRST_POLL_SECONDS, Acquisition, Jitter, Write, late_answers_message
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -59,6 +65,7 @@ class GroupAcquisition:
             for start in range(0, len(self.lock_ids), MAX_TRANSACTION_ITEMS)
         ]
         self.error: DynamoDBError | None = None  # why the last round failed, if it did
+        self.late_answers = 0  # rounds that took every key but were answered after a lease had run out
         self._jitter = jitter
         self._in_the_way: list[LockId] = []  # the keys the last round found held, or failed on
         self._local: dict[LockId, LockInfo | None] = {}  # held by another thread of this client at the deadline
@@ -87,6 +94,17 @@ class GroupAcquisition:
         if self.plans[lock_id].found_held:
             self._in_the_way.append(lock_id)
 
+    def answered_too_late(self, lock_id: LockId, version: str, started: float) -> None:
+        """``lock_id``'s write, sent at ``started``, stored ``version``, but the chunk's answer came after a lease
+        of it ran out: not granted, and written again at once (the write accepts ``version`` as ours)."""
+        self.error = None
+        self.plans[lock_id].answered_too_late(version, started)
+        self._in_the_way.append(lock_id)  # its plan paces the next round: at once, then backing off
+
+    def ran_out_while_taking(self) -> None:
+        """Every chunk was taken, but an earlier chunk's lease ran out before the last answer: not granted."""
+        self.late_answers += 1
+
     def failed(self, chunk: Sequence[LockId], error: DynamoDBError) -> None:
         """Writing ``chunk`` failed (DynamoDB unavailable); its keys back off as a single acquire does."""
         self.error = error
@@ -109,11 +127,13 @@ class GroupAcquisition:
             return self.error
         holders = self.holders()
         named = "; ".join(f"{lock_id[0]!r} {describe_holder(holder)}" for lock_id, holder in holders.items())
-        why = (
-            f"waiting for {len(holders)} of {len(self.lock_ids)} locks: {named}"
-            if holders
-            else f"taking {len(self.lock_ids)} locks: none was held, but the writes kept conflicting with others'"
-        )
+        late = self.late_answers + sum(plan.late_answers for plan in self.plans.values())
+        if holders:
+            why = f"waiting for {len(holders)} of {len(self.lock_ids)} locks: {named}"
+        elif late:
+            why = f"taking {len(self.lock_ids)} locks: {late_answers_message(late)}"
+        else:
+            why = f"taking {len(self.lock_ids)} locks: none was held, but the writes kept conflicting with others'"
         return LockTimeout(
             f"Timed out after {timeout:g}s {why}.",
             next(iter(holders.values()), None),

@@ -19,6 +19,11 @@ the lock is read instead. Any answer resolves them: a refused write's
 condition named them all, so none is stored; a read shows the one that
 landed, if any. The others are forgotten; one that lands later still is a
 holding nobody renews, which frees like any dead holder's.
+
+A write whose answer came only after the lease it would grant had run out
+(:func:`ran_out`; counted from when the write was sent) grants nothing: it
+is counted as a write whose answer was lost, since it is stored, and the
+next write, sent at once, accepts it and takes the lock with a lease of its own.
 """
 
 from __future__ import annotations
@@ -47,6 +52,11 @@ FIRST_POLL_SECONDS = 0.02
 MAX_UNANSWERED = 4
 
 Jitter = Callable[[float, float], float]
+
+
+def ran_out(started: float, lease_duration: float, now: float) -> bool:
+    """A lease won by a write sent at ``started`` has no time left at ``now``: it must not be granted."""
+    return started + lease_duration <= now
 
 
 @dataclass(frozen=True)
@@ -131,6 +141,7 @@ class Acquisition:
         self._attempts = 0
         self._unheld_in_a_row = 0  # attempts since the lock was last found held
         self._takeable_in_a_row = 0  # attempts in a row that found a holder we could take over at once
+        self.late_answers = 0  # writes that took the lock but were answered after their lease had run out
 
     @property
     def retry_at_once(self) -> bool:
@@ -180,6 +191,19 @@ class Acquisition:
             self._write_next, self._last, self._takeable_in_a_row = True, "free", 0
             self._unheld_in_a_row += 1
 
+    def answered_too_late(self, version: str, started: float) -> None:
+        """A write of ours sent at ``started`` stored ``version``, but its answer came after its lease ran out.
+
+        Nothing is granted. The item is ours: the next write, at once, accepts it as an unanswered one's.
+        """
+        self._attempts += 1
+        self.error = None
+        self.late_answers += 1
+        self.unanswered.clear()  # the item shows ``version``: no other write of ours is stored
+        self.unanswered.add(version, started)
+        self._write_next, self._last, self._takeable_in_a_row = True, "free", 0
+        self._unheld_in_a_row += 1
+
     def failed(self, error: DynamoDBError) -> None:
         """An attempt failed (DynamoDB unavailable): wait, then read, unless a write of ours may have landed."""
         self._attempts += 1
@@ -195,6 +219,9 @@ class Acquisition:
         """What a wait that ended without the lock raises: the last failure, or who held the lock."""
         if self.error is not None:
             return self.error
+        if self._last == "free" and self.late_answers:
+            why = late_answers_message(self.late_answers)
+            return LockTimeout(f"Timed out after {timeout:g}s taking lock {self.lock_id[0]!r}: {why}", None)
         return LockTimeout(
             f"Timed out after {timeout:g}s waiting for lock {self.lock_id[0]!r}, {describe_holder(self.holder)}.",
             self.holder,
@@ -226,3 +253,11 @@ class Acquisition:
             if until_takeover >= 0:
                 delay = min(delay, until_takeover + 0.001)
         return delay
+
+
+def late_answers_message(count: int) -> str:
+    return (
+        f"nobody held it, but DynamoDB answered {count} of our writes only after the lease they would grant had "
+        "run out. Give the lock a longer lease (lease_duration, or DYNALOCK['LEASE_DURATION']), or find why "
+        "DynamoDB answers so slowly (throttling, a loaded endpoint)."
+    )

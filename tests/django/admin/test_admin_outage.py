@@ -16,6 +16,7 @@ import pytest
 from django.test import RequestFactory, override_settings
 
 from dynalock_django.admin.edit_locking.change_page import save_without_lock
+from dynalock_django.admin.edit_locking.outage_saves import FENCE_FIELD
 from dynalock_django.client import get_client
 from dynalock_django.exceptions import StaleFencingToken
 from dynalock_django.fencing import fenced_refresh, fenced_save
@@ -55,6 +56,11 @@ def cool_down(dynalock: dict[str, Any], proxy: FaultProxy) -> Iterator[None]:
 def editing_during_outage(dynalock: dict[str, Any], proxy: FaultProxy) -> Iterator[None]:
     with through(dynalock, proxy, EDIT_DURING_OUTAGE=True):
         yield
+
+
+def fenced(page: Any, form: dict[str, Any]) -> dict[str, Any]:
+    """``form`` with the page's signed fence, as the page posts it (tests/django/admin/test_outage_fence.py)."""
+    return {**form, FENCE_FIELD: page.context["dynalock"]["fence"]}
 
 
 def dynamodb_stops_answering(proxy: FaultProxy) -> RequestCounter:
@@ -121,7 +127,7 @@ def test_edit_during_outage_opens_the_page_editable_and_saves_without_a_lock_log
     assert page.context["dynalock"]["mode"] == "outage"
     assert "without an edit lock" in page.context["dynalock"]["message"]
     with caplog.at_level(logging.WARNING, logger="dynalock_django.admin"):
-        saved = client.post(change_url(customer), customer_form(None, name="Acme Ltd"))
+        saved = client.post(change_url(customer), fenced(page, customer_form(None, name="Acme Ltd")))
     assert saved.status_code == 302
     customer.refresh_from_db()
     assert customer.name == "Acme Ltd"
@@ -135,10 +141,10 @@ def test_edit_during_outage_saves_a_page_that_held_its_lock_when_it_cannot_be_re
     editing_during_outage, proxy, alice, customer, caplog
 ):
     client = logged_in(alice)
-    ticket = ticket_of(open_page(client, customer))
+    page = open_page(client, customer)
     dynamodb_stops_answering(proxy)
     with caplog.at_level(logging.WARNING, logger="dynalock_django.admin"):
-        saved = client.post(change_url(customer), customer_form(ticket, name="Acme Ltd"))
+        saved = client.post(change_url(customer), fenced(page, customer_form(ticket_of(page), name="Acme Ltd")))
     assert saved.status_code == 302
     customer.refresh_from_db()
     assert customer.name == "Acme Ltd"
@@ -163,8 +169,8 @@ def test_edit_during_outage_leaves_the_fence_refusing_stale_saves(editing_during
     fenced_refresh(Customer.objects.get(pk=customer.pk), 10)  # last written under token 10
     client = logged_in(alice)
     dynamodb_stops_answering(proxy)
-    open_page(client, customer)
-    assert client.post(change_url(customer), customer_form(None, name="Acme Ltd")).status_code == 302
+    page = open_page(client, customer)
+    assert client.post(change_url(customer), fenced(page, customer_form(None, name="Acme Ltd"))).status_code == 302
     stale = Customer.objects.get(pk=customer.pk)
     assert stale.fencing_token == 10  # the lockless save left the token as it was
     stale.name = "Written late by a lease that was lost"
