@@ -10,8 +10,9 @@ The rule, the same for a lease, a lease group and every lock of the Django layer
   the failure is logged once here (WARNING), counted by telemetry
   (``dynalock.lease.release_failed``) and told to the leases' release callbacks
   (``Lease.release_unconfirmed``).
-- Anything else is raised: a lease lost during the block (``LockLost``: the
-  work ran without exclusivity), a refusal that is not an outage.
+- Anything else is raised: a lease lost during the block as ``LockLost`` (the
+  work ran without exclusivity), even when the release failed for another reason
+  (which is chained), and a refusal that is not an outage.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
-from ..exceptions import DynamoDBUnavailable
+from ..exceptions import DynamoDBUnavailable, LockLost
 from ..wire.display import printable
+from ..wire.item import LockInfo
 
 logger = logging.getLogger("dynalock_django.release")
 
@@ -40,6 +42,12 @@ class HeldLease(Protocol):
 
     @property
     def lease_duration(self) -> float: ...
+
+    @property
+    def lost_reason(self) -> str | None: ...
+
+    @property
+    def lost_to(self) -> LockInfo | None: ...
 
 
 def release_at_block_end(
@@ -87,6 +95,15 @@ def after_failed_release(
             longest,
         )
         return error
+    lost = [lease for lease in leases if lease.state == "lost"]
+    if lost:
+        # The work ran without exclusivity: say so as LockLost, never as the release's own failure, which
+        # callers retry (Celery's autoretry_for DynamoDBUnavailable) and so would do the work a second time.
+        first = lost[0]
+        raise LockLost(
+            f"Lost '{printable(first.key)}' during the block ({first.lost_reason}); its release then failed too.",
+            first.lost_to,
+        ) from error
     raise error
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from dynalock_django.dynamodb import DynamoDBUnavailable
+from dynalock_django.dynamodb import DynamoDBUnavailable, LockLost
 from dynalock_django.signals import lease_release_failed
 from dynalock_django.tasks import lock_task
 from dynalock_django.testing import LocksInMemory, locks_in_memory
@@ -100,3 +100,20 @@ def test_the_retry_on_dynamodb_unavailable_does_not_run_a_finished_task_again(me
     assert result.successful()
     assert result.get() == "celery sent"
     assert RUNS == ["celery"]  # sent once: no retry ran it a second time
+
+
+def test_a_run_that_lost_its_lease_in_an_outage_raises_lock_lost_which_the_retry_does_not_retry(memory):
+    def outage_longer_than_a_lease() -> None:
+        memory.faults.hang()  # DynamoDB stops answering while the invoice is sent...
+        memory.advance(2 * 20.0)  # ...for two leases: the heartbeat cannot renew, the lease is lost
+
+    FAULT["then"] = outage_longer_than_a_lease
+    try:
+        result = send_invoice_celery.apply()
+    finally:
+        memory.faults.heal()
+    # The work ran without exclusivity: LockLost, not the release's DynamoDBUnavailable (which
+    # autoretry_for would read as "nothing ran" and send the invoice a second time).
+    assert isinstance(result.result, LockLost)
+    assert isinstance(result.result.__cause__, DynamoDBUnavailable)
+    assert RUNS == ["celery"]

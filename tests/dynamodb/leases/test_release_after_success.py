@@ -72,8 +72,10 @@ def test_a_lease_lost_during_the_block_still_raises_even_when_the_release_gets_n
             virtual_clock.advance(2 * LEASE)
             assert lease.state == "lost"
 
-    with pytest.raises(DynamoDBUnavailable):
+    # LockLost, not the release's DynamoDBUnavailable, which a caller's retry would read as "nothing ran".
+    with pytest.raises(LockLost) as raised:
         work()
+    assert isinstance(raised.value.__cause__, DynamoDBUnavailable)
 
 
 def test_a_lease_taken_away_during_the_block_raises_lock_lost(make_client, key, virtual_clock):
