@@ -42,7 +42,7 @@ from ..wire.display import printable
 from ..wire.item import LockInfo
 from ..wire.waiters import WAITERS, Waiter, parse_waiters
 from ..wire.writes import Stamp
-from .plan import Acquisition, UnansweredWrites, Write, ran_out
+from .plan import Acquisition, UnansweredWrites, Write, late_answers_message, ran_out
 
 if TYPE_CHECKING:
     from ..aws.store import LockStore
@@ -124,6 +124,11 @@ class Acquirer:
             lease = None
         if lease is None:
             self.clean_up(plan, options)  # a write of ours that was answered too late is released, not left
+            if plan.answered_late:
+                # Not "held": nobody held it, DynamoDB was too slow to grant a lease. A caller reading None as
+                # a live holder would skip work nobody is doing (a task copy's "skip").
+                why = late_answers_message(plan.late_answers)
+                raise DynamoDBUnavailable(f"Could not take lock {lock_id[0]!r}: {why}")
         return lease
 
     def grant(

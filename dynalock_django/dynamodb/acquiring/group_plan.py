@@ -148,7 +148,8 @@ class GroupAcquisition:
         """
         delays = [self.plans[lock_id].delay(now) for lock_id in self._in_the_way]
         if not delays:
-            delay = FIRST_POLL_SECONDS * self._jitter(0.5, 1.0)
+            # Rounds answered too late back off: the store they wait for is the slow one.
+            delay = FIRST_POLL_SECONDS * 2.0 ** min(self.late_answers, 6) * self._jitter(0.5, 1.0)
             if self.deadline is None:
                 return delay
             left = self.deadline - now

@@ -142,6 +142,7 @@ class Acquisition:
         self._unheld_in_a_row = 0  # attempts since the lock was last found held
         self._takeable_in_a_row = 0  # attempts in a row that found a holder we could take over at once
         self.late_answers = 0  # writes that took the lock but were answered after their lease had run out
+        self._answered_late = False  # the last attempt's answer came after its lease had run out
 
     @property
     def retry_at_once(self) -> bool:
@@ -152,6 +153,11 @@ class Acquisition:
         if self._last == "free":
             return self._unheld_in_a_row == 1
         return self._last == "held" and self._takeable_in_a_row == 1
+
+    @property
+    def answered_late(self) -> bool:
+        """The last attempt took the lock, but its answer came after the lease it would grant had run out."""
+        return self._answered_late
 
     @property
     def found_held(self) -> bool:
@@ -177,6 +183,7 @@ class Acquisition:
         """A refused write or a read found ``current`` (None: no item) at ``seen``."""
         self._attempts += 1
         self.error = None
+        self._answered_late = False
         stored_version = current.record_version_number if current is not None else None
         self.unanswered.keep_only(stored_version)
         if self.unanswered:  # a write of ours landed: the next write's condition accepts it
@@ -199,6 +206,7 @@ class Acquisition:
         self._attempts += 1
         self.error = None
         self.late_answers += 1
+        self._answered_late = True
         self.unanswered.clear()  # the item shows ``version``: no other write of ours is stored
         self.unanswered.add(version, started)
         self._write_next, self._last, self._takeable_in_a_row = True, "free", 0
@@ -208,6 +216,7 @@ class Acquisition:
         """An attempt failed (DynamoDB unavailable): wait, then read, unless a write of ours may have landed."""
         self._attempts += 1
         self.error = error
+        self._answered_late = False
         self._write_next, self._last, self._takeable_in_a_row = bool(self.unanswered), "failed", 0
         self._unheld_in_a_row += 1
 
@@ -233,7 +242,9 @@ class Acquisition:
         A retry at once waits for nothing, so it is made even at the deadline: ``timeout=0`` then
         takes a lock found free or takeable, as ``try_acquire`` does.
         """
-        if self.retry_at_once:
+        # After a late answer, not past the deadline: its retry could be as late, a whole request past it.
+        late_past_deadline = self._answered_late and self.deadline is not None and now >= self.deadline
+        if self.retry_at_once and not late_past_deadline:
             return 0.0
         delay = self._poll_delay(now)
         if self.deadline is not None:

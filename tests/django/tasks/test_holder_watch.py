@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from dynalock_django import TaskLocked
+from dynalock_django.dynamodb import DynamoDBUnavailable
 from dynalock_django.dynamodb.clock import start_thread
 from dynalock_django.signals import task_skipped
 from dynalock_django.tasks import lock_task
@@ -141,3 +142,54 @@ def test_a_duplicate_whose_run_ends_between_its_try_and_its_read_is_skipped(memo
         events.unregister("after-call.dynamodb.UpdateItem", end_the_run_after_the_refused_try)
     assert run.state == "released"
     assert RUNS == []
+
+
+def test_with_delete_on_release_a_run_gone_between_the_try_and_the_read_leaves_no_one_to_skip_for():
+    """No item says whose run it was (it may be a retry's own earlier attempt): the copy runs, once."""
+    RUNS.clear()
+    with locks_in_memory(
+        LEASE_DURATION=LEASE, HEARTBEAT_PERIOD=HEARTBEAT, REFRESH_PERIOD=REFRESH, DELETE_ON_RELEASE=True
+    ) as memory:
+        run = memory.new_client().acquire("invoice")
+
+        def end_the_run_after_the_refused_try(**_: Any) -> None:
+            if run.state == "held":
+                run.release()
+
+        events = memory.client.dynamodb.meta.events
+        events.register("after-call.dynamodb.UpdateItem", end_the_run_after_the_refused_try)
+        try:
+            assert send_invoice() == "sent"
+        finally:
+            events.unregister("after-call.dynamodb.UpdateItem", end_the_run_after_the_refused_try)
+    assert RUNS == ["invoice"]
+
+
+def test_a_copy_whose_own_writes_are_answered_after_their_lease_is_not_skipped(memory):
+    """Nobody held the key: DynamoDB was too slow to grant a lease. The copy says so; it does not skip as if a run
+    held it (a skip with no run anywhere is lost work), and a retry runs it."""
+    caller = threading.current_thread()
+    late = [1.5 * LEASE, 1.5 * LEASE]  # the try and its retry at once, both answered after the lease they grant
+
+    def answer_late(**_: Any) -> None:
+        if threading.current_thread() is caller and late:
+            memory.clock.jump(late.pop(0))
+
+    skipped: list[object] = []
+
+    def receiver(sender: str, **kwargs: Any) -> None:
+        skipped.append(kwargs["holder"])
+
+    events = memory.client.dynamodb.meta.events
+    events.register("after-call.dynamodb.UpdateItem", answer_late)
+    task_skipped.connect(receiver)
+    try:
+        with pytest.raises(DynamoDBUnavailable, match="only after the lease they would grant had run out"):
+            send_invoice()
+    finally:
+        task_skipped.disconnect(receiver)
+        events.unregister("after-call.dynamodb.UpdateItem", answer_late)
+    assert skipped == []
+    memory.advance(0)  # the copy's late write is let go in the background
+    assert send_invoice() == "sent"  # the retry
+    assert RUNS == ["invoice"]
