@@ -26,6 +26,9 @@ _VERSION = 1
 # A surrogate code point that JSON decoding left alone: paired ones were joined into one character already.
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
+# Deeper ``extra`` is refused when made and read as a foreign payload: no holder needs it, and a hostile
+# item nested a thousand deep would otherwise exhaust the stack of every page that reads it (a 500).
+MAX_NESTING = 32
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,7 @@ class LockData:
             # Infinity, NaN and numbers past a float's range (1e400) read as null: nothing downstream
             # can use them, and int(inf) would raise OverflowError in every page and command that reads it.
             decoded = json.loads(_text(raw), parse_constant=_nothing, parse_float=_finite_or_none)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         if not isinstance(decoded, dict) or decoded.get(_MARKER) != _VERSION:
             return None
@@ -77,14 +80,19 @@ class LockData:
         return self.username or f"{self.host} (pid {self.pid})"
 
 
-def repaired(value: Any) -> Any:
-    """``value`` with every lone surrogate in its text (in lists and dicts too, keys included) made U+FFFD."""
+def repaired(value: Any, depth: int = 0) -> Any:
+    """``value`` with every lone surrogate in its text (in lists and dicts too, keys included) made U+FFFD.
+
+    ValueError for lists and dicts nested deeper than :data:`MAX_NESTING`.
+    """
     if isinstance(value, str):
         return _LONE_SURROGATE.sub(REPLACEMENT, value)
+    if isinstance(value, dict | list | tuple) and depth >= MAX_NESTING:
+        raise ValueError(f"Lock data nested deeper than {MAX_NESTING} levels: keep `extra` flat (a few plain values).")
     if isinstance(value, dict):
-        return {repaired(key): repaired(item) for key, item in value.items()}
+        return {repaired(key, depth + 1): repaired(item, depth + 1) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [repaired(item) for item in value]
+        return [repaired(item, depth + 1) for item in value]
     return value
 
 

@@ -129,3 +129,36 @@ def test_a_lock_taken_with_a_purpose_from_a_json_body_is_stored_repaired(custome
         assert stored.data is not None
         assert b"\\ud800" not in stored.data  # the table holds no lone surrogate, escaped or not
         assert LockData.from_bytes(stored.data).purpose == f"import {REPLACEMENT} row"
+
+
+def nested(depth: int) -> bytes:
+    """A payload like ours whose ``extra`` nests ``depth`` lists: a kilobyte can exhaust a reader's stack."""
+    return (
+        b'{"dynalock":1,"username":"bob","purpose":"p","host":"h","pid":1,"extra":{"a":'
+        + b"[" * depth
+        + b"]" * depth
+        + b"}}"
+    )
+
+
+@pytest.mark.parametrize("depth", [450, 1200, 100_000])
+@override_settings(MIDDLEWARE=WITH_MIDDLEWARE)
+def test_a_payload_nested_too_deep_is_read_as_foreign_on_every_page(depth, carol, customer):
+    key = key_for_instance(customer)
+    write_item(key, nested(depth))
+    client = browser(carol)
+    change = f"/admin/desk/customer/{customer.pk}/"
+    for url in (
+        f"/save/{customer.pk}/",
+        f"/note/{customer.pk}/",
+        "/admin/desk/customer/",
+        f"{change}change/",
+        LIVE_LOCKS,
+        f"{RELEASE}?key={key}",
+    ):
+        page = client.get(url)
+        assert page.status_code in (200, 423), (url, page.status_code)
+        assert "someone-else" in page.content.decode(), url  # named by its owner, as a foreign item is
+    released = client.post(RELEASE, release_form(get_client().get(key)))
+    assert released.status_code == 302
+    assert get_client().get(key).is_released

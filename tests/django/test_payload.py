@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from dynalock_django.payload import LockData
+from dynalock_django.payload import MAX_NESTING, LockData
 
 
 def marked(**fields):
@@ -59,3 +59,16 @@ def test_lone_surrogates_are_made_the_replacement_character_when_read_and_when_w
 
 def test_invalid_utf8_reads_as_the_replacement_character():
     assert LockData.from_bytes(b'{"dynalock":1,"username":"bob\xed\xa0\x80"}').username == "bob\ufffd\ufffd\ufffd"
+
+
+def test_extra_nested_too_deep_is_refused_when_made_and_read_as_nothing():
+    deep: list[object] = []
+    for _ in range(MAX_NESTING + 1):
+        deep = [deep]
+    with pytest.raises(ValueError, match=f"nested deeper than {MAX_NESTING} levels: keep `extra` flat"):
+        LockData(extra={"a": deep})
+    raw = json.dumps({"dynalock": 1, "username": "bob", "extra": {"a": deep}}).encode()
+    assert LockData.from_bytes(raw) is None
+    assert LockData.from_bytes(b'{"dynalock":1,"extra":' + b"[" * 100_000 + b"]" * 100_000 + b"}") is None
+    shallow = LockData(extra={"a": [[1, 2], {"b": "c"}]})  # what a holder needs reads back
+    assert LockData.from_bytes(shallow.to_bytes()) == shallow
