@@ -15,6 +15,7 @@ to send the form's fields again, with a fresh CSRF token.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -44,6 +45,14 @@ ACTIVITIES = {"edit": gettext_lazy("editing it")}
 # The form's own CSRF field: the page renders a fresh one.
 CSRF_FIELD = "csrfmiddlewaretoken"
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+# Fields never echoed into a page (it may be cached, shown over a shoulder, saved): typed again instead.
+SECRET_FIELD = re.compile(r"pass|secret|token|otp|pin$|cvc|cvv|card|iban|ssn", re.IGNORECASE)
+NO_RESUBMISSION: dict[str, Any] = {
+    "resubmit": False,
+    "resubmit_fields": [],
+    "files_dropped": False,
+    "secrets_dropped": False,
+}
 
 
 @dataclass(frozen=True)
@@ -160,15 +169,33 @@ def back_url(request: HttpRequest, instance: models.Model | None) -> str | None:
 
 
 def resubmission(request: HttpRequest) -> dict[str, Any]:
-    """What a form's POST needs to be sent again: its fields (not its files, which a page cannot hold)."""
+    """What a form's POST needs to be sent again: its fields (not its files, which a page cannot hold).
+
+    Only for a signed-in user's POST that passed Django's CSRF check: the page's fresh token would
+    otherwise turn a cross-site POST (or one to a ``csrf_exempt`` view) into a same-site one, a click
+    away. Secret-looking fields (passwords, tokens, card numbers) and Django's
+    ``sensitive_post_parameters`` are left out, to be typed again.
+    """
     if request.method != "POST" or request.content_type not in FORM_TYPES:
-        return {"resubmit": False, "resubmit_fields": [], "files_dropped": False}
+        return NO_RESUBMISSION
+    user = getattr(request, "user", None)
+    if not getattr(request, "csrf_processing_done", False) or user is None or not user.is_authenticated:
+        return NO_RESUBMISSION
+    sensitive = getattr(request, "sensitive_post_parameters", None) or ()
+    if sensitive == "__ALL__":
+        return NO_RESUBMISSION
     try:
-        fields = [(name, value) for name, values in request.POST.lists() if name != CSRF_FIELD for value in values]
+        typed = [(name, value) for name, values in request.POST.lists() if name != CSRF_FIELD for value in values]
         files_dropped = bool(request.FILES)
     except (RawPostDataException, RequestDataTooBig, SuspiciousOperation):  # read as a stream, or refused
-        return {"resubmit": False, "resubmit_fields": [], "files_dropped": False}
-    return {"resubmit": True, "resubmit_fields": fields, "files_dropped": files_dropped}
+        return NO_RESUBMISSION
+    fields = [(name, value) for name, value in typed if name not in sensitive and not SECRET_FIELD.search(name)]
+    return {
+        "resubmit": True,
+        "resubmit_fields": fields,
+        "files_dropped": files_dropped,
+        "secrets_dropped": len(fields) < len(typed),
+    }
 
 
 def _local(moment: datetime | None) -> datetime | None:

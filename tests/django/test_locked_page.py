@@ -14,9 +14,10 @@ from html.parser import HTMLParser
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.http import HttpResponse
-from django.test import override_settings
+from django.test import Client, override_settings
 from django.urls import include, path
 from django.utils import dateformat, formats, timezone
+from django.views.decorators.csrf import csrf_exempt
 
 from dynalock_django import requires_lock
 from dynalock_django.client import get_client
@@ -174,3 +175,36 @@ def test_a_refused_upload_says_the_files_must_be_attached_again(mia, customer):
     )
     assert "Files you attached are not kept" in page.content.decode()
     assert ("name", "x") in parsed(page).hidden
+
+
+def test_secret_looking_fields_are_never_echoed_into_the_page(mia, customer):
+    held_for(customer, lease_s=600, renewed_s_ago=0)
+    typed = {"name": "Acme", "password": "hunter2", "card_number": "4111111111111111", "api_token": "t0k"}
+    page = mia.post(f"/customers/{customer.pk}/rename/", with_token(typed))
+    html = page.content.decode()
+    for secret in ("hunter2", "4111111111111111", "t0k"):
+        assert secret not in html
+    assert [field for field in parsed(page).hidden if field[0] != "csrfmiddlewaretoken"] == [("name", "Acme")]
+    assert "secret fields are not kept" in html
+
+
+@csrf_exempt
+@requires_lock(Customer)
+def exempt_rename(request, pk):
+    return HttpResponse("saved")
+
+
+urlpatterns.append(path("customers/<int:pk>/exempt-rename/", exempt_rename))
+
+
+def test_no_fresh_csrf_token_for_a_post_that_did_not_pass_the_csrf_check_or_is_anonymous(django_user_model, customer):
+    """Else a cross-site POST's fields would come back on a same-site form, one click from being sent."""
+    held_for(customer, lease_s=600, renewed_s_ago=0)
+    mia = Client(enforce_csrf_checks=True)
+    mia.force_login(django_user_model.objects.create_user("mia"))
+    exempt = mia.post(f"/customers/{customer.pk}/exempt-rename/", {"name": "from another site"})
+    anonymous = Client().post(f"/customers/{customer.pk}/rename/", {"name": "anonymous"})
+    for page in (exempt, anonymous):
+        assert page.status_code == 423
+        assert "Send my changes again" not in page.content.decode()
+        assert "csrfmiddlewaretoken" not in page.content.decode()
