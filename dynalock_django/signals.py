@@ -33,7 +33,7 @@ lease_acquired = Signal()
 lease_released = Signal()
 """Sent when a lease's release was confirmed by DynamoDB: ``sender`` = the key, ``lease=``."""
 lease_release_failed = Signal()
-"""Sent instead of ``lease_released`` when DynamoDB did not confirm the release: the lock frees itself within a lease."""
+"""Sent instead of ``lease_released`` when DynamoDB did not confirm the release: it frees within a lease."""
 lease_lost = Signal()
 """Sent from the heartbeat when a lease was lost (taken over, force-released, or its safe time ran out)."""
 task_skipped = Signal()
