@@ -17,7 +17,8 @@ MKDOCS_YML = ROOT / "mkdocs.yml"
 def build_hook() -> ModuleType:
     """docs/hooks/reference.py, the module MkDocs runs (it is no package of the project's)."""
     spec = importlib.util.spec_from_file_location("docs_reference_hook", DOCS / "hooks" / "reference.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -49,7 +49,7 @@ OTHER_CLIENTS = "other_clients"
 
 @admin.register(Lock)
 class LiveLocksAdmin(_ModelAdmin):
-    """**Locks › Live locks**: the table's held locks, page by page, for staff with ``view_lock``; take over, release."""
+    """The admin's live-locks page: the table's held locks, page by page, for staff with ``view_lock``."""
 
     list_per_page = 100  # items read per DynamoDB request
     refresh_seconds = 5
