@@ -1,0 +1,132 @@
+"""Every Python block of the documentation site runs, with every warning an error, or says why not.
+
+A block runs unless the line before it is a marker (an HTML comment, invisible on the site):
+
+- ``<!-- example: skip (REASON) -->``: it cannot run standalone (a settings fragment, a model of the
+  reader's app); the reason is listed.
+- ``<!-- example: run by tests/PATH -->``: another test runs it as written (the path must exist).
+- ``<!-- example: continues -->``: it runs in the namespace of the page's block before it.
+
+A block runs in a namespace of givens, the names the docs use without defining them: ``Customer``
+(the test project's model), ``customer`` and ``duplicate`` (two of its rows), ``request`` (a request of a
+signed-in user), ``client`` (a ``LockClient``), ``key``, ``user_id`` and ``tab``, all on the in-process
+store (``locks_in_memory()``: ``get_client()`` is ``client``), on a virtual clock. A block with a top-level
+``await`` runs as a coroutine. README.md's blocks run in tests/test_readme.py,
+tests/dynamodb/test_readme_example.py and tests/installed; the tutorial includes two of them.
+``pytest -s`` on this module prints which blocks ran and which did not, and why.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import inspect
+import re
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import RequestFactory
+
+from dynalock_django.testing import locks_in_memory
+from testproject.desk.models import Customer
+
+from ..docs_site import DOCS, ROOT, nav_pages
+
+BLOCK = re.compile(r"^(?P<indent> *)```python\n(?P<code>.*?)^(?P=indent)```$", re.MULTILINE | re.DOTALL)
+MARKER = re.compile(r"<!-- example: (?P<how>skip|run by|continues)\s*(?P<why>.*?) -->$")
+
+
+@dataclass(frozen=True)
+class Example:
+    page: str
+    line: int
+    code: str
+    how: str  # "run", "skip", "run by", "continues"
+    why: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.page}:{self.line}"
+
+
+def examples() -> list[Example]:
+    found = []
+    for page in nav_pages():
+        text = (DOCS / page).read_text()
+        for block in BLOCK.finditer(text):
+            before = text[: block.start()].rstrip("\n").rsplit("\n", 1)[-1].strip()
+            marker = MARKER.match(before)
+            how, why = (marker["how"], marker["why"].strip("()")) if marker else ("run", "")
+            code = "\n".join(line.removeprefix(block["indent"]) for line in block["code"].splitlines())
+            found.append(Example(page, text[: block.start()].count("\n") + 1, code, how, why))
+    return found
+
+
+EXAMPLES = examples()
+
+
+@pytest.fixture
+def givens(db: None) -> Iterator[dict[str, Any]]:
+    with locks_in_memory() as memory:
+        request = RequestFactory().get("/")
+        request.user = User.objects.create_user("alice")
+        yield {
+            "Customer": Customer,
+            "customer": Customer.objects.create(name="Acme", plan="free"),
+            "duplicate": Customer.objects.create(name="ACME Ltd.", plan="free"),
+            "request": request,
+            "client": memory.client,
+            "key": "doc-example",
+            "user_id": request.user.pk,
+            "tab": "tab-1",
+        }
+
+
+def run(example: Example, namespace: dict[str, Any]) -> None:
+    code = compile(example.code, example.name, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # as a reader running it with python -W error
+        result = eval(code, namespace)  # the docs' own code, as written
+        if inspect.iscoroutine(result):  # a block with a top-level await
+            asyncio.run(result)
+
+
+def test_every_block_is_run_or_says_why_not():
+    assert len(EXAMPLES) >= 25  # the pages were read
+    for example in EXAMPLES:
+        if example.how == "skip":
+            assert example.why, f"{example.name}: a skipped example says why"
+        if example.how == "run by":
+            assert (ROOT / example.why).is_file(), f"{example.name}: {example.why} does not exist"
+    print("\nThe documentation's Python blocks:")
+    for example in EXAMPLES:
+        print(f"  {example.name:<32} {example.how}{' ' if example.why else ''}{example.why}")
+
+
+def chains() -> list[list[Example]]:
+    """The blocks to run: each with the page's blocks before it that it continues."""
+    runs: list[list[Example]] = []
+    for index, example in enumerate(EXAMPLES):
+        if example.how not in {"run", "continues"}:
+            continue
+        chain = [example]
+        while chain[0].how == "continues":
+            previous = EXAMPLES[EXAMPLES.index(chain[0]) - 1]
+            assert previous.page == example.page, f"{example.name} continues no block of its page"
+            chain.insert(0, previous)
+        if index + 1 < len(EXAMPLES) and EXAMPLES[index + 1].how == "continues":
+            continue  # the next block runs this one first
+        runs.append(chain)
+    return runs
+
+
+@pytest.mark.parametrize("chain", chains(), ids=lambda chain: chain[-1].name)
+def test_the_example_runs_clean(chain, givens):
+    namespace: dict[str, Any] = {"__name__": "docs_example", **givens}
+    for example in chain:
+        run(example, namespace)
