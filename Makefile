@@ -91,7 +91,8 @@ chaos: $(STAMP)
 	$(BIN)/python -m tests.django.tasks.chaos $(TASK_CHAOS_ARGS)
 
 ## Screenshots of the package's admin pages on Django 5.2 and the newest 6.x into docs/images (chromium; the 6.x
-## leg makes .venv-django6 with PYTHON6, a Python 3.12+).
+## leg makes .venv-django6 with PYTHON6, a Python 3.12+), and the hashes of the sources they show
+## (docs/images/sources.json: a test fails when a pictured page's sources change and its picture does not).
 PYTHON6 ?= python3.13
 VENV6 ?= .venv-django6
 screenshots: $(STAMP)
@@ -99,6 +100,8 @@ screenshots: $(STAMP)
 	for python in $(BIN)/python $(VENV6)/bin/python; do \
 		DYNALOCK_SCREENSHOTS=docs/images $$python -m pytest -q -p no:randomly tests/django/admin/test_admin_layout_browser.py || exit 1; \
 	done
+	# the hashes of the sources these pictures were taken from (tests/test_screenshot_sources.py)
+	$(BIN)/python -m tests.screenshot_sources update $$(cd docs/images && ls *-django5.png *-django6.png)
 
 clean:
 	rm -rf $(VENV) site .mypy_cache .ruff_cache .pytest_cache node_modules .import_linter_cache .coverage .coverage.*
