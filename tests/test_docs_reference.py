@@ -100,6 +100,11 @@ def test_the_reference_pages_and_the_tables_held_to_the_code_are_in_the_site():
     assert {"django/settings.md", "django/commands.md", "reference/command.md", "operations.md"} <= pages
 
 
+def test_sphinx_roles_of_docstrings_show_as_code_alone():
+    html = ":func:<code>~dynalock_django.supervised.run</code> and :mod:<code>dynalock_django.testing</code>"
+    assert build_hook().without_sphinx_roles(html) == "<code>run</code> and <code>dynalock_django.testing</code>"
+
+
 def test_the_command_page_lists_exactly_the_parsers_sub_commands():
     """docs/django/commands.md's table, by hand, against the parser; its --help page is written from the parser."""
     usage = build_hook().command_usage()

@@ -26,6 +26,9 @@ from typing import Any
 
 PUBLIC_NAMES = re.compile(r"^<!-- public names: (?P<module>[\w.]+) -->$", re.MULTILINE)
 USAGE = re.compile(r"^<!-- usage: manage\.py dynalock -->$", re.MULTILINE)
+# The docstrings name code with Sphinx's roles (:func:`~pkg.name`), which Markdown renders as a stray
+# ":func:" before the code: shown as Sphinx shows them, the code alone (after "~", its last part).
+SPHINX_ROLE = re.compile(r":(?:attr|class|data|exc|func|meth|mod|obj):<code>(?P<tilde>~)?(?P<path>[^<]*)</code>")
 HELP_WIDTH = "100"  # argparse wraps at $COLUMNS: the same page on every terminal
 MINIMAL_SETTINGS: dict[str, Any] = {
     "INSTALLED_APPS": [
@@ -92,6 +95,16 @@ def help_text(parser: argparse.ArgumentParser) -> str:
     return out.getvalue().rstrip()
 
 
+def without_sphinx_roles(html: str) -> str:
+    """``:func:<code>~a.b</code>`` as ``<code>b</code>``; ``:mod:<code>a.b</code>`` as ``<code>a.b</code>``."""
+
+    def code(found: re.Match[str]) -> str:
+        path = found["path"].rsplit(".", 1)[-1] if found["tilde"] else found["path"]
+        return f"<code>{path}</code>"
+
+    return SPHINX_ROLE.sub(code, html)
+
+
 def expand(markdown: str) -> str:
     """A page's markdown with its markers replaced by what the code says."""
     markdown = PUBLIC_NAMES.sub(lambda found: reference_entries(found["module"]), markdown)
@@ -110,3 +123,7 @@ def on_config(config: Any) -> Any:
 
 def on_page_markdown(markdown: str, **_: Any) -> str:
     return expand(markdown)
+
+
+def on_page_content(html: str, **_: Any) -> str:
+    return without_sphinx_roles(html)
