@@ -59,6 +59,8 @@ def test_every_public_name_has_a_reference_entry():
         entries = re.findall(r"^::: ([\w.]+)$", hook.expand((DOCS / page).read_text()), flags=re.MULTILINE)
         assert entries, page
         for entry in entries:
+            if entry in referenced_modules():
+                continue  # the module's docstring, atop its page
             module_name, name = entry.rsplit(".", 1)
             shown[id(getattr(importlib.import_module(module_name), name))] = entry
     missing = [name for name, value in public_objects().items() if id(value) not in shown]

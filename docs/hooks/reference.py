@@ -2,9 +2,10 @@
 
 Two markers, each alone on its line of a page:
 
-- ``<!-- public names: MODULE -->`` becomes one mkdocstrings entry (``::: MODULE.NAME``) per name of
-  ``MODULE.__all__``, in that order: a name added to ``__all__`` appears in the reference without a page
-  edit. ``tests/test_docs_reference.py`` checks that every module with an ``__all__`` has such a page.
+- ``<!-- public names: MODULE -->`` becomes the module's docstring and one mkdocstrings entry
+  (``::: MODULE.NAME``) per name of ``MODULE.__all__``, in that order: a name added to ``__all__``
+  appears in the reference without a page edit. ``tests/test_docs_reference.py`` checks that every
+  public module with an ``__all__`` has such a page.
 - ``<!-- usage: manage.py dynalock -->`` becomes the command's ``--help`` and each sub-command's, from its
   argparse parser.
 
@@ -63,8 +64,9 @@ def public_names(module_name: str) -> list[str]:
 
 
 def reference_entries(module_name: str) -> str:
-    """The mkdocstrings entries of ``module_name``'s public names, one per name."""
-    return "\n\n".join(f"::: {module_name}.{name}" for name in public_names(module_name))
+    """The module's docstring, then the mkdocstrings entries of its public names, one per name."""
+    docstring = f"::: {module_name}\n    options:\n      members: false\n      show_root_heading: false"
+    return "\n\n".join([docstring, *(f"::: {module_name}.{name}" for name in public_names(module_name))])
 
 
 def command_usage() -> str:
