@@ -13,7 +13,8 @@ signed-in user), ``client`` (a ``LockClient``), ``key``, ``user_id`` and ``tab``
 store (``locks_in_memory()``: ``get_client()`` is ``client``), on a virtual clock. A block with a top-level
 ``await`` runs as a coroutine. README.md's blocks run in tests/test_readme.py,
 tests/dynamodb/test_readme_example.py and tests/installed; the tutorial includes two of them.
-``pytest -s`` on this module prints which blocks ran and which did not, and why.
+Each block is a test of its own (``page:line``); those that do not run here are skipped with their
+marker's reason, so ``pytest -ra`` lists them.
 """
 
 from __future__ import annotations
@@ -95,37 +96,41 @@ def run(example: Example, namespace: dict[str, Any]) -> None:
             asyncio.run(result)
 
 
-def test_every_block_is_run_or_says_why_not():
+def test_every_marker_says_why():
     assert len(EXAMPLES) >= 25  # the pages were read
     for example in EXAMPLES:
         if example.how == "skip":
             assert example.why, f"{example.name}: a skipped example says why"
         if example.how == "run by":
             assert (ROOT / example.why).is_file(), f"{example.name}: {example.why} does not exist"
-    print("\nThe documentation's Python blocks:")
-    for example in EXAMPLES:
-        print(f"  {example.name:<32} {example.how}{' ' if example.why else ''}{example.why}")
 
 
-def chains() -> list[list[Example]]:
-    """The blocks to run: each with the page's blocks before it that it continues."""
-    runs: list[list[Example]] = []
-    for index, example in enumerate(EXAMPLES):
-        if example.how not in {"run", "continues"}:
-            continue
-        chain = [example]
-        while chain[0].how == "continues":
-            previous = EXAMPLES[EXAMPLES.index(chain[0]) - 1]
-            assert previous.page == example.page, f"{example.name} continues no block of its page"
-            chain.insert(0, previous)
-        if index + 1 < len(EXAMPLES) and EXAMPLES[index + 1].how == "continues":
-            continue  # the next block runs this one first
-        runs.append(chain)
-    return runs
+def chain(example: Example) -> list[Example]:
+    """The block, after the blocks of its page that it continues."""
+    blocks = [example]
+    while blocks[0].how == "continues":
+        previous = EXAMPLES[EXAMPLES.index(blocks[0]) - 1]
+        assert previous.page == example.page, f"{example.name} continues no block of its page"
+        blocks.insert(0, previous)
+    return blocks
 
 
-@pytest.mark.parametrize("chain", chains(), ids=lambda chain: chain[-1].name)
-def test_the_example_runs_clean(chain, givens):
+def parameters() -> list[Any]:
+    """Each block, those that do not run here marked skipped with their marker's reason (``-ra`` lists them)."""
+    return [
+        pytest.param(
+            example,
+            id=example.name,
+            marks=[pytest.mark.skip(reason=f"{example.name}: {example.how} {example.why}".replace(": skip ", ": "))]
+            if example.how in {"skip", "run by"}
+            else [],
+        )
+        for example in EXAMPLES
+    ]
+
+
+@pytest.mark.parametrize("example", parameters())
+def test_the_example_runs_clean(example, givens):
     namespace: dict[str, Any] = {"__name__": "docs_example", **givens}
-    for example in chain:
-        run(example, namespace)
+    for block in chain(example):
+        run(block, namespace)
