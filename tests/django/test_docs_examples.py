@@ -10,7 +10,8 @@ A block runs unless the line before it is a marker (an HTML comment, invisible o
 A block runs in a namespace of givens, the names the docs use without defining them: ``Customer``
 (the test project's model), ``customer`` and ``duplicate`` (two of its rows), ``request`` (a request of a
 signed-in user), ``client`` (a ``LockClient``), ``key``, ``user_id`` and ``tab``, all on the in-process
-store (``locks_in_memory()``: ``get_client()`` is ``client``), on a virtual clock. A block with a top-level
+store (``locks_in_memory()``: ``get_client()`` is ``client``), on a virtual clock; ``boto3.client`` reaches
+that store too, never AWS. A block with a top-level
 ``await`` runs as a coroutine. README.md's blocks run in tests/test_readme.py,
 tests/dynamodb/test_readme_example.py and tests/installed; the tutorial includes two of them.
 Each block is a test of its own (``page:line``); those that do not run here are skipped with their
@@ -28,10 +29,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import boto3
 import pytest
 from django.contrib.auth.models import User
 from django.test import RequestFactory
 
+from dynalock_django.dynamodb import InMemoryDynamoDB, LockClient
 from dynalock_django.testing import locks_in_memory
 from testproject.desk.models import Customer
 
@@ -71,20 +74,51 @@ EXAMPLES = examples()
 
 
 @pytest.fixture
-def givens(db: None) -> Iterator[dict[str, Any]]:
+def boto3_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``boto3.client("dynamodb", ...)`` as the docs call it, answered by the in-process store instead of AWS."""
+    real_client = boto3.client
+    credentials = {"AWS_DEFAULT_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "docs", "AWS_SECRET_ACCESS_KEY": "docs"}
+    for name, value in credentials.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("AWS_ENDPOINT_URL_DYNAMODB", raising=False)
+
+    def in_process(*args: Any, **kwargs: Any) -> Any:
+        dynamodb = real_client(*args, **kwargs)
+        # botocore's own hook: a before-send handler's answer is the request's.
+        dynamodb.meta.events.register_first(
+            "before-send.dynamodb", lambda request, **_: InMemoryDynamoDB().send(request)
+        )
+        return dynamodb
+
+    monkeypatch.setattr(boto3, "client", in_process)
+
+
+@pytest.fixture
+def givens(db: None, boto3_in_process: None) -> Iterator[dict[str, Any]]:
+    """The names the docs use without defining them; afterwards, the clients and tables an example made are gone."""
     with locks_in_memory() as memory:
         request = RequestFactory().get("/")
         request.user = User.objects.create_user("alice")
-        yield {
+        tables_before = set(memory.client.dynamodb.list_tables()["TableNames"])
+        namespace: dict[str, Any] = {
+            "__name__": "docs_example",
             "Customer": Customer,
             "customer": Customer.objects.create(name="Acme", plan="free"),
-            "duplicate": Customer.objects.create(name="ACME Ltd.", plan="free"),
+            "duplicate": Customer.objects.create(name="ACME Ltd.", plan="pro"),
             "request": request,
             "client": memory.client,
             "key": "doc-example",
             "user_id": request.user.pk,
             "tab": "tab-1",
         }
+        yield namespace
+        for value in namespace.values():
+            if isinstance(value, LockClient) and value is not memory.client:
+                value.close()
+        # moto keeps one backend a process: the tables an example created go with it
+        for table in set(memory.client.dynamodb.list_tables()["TableNames"]) - tables_before:
+            memory.client.dynamodb.delete_table(TableName=table)
 
 
 def run(example: Example, namespace: dict[str, Any]) -> None:
@@ -131,6 +165,5 @@ def parameters() -> list[Any]:
 
 @pytest.mark.parametrize("example", parameters())
 def test_the_example_runs_clean(example, givens):
-    namespace: dict[str, Any] = {"__name__": "docs_example", **givens}
     for block in chain(example):
-        run(block, namespace)
+        run(block, givens)
