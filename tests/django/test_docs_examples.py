@@ -5,7 +5,6 @@ A block runs unless the line before it is a marker (an HTML comment, invisible o
 - ``<!-- example: skip (REASON) -->``: it cannot run standalone (a settings fragment, a model of the
   reader's app); the reason is listed.
 - ``<!-- example: run by tests/PATH -->``: another test runs it as written (the path must exist).
-- ``<!-- example: continues -->``: it runs in the namespace of the page's block before it.
 
 A block runs in a namespace of givens, the names the docs use without defining them: ``Customer``
 (the test project's model), ``customer`` and ``duplicate`` (two of its rows), ``request`` (a request of a
@@ -41,7 +40,7 @@ from testproject.desk.models import Customer
 from ..docs_site import DOCS, ROOT, nav_pages
 
 BLOCK = re.compile(r"^(?P<indent> *)```python\n(?P<code>.*?)^(?P=indent)```$", re.MULTILINE | re.DOTALL)
-MARKER = re.compile(r"<!-- example: (?P<how>skip|run by|continues)\s*(?P<why>.*?) -->$")
+MARKER = re.compile(r"<!-- example: (?P<how>skip|run by)\s*(?P<why>.*?) -->$")
 
 
 @dataclass(frozen=True)
@@ -49,7 +48,7 @@ class Example:
     page: str
     line: int
     code: str
-    how: str  # "run", "skip", "run by", "continues"
+    how: str  # "run", "skip", "run by"
     why: str
 
     @property
@@ -139,16 +138,6 @@ def test_every_marker_says_why():
             assert (ROOT / example.why).is_file(), f"{example.name}: {example.why} does not exist"
 
 
-def chain(example: Example) -> list[Example]:
-    """The block, after the blocks of its page that it continues."""
-    blocks = [example]
-    while blocks[0].how == "continues":
-        previous = EXAMPLES[EXAMPLES.index(blocks[0]) - 1]
-        assert previous.page == example.page, f"{example.name} continues no block of its page"
-        blocks.insert(0, previous)
-    return blocks
-
-
 def parameters() -> list[Any]:
     """Each block, those that do not run here marked skipped with their marker's reason (``-ra`` lists them)."""
     return [
@@ -165,5 +154,4 @@ def parameters() -> list[Any]:
 
 @pytest.mark.parametrize("example", parameters())
 def test_the_example_runs_clean(example, givens):
-    for block in chain(example):
-        run(block, givens)
+    run(example, givens)
