@@ -10,7 +10,7 @@ DEMO_STAMP := $(VENV)/.installed-demo
 NODE_STAMP := node_modules/.package-lock.json
 PYTEST_ARGS ?=
 
-.PHONY: test test-fast lint demo bench chaos clean screenshots
+.PHONY: test test-fast lint docs docs-serve demo bench chaos clean screenshots
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,8 +35,8 @@ $(NODE_STAMP): package.json package-lock.json
 ## (pytest-randomly; -p no:randomly for the file order), measuring coverage of dynalock_django: it fails under the
 ## [tool.coverage.report] fail_under of pyproject.toml. On Python 3.12+ coverage measures through sys.monitoring: a
 ## fraction of its C tracer's cost (3.11 has only the tracer); COVERAGE_CORE, set, chooses. LINT= leaves out the lint
-## (CI lints on one leg only). No test is rerun.
-LINT ?= lint
+## (CI lints on one leg only), and the documentation site's strict build with it. No test is rerun.
+LINT ?= lint docs
 ## First the tiers that run in this process on the in-process store (unit, protocol, django), on every core; then,
 ## one at a time, the tiers that start servers, browsers and processes; one coverage report for both.
 IN_PROCESS_TIERS = (unit or protocol or django) and not slow
@@ -64,6 +64,17 @@ lint: $(STAMP)
 	$(BIN)/mypy --cache-dir $(VENV)/.mypy_cache
 	$(BIN)/lint-imports --cache-dir $(VENV)/.import_linter_cache
 
+## The documentation site (mkdocs.yml) into site/, strict: a link, an anchor or a reference that does not resolve
+## fails the build. The reference is written from the code (docs/hooks/reference.py). Offline: nothing is fetched.
+export NO_MKDOCS_2_WARNING := 1
+docs: $(STAMP)
+	$(BIN)/python -m mkdocs build --strict --quiet
+
+## The site on http://127.0.0.1:8001/ (DOCS_PORT=...), rebuilt as the docs change.
+DOCS_PORT ?= 8001
+docs-serve: $(STAMP)
+	$(BIN)/python -m mkdocs serve --strict --dev-addr 127.0.0.1:$(DOCS_PORT)
+
 ## The support-desk test project on an embedded local DynamoDB endpoint: http://127.0.0.1:8000/ (another port: make demo PORT=8001)
 PORT ?= 8000
 demo: $(DEMO_STAMP)
@@ -80,7 +91,8 @@ chaos: $(STAMP)
 	$(BIN)/python -m tests.django.tasks.chaos $(TASK_CHAOS_ARGS)
 
 ## Screenshots of the package's admin pages on Django 5.2 and the newest 6.x into docs/images (chromium; the 6.x
-## leg makes .venv-django6 with PYTHON6, a Python 3.12+).
+## leg makes .venv-django6 with PYTHON6, a Python 3.12+), and the hashes of the sources they show
+## (docs/images/sources.json: a test fails when a pictured page's sources change and its picture does not).
 PYTHON6 ?= python3.13
 VENV6 ?= .venv-django6
 screenshots: $(STAMP)
@@ -88,6 +100,8 @@ screenshots: $(STAMP)
 	for python in $(BIN)/python $(VENV6)/bin/python; do \
 		DYNALOCK_SCREENSHOTS=docs/images $$python -m pytest -q -p no:randomly tests/django/admin/test_admin_layout_browser.py || exit 1; \
 	done
+	# the hashes of the sources these pictures were taken from (tests/test_screenshot_sources.py)
+	$(BIN)/python -m tests.screenshot_sources update $$(cd docs/images && ls *-django5.png *-django6.png)
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache node_modules .import_linter_cache .coverage .coverage.*
+	rm -rf $(VENV) site .mypy_cache .ruff_cache .pytest_cache node_modules .import_linter_cache .coverage .coverage.*

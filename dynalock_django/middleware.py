@@ -19,6 +19,8 @@ from .contention import locked_response
 from .decorators import unavailable_response
 from .exceptions import DynamoDBUnavailable, LockTimeout
 
+__all__ = ["LockErrorsMiddleware"]
+
 
 class LockErrorsMiddleware(MiddlewareMixin):
     """Sync and async alike (MiddlewareMixin); Django calls :meth:`process_exception` for a view's exception."""

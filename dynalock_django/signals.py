@@ -26,11 +26,18 @@ from django.dispatch import Signal
 if TYPE_CHECKING:
     from .dynamodb import Lease
 
+__all__ = ["lease_acquired", "lease_lost", "lease_release_failed", "lease_released", "task_skipped"]
+
 lease_acquired = Signal()
+"""Sent when a lock is taken: ``sender`` = its key, ``lease=`` the new lease."""
 lease_released = Signal()
+"""Sent when a lease's release was confirmed by DynamoDB: ``sender`` = the key, ``lease=``."""
 lease_release_failed = Signal()
+"""Sent instead of ``lease_released`` when DynamoDB did not confirm the release: it frees within a lease."""
 lease_lost = Signal()
+"""Sent from the heartbeat when a lease was lost (taken over, force-released, or its safe time ran out)."""
 task_skipped = Signal()
+"""Sent when a ``lock_task`` run was skipped: ``sender`` = the key, ``task=``, ``holder=``, ``task_id=``."""
 
 
 def watch(lease: Lease) -> None:

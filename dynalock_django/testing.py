@@ -42,7 +42,19 @@ from django.test import override_settings
 from .client import build_client, client_replaced_by, close_client, get_client
 from .dynamodb import Faults, InMemoryDynamoDB, LocalDynamoDB, LockClient, RetryBudgetWarning, VirtualClock
 
+__all__ = [
+    "ENDPOINT_ENV",
+    "DynalockTestMixin",
+    "LocksInMemory",
+    "dynalock_in_memory",
+    "dynalock_table",
+    "local_endpoint_url",
+    "lock_table",
+    "locks_in_memory",
+]
+
 ENDPOINT_ENV = "DYNALOCK_TEST_ENDPOINT_URL"
+"""The environment variable naming another endpoint for the tests' tables (DynamoDB Local, or AWS)."""
 # moto accepts any credentials; boto3 only needs some to sign requests.
 _FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
 

@@ -49,6 +49,8 @@ OTHER_CLIENTS = "other_clients"
 
 @admin.register(Lock)
 class LiveLocksAdmin(_ModelAdmin):
+    """The admin's live-locks page: the table's held locks, page by page, for staff with ``view_lock``."""
+
     list_per_page = 100  # items read per DynamoDB request
     refresh_seconds = 5
 

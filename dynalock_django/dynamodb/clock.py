@@ -27,6 +27,8 @@ SETTLE_PATIENCE_SECONDS = 60.0
 
 
 class Clock(Protocol):
+    """What a ``LockClient`` reads time from: ``SystemClock`` in production, ``VirtualClock`` in tests."""
+
     def monotonic(self) -> float: ...
 
     def time(self) -> float: ...
@@ -37,6 +39,8 @@ class Clock(Protocol):
 
 
 class SystemClock:
+    """The machine's clocks: ``time.monotonic`` for waits and leases, ``time.time`` for wall-clock stamps."""
+
     def monotonic(self) -> float:
         return time.monotonic()
 

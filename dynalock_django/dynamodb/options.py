@@ -40,8 +40,8 @@ def check_client_options(
     validation.check_name("ttl_attribute", ttl_attribute, optional=True)
 
 
-# More threads than this would only queue for botocore's connections (and cost memory).
 MAX_RENEWAL_WORKERS = 64
+"""The most renewal threads a client takes: more would only queue for botocore's connections (and cost memory)."""
 
 
 def check_renewal_workers(renewal_workers: object) -> None:

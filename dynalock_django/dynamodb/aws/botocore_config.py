@@ -24,6 +24,7 @@ _LEGACY_DYNAMODB_ATTEMPTS = 11
 _MAX_BACKOFF = 20.0
 
 RECOMMENDED_CONFIG = 'Config(connect_timeout=1, read_timeout=2, retries={"mode": "standard", "total_max_attempts": 3})'
+"""The botocore ``Config`` whose every call ends well inside the default lease (``RetryBudgetWarning`` names it)."""
 # The same, as the Django layer's setting holds it: a dict of Config's arguments.
 RECOMMENDED_SETTING = (
     'DYNALOCK["BOTO_CONFIG"] = {"connect_timeout": 1, "read_timeout": 2, '

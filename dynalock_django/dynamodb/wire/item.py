@@ -46,13 +46,16 @@ LIVE_LOCK_KEY = "liveLockKey"
 
 # DynamoDB's documented limits.
 MAX_PARTITION_KEY_BYTES = 2048
+"""DynamoDB's limit on a partition key's UTF-8 bytes: a longer lock key is refused before any request."""
 MAX_SORT_KEY_BYTES = 1024
 MAX_ITEM_BYTES = 400 * 1024
 
-# How long an item we cannot parse is presumed held. Such an item may be a live
-# lock written by a client we do not understand, so it must not be taken over
-# quickly; a person can always clear it with a forced release.
 MALFORMED_ITEM_LEASE_SECONDS = 300.0
+"""How long an item that cannot be parsed is presumed held.
+
+Such an item may be a live lock written by a client this one does not understand, so it must not be
+taken over quickly; a person can always clear it with a forced release.
+"""
 
 _DIGITS = re.compile(r"[0-9]{1,18}")
 

@@ -12,13 +12,14 @@ from . import live_index
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import CreateTableInputTypeDef
 
-# ttl_status when the endpoint has no TTL API (dynalite): expired items are never cleaned up there.
 TTL_UNAVAILABLE = "UNAVAILABLE"
+"""``TableDescription.ttl_status`` of an endpoint without the TTL API (dynalite): expired items stay there."""
 
 _TABLE_NAME = re.compile(r"[A-Za-z0-9_.\-]{3,255}")
 
 
 def validate_table_name(table_name: object) -> str:
+    """``table_name`` if DynamoDB accepts it (3 to 255 of ``A-Z a-z 0-9 _ . -``), else ConfigurationError saying so."""
     if not isinstance(table_name, str) or not _TABLE_NAME.fullmatch(table_name):
         raise ConfigurationError(
             f"Invalid DynamoDB table name {table_name!r}: use 3 to 255 characters "
