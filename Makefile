@@ -68,12 +68,12 @@ lint: $(STAMP)
 ## fails the build. The reference is written from the code (docs/hooks/reference.py). Offline: nothing is fetched.
 export NO_MKDOCS_2_WARNING := 1
 docs: $(STAMP)
-	$(BIN)/python -m mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --quiet
 
 ## The site on http://127.0.0.1:8001/ (DOCS_PORT=...), rebuilt as the docs change.
 DOCS_PORT ?= 8001
 docs-serve: $(STAMP)
-	$(BIN)/python -m mkdocs serve --strict --dev-addr 127.0.0.1:$(DOCS_PORT)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs serve --strict --dev-addr 127.0.0.1:$(DOCS_PORT)
 
 ## The support-desk test project on an embedded local DynamoDB endpoint: http://127.0.0.1:8000/ (another port: make demo PORT=8001)
 PORT ?= 8000
