@@ -132,6 +132,8 @@ class SupervisedCommand:
             unsent, self._unsent = self._unsent, []
         for signum in unsent:
             self.signal_group(signum)
+        if self.stopped:  # stopped before it ran: its grace period starts now, with the SIGTERM it just got
+            self._start_kill_timer()
 
     def signal_group(self, signum: int) -> None:
         with self._starting:
@@ -146,10 +148,22 @@ class SupervisedCommand:
         if not self._stopping.acquire(blocking=False):
             return
         self.stopped = True
-        self.signal_group(signal.SIGTERM)
-        self._kill_timer = threading.Timer(self._grace_period, self.signal_group, args=(signal.SIGKILL,))
-        self._kill_timer.daemon = True
-        self._kill_timer.start()
+        with self._starting:
+            self.signal_group(signal.SIGTERM)
+            started = self._process is not None
+        if started:
+            self._start_kill_timer()
+        # Else start() starts the timer: counted from here, a slow start (a loaded machine) would eat the
+        # command's grace period, and its SIGKILL would come with its SIGTERM.
+
+    def _start_kill_timer(self) -> None:
+        """SIGKILL to the command's group after the grace period; once."""
+        with self._starting:
+            if self._kill_timer is not None:
+                return
+            self._kill_timer = threading.Timer(self._grace_period, self.signal_group, args=(signal.SIGKILL,))
+            self._kill_timer.daemon = True
+            self._kill_timer.start()
 
     def suspend(self) -> None:
         """The runner was told to stop (SIGTSTP: Ctrl-Z): stop the command's group, then the runner itself.
