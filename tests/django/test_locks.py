@@ -103,9 +103,15 @@ def test_a_block_whose_lease_was_lost_raises_lock_lost_at_its_end(account, other
 
 def test_signals_tell_acquired_released_and_lost(account, other_holder):
     seen = []
+    told_lost = threading.Event()
 
     def record(signal_name):
-        return lambda sender, lease, **_: seen.append((signal_name, sender, lease.fencing_token))
+        def receiver(sender, lease, **_):
+            seen.append((signal_name, sender, lease.fencing_token))
+            if signal_name == "lost":
+                told_lost.set()
+
+        return receiver
 
     receivers = {name: record(name) for name in ("acquired", "released", "lost")}
     signals.lease_acquired.connect(receivers["acquired"])
@@ -117,6 +123,8 @@ def test_signals_tell_acquired_released_and_lost(account, other_holder):
         second = lock_object(account).acquire()
         other_holder.force_release(other_holder.get(second.key), released_by="carol")
         assert second.wait_until_lost(PATIENCE)
+        # The heartbeat's thread sends the signal just after wait_until_lost returns: wait for it, not a race.
+        assert told_lost.wait(PATIENCE)
     finally:
         signals.lease_acquired.disconnect(receivers["acquired"])
         signals.lease_released.disconnect(receivers["released"])
