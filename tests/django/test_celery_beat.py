@@ -1,0 +1,225 @@
+"""LeaderScheduler's tick on the in-process store and the virtual clock: several beats, one sending, each due time once.
+
+Each "host" is a LeaderScheduler over Celery's in-memory ``Scheduler``, with a Celery app of its own
+(same name: same election) whose sends are recorded, and a LockClient of its own (another process's)
+on the shared virtual clock. A host ticks only when the test says so; its death is its client closed,
+its pause its heartbeat stopped and no tick, for as long as the test lets the clock run.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from celery import Celery
+from celery.schedules import schedule
+
+from dynalock_django import beat_sends
+from dynalock_django.celery import DUE_HEADER, LeaderScheduler
+from dynalock_django.client import client_replaced_by
+from dynalock_django.dynamodb import LockClient
+from dynalock_django.exceptions import ConfigurationError, StaleFencingToken
+from dynalock_django.testing import LocksInMemory, locks_in_memory
+
+pytestmark = pytest.mark.django_db
+
+LEASE, HEARTBEAT, REFRESH = 4.0, 1.0, 0.5
+STEP = 0.25  # virtual seconds between two rounds of ticks
+
+
+class Host:
+    """One beat process: its app (sends recorded), its scheduler, its client."""
+
+    def __init__(self, name: str, memory: LocksInMemory, sends: list[tuple[str, str, str]], **entries: float) -> None:
+        self.name = name
+        self.client: LockClient = memory.new_client()
+        self.app = Celery("billing", broker="memory://", set_as_current=False)
+
+        def now() -> datetime.datetime:
+            return datetime.datetime.fromtimestamp(memory.clock.time(), datetime.UTC)
+
+        self.app.conf.beat_schedule = {
+            entry: {"task": f"billing.{entry}", "schedule": schedule(datetime.timedelta(seconds=every), nowfun=now)}
+            for entry, every in (entries or {"tick": 1.0}).items()
+        }
+
+        def send_task(task: str, *args: Any, headers: dict[str, str], **options: Any) -> None:
+            sends.append((name, task.removeprefix("billing."), headers[DUE_HEADER]))
+
+        self.app.send_task = send_task
+        with self.as_current():
+            self.scheduler = LeaderScheduler(self.app, scheduler_class="celery.beat:Scheduler")
+
+    @contextmanager
+    def as_current(self) -> Iterator[None]:
+        with client_replaced_by(self.client):
+            yield
+
+    def tick(self) -> None:
+        """What beat's loop does until it would sleep: tick while something is due."""
+        with self.as_current():
+            while self.scheduler.tick() == 0:
+                pass
+
+    def pause(self) -> None:
+        """SIGSTOP: its heartbeat stands still (and the test ticks it no more)."""
+        self.client.process_state.heartbeat.stop(timeout=LEASE)
+
+
+@pytest.fixture
+def memory() -> Iterator[LocksInMemory]:
+    with locks_in_memory(LEASE_DURATION=LEASE, HEARTBEAT_PERIOD=HEARTBEAT, REFRESH_PERIOD=REFRESH) as memory:
+        yield memory
+
+
+def run(memory: LocksInMemory, hosts: list[Host], seconds: float) -> None:
+    for _ in range(round(seconds / STEP)):
+        for host in hosts:
+            host.tick()
+        memory.advance(STEP)
+
+
+def dues(sends: list[tuple[str, str, str]], entry: str = "tick") -> list[datetime.datetime]:
+    return [datetime.datetime.fromisoformat(due) for _, name, due in sends if name == entry]
+
+
+def assert_each_due_time_once(sends: list[tuple[str, str, str]], entry: str = "tick") -> None:
+    times = dues(sends, entry)
+    assert len(times) == len(set(times)), sorted(times)
+    assert times == sorted(times)
+
+
+def test_the_leader_sends_every_due_time_and_the_followers_send_nothing(memory):
+    sends: list[tuple[str, str, str]] = []
+    hosts = [Host(name, memory, sends) for name in ("a", "b", "c")]
+    run(memory, hosts, 10.0)
+
+    assert {host for host, _, _ in sends} == {"a"}  # the first to tick leads, alone
+    assert_each_due_time_once(sends)
+    times = dues(sends)
+    assert len(times) >= 9
+    assert all(later - earlier == datetime.timedelta(seconds=1) for earlier, later in zip(times, times[1:], strict=False))
+
+
+def test_a_dead_leaders_beat_is_taken_over_within_a_lease_and_nothing_is_sent_twice(memory):
+    sends: list[tuple[str, str, str]] = []
+    a, b = Host("a", memory, sends), Host("b", memory, sends)
+    run(memory, [a, b], 5.0)
+    last_by_a = dues(sends)[-1]
+    a.client.close(release=False)  # SIGKILL: no release, no more renewals
+    died = memory.clock.time()
+    run(memory, [b], 2 * LEASE)
+
+    by_b = [datetime.datetime.fromisoformat(due) for host, _, due in sends if host == "b"]
+    assert by_b, "b never took over"
+    assert_each_due_time_once(sends)
+    # The first due time b sends is at most a lease (plus a poll and a step of this loop) after a's last renewal.
+    gap = (by_b[0] - last_by_a).total_seconds()
+    assert gap <= HEARTBEAT + LEASE + REFRESH + STEP + 1.0
+    assert by_b[0].timestamp() - died <= LEASE + REFRESH + STEP + 1.0
+
+
+def test_a_leader_stopped_on_purpose_hands_over_at_once(memory):
+    sends: list[tuple[str, str, str]] = []
+    a, b = Host("a", memory, sends), Host("b", memory, sends)
+    run(memory, [a, b], 3.0)
+    with a.as_current():
+        a.scheduler.close()  # SIGTERM: beat closes its scheduler on the way out
+    stopped = memory.clock.time()
+    run(memory, [b], 2.0)
+
+    first_by_b = next(datetime.datetime.fromisoformat(due) for host, _, due in sends if host == "b")
+    assert first_by_b.timestamp() - stopped <= REFRESH + 1.0  # b's next poll, not a lease later
+    assert_each_due_time_once(sends)
+
+
+def test_a_leader_paused_past_its_lease_sends_nothing_when_it_wakes(memory):
+    sends: list[tuple[str, str, str]] = []
+    a, b = Host("a", memory, sends), Host("b", memory, sends)
+    run(memory, [a, b], 3.0)
+    a.pause()
+    run(memory, [b], 2 * LEASE)  # a frozen: b takes over and sends
+    sent_before_a_woke = len(sends)
+    run(memory, [a, b], 3.0)  # a wakes: its lease ran out on its own clock
+
+    assert {host for host, _, _ in sends[sent_before_a_woke:]} == {"b"}
+    assert_each_due_time_once(sends)
+
+
+def test_a_paused_leader_that_checked_its_lease_just_before_is_refused_by_the_row(memory, monkeypatch):
+    """The pause falls between a's look at its lease and its send: the row's fence refuses it once b wrote the row.
+
+    b's entries start later than a's (set up 3 s later): when a wakes, "report" (every 10 s) is due for a and not
+    yet for b, and nobody recorded a run of it. Only the fencing token, not the entry's last run, refuses it.
+    """
+    sends: list[tuple[str, str, str]] = []
+    a = Host("a", memory, sends, tick=1.0, report=10.0)
+    run(memory, [a], 3.0)
+    b = Host("b", memory, sends, tick=1.0, report=10.0)
+    a.pause()
+    run(memory, [b], 2 * LEASE)
+    assert [name for _, name, _ in sends if name == "report"] == []  # nobody sent "report" yet
+    assert [host for host, _, _ in sends][-1] == "b"  # but it did send: it wrote the row under its token
+    woke = len(sends)
+    leadership = a.scheduler._leadership
+    monkeypatch.setattr(leadership, "is_leader", lambda: True)  # a believes it leads: it looked before the pause
+    a.tick()
+
+    assert sends[woke:] == []
+    assert a.scheduler._leadership is None  # refused, it stepped down
+    assert_each_due_time_once(sends, "tick")
+    assert_each_due_time_once(sends, "report")
+
+
+def test_an_entrys_run_is_recorded_once_whoever_read_it_first():
+    beat_sends.advance("beat", "tick", read=None, new="2026-01-01T00:00:01+00:00", token=5)
+    # A second leader that read the same (empty) record cannot send the same run again.
+    stored = beat_sends.advance("beat", "tick", read=None, new="2026-01-01T00:00:01.5+00:00", token=6)
+    assert stored == {"tick": "2026-01-01T00:00:01+00:00"}
+    # The newer leader advances from what is stored; the older one is refused from then on, for every entry.
+    assert beat_sends.advance("beat", "tick", read=stored["tick"], new="2026-01-01T00:00:02+00:00", token=6) is None
+    with pytest.raises(StaleFencingToken):
+        beat_sends.advance("beat", "other", read=None, new="2026-01-01T00:00:03+00:00", token=5)
+    assert beat_sends.last_runs("beat") == {"tick": "2026-01-01T00:00:02+00:00"}
+
+
+def test_a_row_edited_into_nonsense_is_read_as_no_record():
+    from dynalock_django.models import BeatSends
+
+    BeatSends.objects.create(beat="beat", last_runs={"tick": 3, "ok": "2026-01-01T00:00:00+00:00", "7": None})
+    assert beat_sends.last_runs("beat") == {"ok": "2026-01-01T00:00:00+00:00"}
+    BeatSends.objects.filter(beat="beat").update(last_runs=["not", "a", "dict"])
+    assert beat_sends.last_runs("beat") == {}
+
+
+def test_importing_dynalock_django_does_not_import_celery():
+    import subprocess
+    import sys
+
+    code = (
+        "import os, sys, django; os.environ['DJANGO_SETTINGS_MODULE'] = 'tests.settings'; django.setup(); "
+        "import dynalock_django, dynalock_django.models, dynalock_django.beat_sends, dynalock_django.tasks; "
+        "from dynalock_django import Leadership, lock_key; print('celery' in sys.modules)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [("no.such.module:Scheduler", "cannot be imported"), ("celery.beat:ScheduleEntry", "subclass of celery.beat")],
+)
+def test_a_scheduler_class_that_is_not_one_is_refused_with_the_fix(given, says):
+    with pytest.raises(ConfigurationError, match=says):
+        LeaderScheduler(Celery("x", set_as_current=False), scheduler_class=given, lazy=True)
+
+
+def test_the_wrapped_scheduler_comes_from_the_setting(settings, tmp_path):
+    settings.DYNALOCK = {**settings.DYNALOCK, "BEAT_SCHEDULER": "celery.beat:Scheduler"}
+    scheduler = LeaderScheduler(Celery("x", set_as_current=False), lazy=True)
+    assert type(scheduler).__mro__[1:4] == (LeaderScheduler, __import__("celery.beat").beat.Scheduler, object)
+    settings.DYNALOCK = {k: v for k, v in settings.DYNALOCK.items() if k != "BEAT_SCHEDULER"}
+    default = LeaderScheduler(Celery("x", set_as_current=False), schedule_filename=str(tmp_path / "s"), lazy=True)
+    assert type(default).__name__ == "LeaderPersistentScheduler"
