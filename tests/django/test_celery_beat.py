@@ -149,6 +149,27 @@ def test_a_leader_paused_past_its_lease_sends_nothing_when_it_wakes(memory):
     assert_each_due_time_once(sends)
 
 
+def test_a_leader_whose_lease_ran_out_while_paused_sends_only_under_a_new_lease(memory):
+    """Its own clock says the lease is gone: it does not trust it, though no newer token fences it out. Nobody took
+    the lock, so it steps down, takes the lock afresh (a newer token) and sends under that."""
+    from dynalock_django.models import BeatSends
+
+    sends: list[tuple[str, str, str]] = []
+    a, b = Host("a", memory, sends), Host("b", memory, sends)
+    run(memory, [a, b], 3.0)
+    old_token = a.scheduler._leadership.lease.fencing_token
+    a.pause()
+    memory.advance(2 * LEASE)  # nobody ticks: b has not looked at the lease yet
+    woke = len(sends)
+    a.tick()
+
+    assert [host for host, _, _ in sends[woke:]] == ["a"]
+    new_token = a.scheduler._leadership.lease.fencing_token
+    assert new_token > old_token
+    assert BeatSends.objects.get().fencing_token == new_token  # the send was recorded under the new lease
+    assert_each_due_time_once(sends)
+
+
 def test_a_paused_leader_that_checked_its_lease_just_before_is_refused_by_the_row(memory, monkeypatch):
     """The pause falls between a's look at its lease and its send: the row's fence refuses it once b wrote the row.
 
