@@ -101,7 +101,9 @@ def test_the_leader_sends_every_due_time_and_the_followers_send_nothing(memory):
     assert_each_due_time_once(sends)
     times = dues(sends)
     assert len(times) >= 9
-    assert all(later - earlier == datetime.timedelta(seconds=1) for earlier, later in zip(times, times[1:], strict=False))
+    assert all(
+        later - earlier == datetime.timedelta(seconds=1) for earlier, later in zip(times, times[1:], strict=False)
+    )
 
 
 def test_a_dead_leaders_beat_is_taken_over_within_a_lease_and_nothing_is_sent_twice(memory):
