@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import itertools
 import os
 import signal
 import subprocess
@@ -141,7 +142,7 @@ def test_three_beats_send_every_due_time_once_through_kills_and_stops_of_the_lea
     dues = sorted(run.due for run in found)
     duplicates = len(dues) - len(set(dues))
     late = max(run.ran - run.due for run in found)
-    gap = max((b - a for a, b in zip(dues, dues[1:], strict=False)), default=0.0)
+    gap = max((b - a for a, b in itertools.pairwise(dues)), default=0.0)
     print(
         f"\n| beats | run (s) | faults (SIGKILL / SIGSTOP) | runs | duplicates | latest run after its due time (s) "
         f"| longest gap between due times (s) | lease (s) |\n"
