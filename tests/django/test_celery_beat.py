@@ -9,6 +9,7 @@ its pause its heartbeat stopped and no tick, for as long as the test lets the cl
 from __future__ import annotations
 
 import datetime
+import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -101,9 +102,7 @@ def test_the_leader_sends_every_due_time_and_the_followers_send_nothing(memory):
     assert_each_due_time_once(sends)
     times = dues(sends)
     assert len(times) >= 9
-    assert all(
-        later - earlier == datetime.timedelta(seconds=1) for earlier, later in zip(times, times[1:], strict=False)
-    )
+    assert all(later - earlier == datetime.timedelta(seconds=1) for earlier, later in itertools.pairwise(times))
 
 
 def test_a_dead_leaders_beat_is_taken_over_within_a_lease_and_nothing_is_sent_twice(memory):
