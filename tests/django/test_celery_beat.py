@@ -245,3 +245,83 @@ def test_the_wrapped_scheduler_comes_from_the_setting(settings, tmp_path):
     settings.DYNALOCK = {k: v for k, v in settings.DYNALOCK.items() if k != "BEAT_SCHEDULER"}
     default = LeaderScheduler(Celery("x", set_as_current=False), schedule_filename=str(tmp_path / "s"), lazy=True)
     assert type(default).__name__ == "LeaderPersistentScheduler"
+
+
+def test_a_beat_that_cannot_reach_dynamodb_sends_nothing_and_says_so(memory, caplog):
+    sends: list[tuple[str, str, str]] = []
+    a = Host("a", memory, sends)
+    memory.faults.hang()
+    a.tick()
+    memory.faults.heal()
+    assert sends == []
+    assert "cannot lead now" in caplog.text
+
+
+def test_a_send_the_database_cannot_record_is_not_sent_and_the_next_tick_tries_again(memory, monkeypatch, caplog):
+    from django.db import DatabaseError
+
+    sends: list[tuple[str, str, str]] = []
+    a = Host("a", memory, sends)
+    run(memory, [a], 2.0)
+    sent = len(sends)
+
+    def unavailable(*args, **kwargs):
+        raise DatabaseError("the database is down")
+
+    monkeypatch.setattr(beat_sends, "advance", unavailable)
+    run(memory, [a], 2.0)
+    assert len(sends) == sent
+    assert "its send could not be recorded" in caplog.text
+    monkeypatch.undo()
+    run(memory, [a], 2.0)
+    assert len(sends) > sent
+    assert_each_due_time_once(sends)
+
+
+def test_a_run_recorded_by_another_leader_of_the_same_term_is_not_sent_again(memory):
+    """The row moved on under this leader's own token (say, a second process given its lease): it sends nothing."""
+    sends: list[tuple[str, str, str]] = []
+    a = Host("a", memory, sends)
+    run(memory, [a], 2.0)
+    token = a.scheduler._leadership.lease.fencing_token
+    recorded = beat_sends.last_runs(a.scheduler.leader_name)["tick"]
+    later = (datetime.datetime.fromisoformat(recorded) + datetime.timedelta(seconds=30)).isoformat()
+    beat_sends.advance(a.scheduler.leader_name, "tick", read=recorded, new=later, token=token)
+    sent = len(sends)
+    run(memory, [a], 5.0)
+    assert sends[sent:] == []  # its next run is 30 s after the recorded one
+
+
+def test_a_recorded_run_that_is_not_a_time_is_ignored(memory):
+    from dynalock_django.models import BeatSends
+
+    sends: list[tuple[str, str, str]] = []
+    a = Host("a", memory, sends)
+    BeatSends.objects.create(beat=a.scheduler.leader_name, last_runs={"tick": "not a time"})
+    run(memory, [a], 3.0)  # its own last run stands; the record moves on from what it read
+    assert len(dues(sends)) >= 2
+    assert_each_due_time_once(sends)
+
+
+def test_due_times_are_the_same_for_every_leader_that_read_the_same_last_run():
+    from celery.beat import ScheduleEntry
+    from celery.schedules import crontab
+
+    from dynalock_django.celery import due_time
+
+    app = Celery("x", set_as_current=False)
+    last = datetime.datetime(2026, 1, 1, 10, 0, 30, tzinfo=datetime.UTC)
+
+    def entry(every: Any) -> Any:
+        return ScheduleEntry(name="e", task="t", schedule=every, last_run_at=last, app=app)
+
+    assert due_time(entry(datetime.timedelta(seconds=5))) == last + datetime.timedelta(seconds=5)
+    assert due_time(entry(crontab(minute="*/15"))) == datetime.datetime(2026, 1, 1, 10, 15, tzinfo=datetime.UTC)
+    # Any other schedule (here a relative one): now plus what it says remains, at most a period after the last run.
+    relative = due_time(entry(schedule(datetime.timedelta(seconds=5), relative=True)))
+    assert last <= relative <= last + datetime.timedelta(seconds=6)
+
+
+def test_beats_banner_names_the_election(memory):
+    a = Host("a", memory, [])
+    assert "leader election -> 'celery beat billing'" in a.scheduler.info
