@@ -325,3 +325,13 @@ def test_due_times_are_the_same_for_every_leader_that_read_the_same_last_run():
 def test_beats_banner_names_the_election(memory):
     a = Host("a", memory, [])
     assert "leader election -> 'celery beat billing'" in a.scheduler.info
+
+
+def test_a_followers_try_for_the_lease_costs_one_refused_write(memory):
+    from ..dynamodb_support import RequestCounter
+
+    a, b = Host("a", memory, []), Host("b", memory, [])
+    a.tick()
+    counter = RequestCounter(b.client.dynamodb)
+    b.tick()
+    assert counter.calls == {"UpdateItem": 1}
