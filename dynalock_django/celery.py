@@ -79,8 +79,9 @@ class LeaderScheduler(beat.Scheduler):  # type: ignore[misc]  # Celery has no ty
             return False  # another beat leads
         except (DynalockError, DatabaseError) as error:
             logger.warning("Beat %r cannot lead now: %s", self.leader_name, error)
-            if leadership.lease is not None:
-                leadership.release()
+            if leadership.lease is not None:  # the lease, but not the row: let another beat try
+                self._leadership = leadership
+                self._step_down("the beat's sends could not be read")
             return False
         self._leadership = leadership
         logger.info("Beat %r leads (fencing token %s): sending due tasks", self.leader_name, _token(leadership))

@@ -335,3 +335,22 @@ def test_a_followers_try_for_the_lease_costs_one_refused_write(memory):
     counter = RequestCounter(b.client.dynamodb)
     b.tick()
     assert counter.calls == {"UpdateItem": 1}
+
+
+def test_a_beat_that_cannot_read_its_sends_lets_the_lease_go_at_once(memory, monkeypatch, caplog):
+    from django.db import DatabaseError
+
+    sends: list[tuple[str, str, str]] = []
+    a, b = Host("a", memory, sends), Host("b", memory, sends)
+
+    def unavailable(beat):
+        raise DatabaseError("the database is down")
+
+    monkeypatch.setattr(beat_sends, "last_runs", unavailable)
+    a.tick()
+    assert "cannot lead now" in caplog.text
+    monkeypatch.undo()
+    b.tick()  # a released what it could not use: b leads at its first try
+    assert b.scheduler._leadership is not None
+    run(memory, [a, b], 2.0)
+    assert {host for host, _, _ in sends} == {"b"}
