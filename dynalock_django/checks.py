@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from typing import Any
 from urllib.parse import urlparse
 
@@ -251,6 +252,17 @@ def _simple_types(values: dict[str, Any]) -> list[CheckMessage]:
                 f"DYNALOCK['OWNER_NAME'] must be a non-empty string or None, not {owner!r}.",
                 hint="Leave it None: each process then gets its own host-pid-random name.",
                 id="dynalock.E012",
+            )
+        )
+    scheduler = values["BEAT_SCHEDULER"]
+    if not (isinstance(scheduler, str) and re.fullmatch(r"[\w.]+[:.]\w+", scheduler)):
+        # Not imported here: Celery is optional, and LeaderScheduler says what it cannot import when beat starts.
+        messages.append(
+            Error(
+                f"DYNALOCK['BEAT_SCHEDULER'] must be the dotted path of a Celery beat scheduler, not {scheduler!r}.",
+                hint='The default is "celery.beat:PersistentScheduler"; django-celery-beat\'s is '
+                '"django_celery_beat.schedulers:DatabaseScheduler".',
+                id="dynalock.E030",
             )
         )
     for name, check_id in (

@@ -56,6 +56,8 @@ DEFAULTS: dict[str, Any] = {
     # locks (each save logged), their saves still refused by a row's fence if a newer lease wrote it since the
     # page was opened (admin/edit_locking/outage_saves.py). Models without a FencingTokenField: the later save wins.
     "EDIT_DURING_OUTAGE": False,
+    # The Celery beat scheduler dynalock_django.celery.LeaderScheduler wraps (a dotted path).
+    "BEAT_SCHEDULER": "celery.beat:PersistentScheduler",
 }
 
 
@@ -137,6 +139,10 @@ class DynalockSettings:
         if value is None or not math.isfinite(float(value)):
             return None
         return min(float(value), MAX_PAGE_SECONDS)
+
+    @property
+    def BEAT_SCHEDULER(self) -> str:
+        return str(self._get("BEAT_SCHEDULER"))
 
     @property
     def ADMIN_SHOWS_ALL_KEYS(self) -> bool:

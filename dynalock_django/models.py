@@ -1,9 +1,12 @@
-"""No tables: an unmanaged model gives the admin its live-locks page, and the permissions for it."""
+"""An unmanaged model gives the admin its live-locks page, and the permissions for it; one small table
+records what ``dynalock_django.celery.LeaderScheduler``'s leaders sent (:mod:`dynalock_django.beat_sends`)."""
 
 from django.apps import apps
 from django.core.exceptions import ImproperlyConfigured
 from django.db import models
 from django.utils.translation import gettext_lazy as _
+
+from .fencing import FencingTokenField
 
 # Who may take a lock away from its holder: on the live-locks page, or by taking over an edit lock.
 FORCE_RELEASE_PERMISSION = "dynalock_django.force_release"
@@ -33,3 +36,19 @@ class Lock(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+
+class BeatSends(models.Model):
+    """Per Celery beat (its leadership's key): each entry's last run, written only under the newest leader's token."""
+
+    beat = models.CharField(_("beat"), primary_key=True, max_length=2048)
+    # entry name -> when it was last sent (ISO 8601, UTC), as the leader that sent it recorded it
+    last_runs = models.JSONField(_("last runs"), default=dict)
+    fencing_token = FencingTokenField()
+
+    class Meta:
+        verbose_name = _("beat's sends")
+        verbose_name_plural = _("beats' sends")
+
+    def __str__(self) -> str:
+        return self.beat

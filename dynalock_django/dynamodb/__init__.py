@@ -31,6 +31,7 @@ from .exceptions import (
     TableNotReady,
     TableSchemaError,
 )
+from .lambda_lease import lambda_lease, lambda_locked
 from .leases.block_end import arelease_at_block_end, release_at_block_end
 from .leases.lease import Lease
 from .leases.lease_group import LeaseGroup
@@ -81,6 +82,8 @@ __all__ = [
     "botocore_response_hook",
     "build_dynamodb_client",
     "describe_keys_with",
+    "lambda_lease",
+    "lambda_locked",
     "printable",
     "release_at_block_end",
     "retry_budget_seconds",

@@ -92,6 +92,8 @@ def test_e002_unknown_key_suggests_the_close_one(configured):
         ({"ADMIN_SHOWS_ALL_KEYS": "yes"}, "dynalock.E015"),
         ({"SHOW_HOLDER_TO_ANONYMOUS": 1}, "dynalock.E016"),
         ({"TRACE_KEYS": "no"}, "dynalock.E028"),
+        ({"BEAT_SCHEDULER": "PersistentScheduler"}, "dynalock.E030"),  # a class name alone: no module
+        ({"BEAT_SCHEDULER": None}, "dynalock.E030"),
         ({"BOTO_CONFIG": {}}, "dynalock.W001"),  # botocore's defaults: 60 s time-outs x 4 attempts
         ({"DELETE_ON_RELEASE": True}, "dynalock.W002"),
         ({"BREAKER_THRESHOLD": 0}, "dynalock.E019"),

@@ -14,7 +14,7 @@ from dynalock_django.dynamodb import Lease, LockClient
 ROOT = Path(__file__).resolve().parents[2]
 PROTOCOL_DOC = ROOT / "docs" / "protocol.md"
 # What the project's own docs import must exist. (The product design, shared/DESIGN.md, also names
-# surfaces still to be built: counted locks, lambda_lease.)
+# surfaces still to be built: counted locks.)
 DOCS = [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md"]
 
 IMPORT = re.compile(r"from dynalock_django\.dynamodb import ([\w, ]+)")

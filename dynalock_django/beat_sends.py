@@ -1,0 +1,57 @@
+"""What a Celery beat's leaders sent: per entry, its last run, advanced only under the newest leader's fencing token.
+
+One row per beat (:class:`~dynalock_django.models.BeatSends`). A leader sends an entry only after
+:func:`advance` moved that entry's last run from the value the leader read to the new one, in one
+transaction that first stamps the row with its lease's fencing token (:func:`~.fencing.claim_row`):
+
+- a leader paused past its lease whose successor has written the row since is refused
+  (StaleFencingToken) and sends nothing;
+- two leaders that read the same last run cannot both advance it: the second finds it moved and
+  gets the row's last runs back instead, so each run is sent once.
+
+Why a database row and not a DynamoDB item: the row outlives the lock item (released items may be
+deleted, by ``DELETE_ON_RELEASE``, TTL clean-up or another client), the lock table holds only
+locks (every reader of it would otherwise have to skip a foreign item), and the fence is the one
+the package already ships for rows; a beat of a Django project has its database at hand.
+"""
+
+from __future__ import annotations
+
+from django.db import router, transaction
+
+from .fencing import claim_row
+from .models import BeatSends
+
+
+def last_runs(beat: str) -> dict[str, str]:
+    """Each entry's last run as recorded for ``beat`` (entry name -> ISO 8601); empty before the first send."""
+    stored = BeatSends._base_manager.filter(beat=beat).values_list("last_runs", flat=True).first()
+    return _readable(stored)
+
+
+def advance(beat: str, entry: str, *, read: str | None, new: str, token: int) -> dict[str, str] | None:
+    """Record ``entry``'s last run as ``new`` if it is still ``read`` (None: never recorded), under ``token``.
+
+    None when recorded: the caller may send. Otherwise the last runs as stored now (another leader sent
+    the entry since ``read``): the caller sends nothing. StaleFencingToken (nothing written) when a newer
+    leader wrote the row.
+    """
+    using = router.db_for_write(BeatSends)
+    with transaction.atomic(using=using):
+        row, _ = BeatSends._base_manager.using(using).get_or_create(beat=beat)
+        claim_row(row, token)  # row-locked from here to the commit: no other leader's advance interleaves
+        row.refresh_from_db(using=using, fields=["last_runs"])
+        runs = _readable(row.last_runs)
+        if runs.get(entry) != read:
+            return runs
+        runs[entry] = new
+        row.last_runs = runs
+        row.save(using=using, update_fields=["last_runs"])
+    return None
+
+
+def _readable(stored: object) -> dict[str, str]:
+    """The text entries of what the row holds: anything else (edited by hand, another version's) is ignored."""
+    if not isinstance(stored, dict):
+        return {}
+    return {name: value for name, value in stored.items() if isinstance(name, str) and isinstance(value, str)}

@@ -1,0 +1,158 @@
+"""A lease for one AWS Lambda invocation: no heartbeat thread, sized to the time Lambda gives the invocation.
+
+    client = LockClient(boto3.client("dynamodb"), "locks")     # at module level: once per cold start
+
+    def handler(event, context):
+        with lambda_lease(client, f"order-{event['order_id']}", context, needs=5.0) as lease:
+            lease.ensure_held()                                 # before each write it fences
+            ship(event, fencing_token=lease.fencing_token)
+
+Lambda freezes an execution environment between invocations (and may thaw it much later for the
+next one), so a heartbeat thread cannot keep a lease: nothing runs while it is frozen. Instead the
+lease lasts for the rest of the invocation plus ``margin``: one conditional write takes it (the
+lease counted from when that write was sent), none renews it, one releases it before the handler
+returns. Lambda stops the invocation by its deadline, so the work never outlives the lease; a
+function killed at its timeout leaves the key to the next invocation ``margin`` after that.
+
+The lease is the protocol's detached kind (``keep_alive=False``): its ``remaining()``,
+``is_held()`` and ``ensure_held()`` read this process's monotonic clock, which runs on while the
+environment is frozen, so code that wakes holding it finds it expired and must not trust it; the
+block's end then raises LockLost. Writes it protects carry ``lease.fencing_token`` for the data store
+to check: a holder stopped between its check and its write is refused there once a newer holder wrote.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from .exceptions import InvalidLockRequest, LockLost, LockNotAcquired
+from .leases.block_end import release_at_block_end
+from .leases.lease import Lease
+
+if TYPE_CHECKING:
+    from .lock_client import LockClient
+
+# Seconds the lease outlives the invocation's deadline: Lambda's stop of a timed-out function is not instant.
+DEFAULT_MARGIN = 1.0
+
+Result = TypeVar("Result")
+
+
+class LambdaContext(Protocol):
+    """What a lease needs of Lambda's context object."""
+
+    def get_remaining_time_in_millis(self) -> int: ...
+
+
+@contextlib.contextmanager
+def lambda_lease(
+    client: LockClient,
+    key: str,
+    context: LambdaContext,
+    *,
+    needs: float = 0.0,
+    margin: float = DEFAULT_MARGIN,
+    timeout: float | None = None,
+    sort_key: str | None = None,
+    data: bytes | None = None,
+) -> Iterator[Lease]:
+    """Hold ``key`` for the rest of this invocation (plus ``margin``) and release it at the block's end.
+
+    ``needs``: the seconds the block's work (its release included) needs; with less left of the
+    invocation, nothing is asked of DynamoDB and LockNotAcquired says so, and an acquire that waited
+    (``timeout``, capped to leave ``needs``) until less was left releases at once and says so too. A
+    block that ends after its lease ran out on this process's clock (a frozen, thawed function)
+    raises LockLost: its work was not protected to the end.
+    """
+    _check_seconds("needs", needs, allow_zero=True)
+    _check_seconds("margin", margin, allow_zero=False)
+    left = _seconds_left(context)
+    if timeout is not None:
+        _check_seconds("timeout", timeout, allow_zero=True)
+    wait = max(0.0, left - needs) if timeout is None else min(timeout, max(0.0, left - needs))
+    _refuse_if_short(key, left, needs)
+    lease = client.acquire(
+        key, sort_key=sort_key, timeout=wait, data=data, lease_duration=left + margin, keep_alive=False
+    )
+    try:
+        _refuse_if_short(key, _seconds_left(context), needs)
+    except LockNotAcquired:
+        lease.release(best_effort=True)
+        raise
+    try:
+        yield lease
+    except BaseException as error:
+        release_at_block_end(lambda: lease.release(best_effort=not lease.is_held()), error, [lease])
+        raise
+    ran_out = not lease.is_held()
+    release_at_block_end(lambda: lease.release(best_effort=ran_out), None, [lease])
+    if ran_out:
+        raise LockLost(
+            f"The lease on {key!r} ran out before the block ended (the function was frozen, or paused, past "
+            f"its {lease.lease_duration:.1f} s lease): its work was not protected to the end. Writes fenced with "
+            f"token {lease.fencing_token} are refused once a newer holder wrote.",
+            lease.lost_to,
+        )
+
+
+def lambda_locked(
+    client: LockClient,
+    key: str | Callable[[Any], str],
+    *,
+    needs: float = 0.0,
+    margin: float = DEFAULT_MARGIN,
+    timeout: float | None = None,
+) -> Callable[[Callable[[Any, Any, Lease], Result]], Callable[[Any, LambdaContext], Result]]:
+    """The decorator form: ``handler(event, context, lease)`` runs inside :func:`lambda_lease`.
+
+    ``key`` is the key, or a function of the event that gives it. Lambda calls the decorated
+    ``handler(event, context)``.
+    """
+
+    def decorate(handler: Callable[[Any, Any, Lease], Result]) -> Callable[[Any, LambdaContext], Result]:
+        @functools.wraps(handler)
+        def locked(event: Any, context: LambdaContext) -> Result:
+            name = key(event) if callable(key) else key
+            with lambda_lease(client, name, context, needs=needs, margin=margin, timeout=timeout) as lease:
+                return handler(event, context, lease)
+
+        return locked
+
+    return decorate
+
+
+def _seconds_left(context: LambdaContext) -> float:
+    try:
+        millis = context.get_remaining_time_in_millis()
+    except AttributeError:
+        raise InvalidLockRequest(
+            f"lambda_lease needs the Lambda context (the handler's second argument), not {type(context).__name__}: "
+            "it asks it how long the invocation has left (get_remaining_time_in_millis())."
+        ) from None
+    if isinstance(millis, bool) or not isinstance(millis, int | float) or not math.isfinite(millis):
+        raise InvalidLockRequest(f"get_remaining_time_in_millis() gave {millis!r}, not a number of milliseconds.")
+    return max(0.0, millis / 1000.0)
+
+
+def _refuse_if_short(key: str, left: float, needs: float) -> None:
+    if left <= needs:
+        raise LockNotAcquired(
+            f"Not starting the work under {key!r}: {left:.3f} s are left of this invocation and it needs "
+            f"{needs:.3f} s. Raise the function's timeout, or start the work in a new invocation."
+        )
+
+
+def _check_seconds(name: str, value: object, *, allow_zero: bool) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < 0
+        or (value == 0 and not allow_zero)
+    ):
+        bound = "0 or more" if allow_zero else "more than 0"
+        raise InvalidLockRequest(f"lambda_lease's {name} must be a finite number of seconds, {bound}, not {value!r}.")

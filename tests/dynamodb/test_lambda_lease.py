@@ -1,0 +1,225 @@
+"""lambda_lease on the in-process lambda_store and the virtual clock: an invocation's lease, its freeze, its successor.
+
+Each "execution environment" is a LockClient of its own on the shared lambda_store and clock; an invocation is
+a context whose deadline is on that clock. A freeze is time passing while the environment runs nothing:
+no heartbeat would have run either, and this lease has none.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from dynalock_django.dynamodb import (
+    InMemoryDynamoDB,
+    InvalidLockRequest,
+    LockClient,
+    LockLost,
+    LockNotAcquired,
+    VirtualClock,
+    lambda_lease,
+    lambda_locked,
+)
+from dynalock_django.dynamodb.lambda_lease import DEFAULT_MARGIN
+
+from ..dynamodb_support import RequestCounter
+
+
+class Context:
+    """Lambda's context object, as far as a lease asks: the invocation ends ``seconds`` after it began."""
+
+    def __init__(self, clock: VirtualClock, seconds: float) -> None:
+        self.clock = clock
+        self.deadline = clock.time() + seconds
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self.deadline - self.clock.time()) * 1000))
+
+
+class Tables:
+    """The in-process store (one per process: each test's tables are its own), a lock table and a data table."""
+
+    def __init__(self, clock: VirtualClock) -> None:
+        self.store = InMemoryDynamoDB(clock)
+        suffix = uuid.uuid4().hex[:8]
+        self.locks, self.data = f"locks-{suffix}", f"orders-{suffix}"
+
+    def client(self) -> Any:
+        return self.store.client()
+
+    def close(self) -> None:
+        for table in (self.locks, self.data):
+            self.client().delete_table(TableName=table)
+        self.store.close()
+
+
+@pytest.fixture
+def lambda_store(virtual_clock: VirtualClock) -> Iterator[Tables]:
+    store = Tables(virtual_clock)
+    LockClient(store.client(), store.locks, clock=virtual_clock).create_table()
+    store.client().create_table(
+        TableName=store.data,
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    yield store
+    store.close()
+
+
+def environment(store: Tables, clock: VirtualClock) -> LockClient:
+    """A new execution environment's client (a cold start), with the suite's short refresh."""
+    return LockClient(store.client(), store.locks, clock=clock, refresh_period=0.25)
+
+
+def fenced_write(store: Tables, token: int, value: str) -> bool:
+    """The data store's fence: the write lands only if no newer token wrote the order."""
+    try:
+        store.client().put_item(
+            TableName=store.data,
+            Item={"id": {"S": "order-1"}, "token": {"N": str(token)}, "value": {"S": value}},
+            ConditionExpression="attribute_not_exists(#t) OR #t <= :mine",
+            ExpressionAttributeNames={"#t": "token"},
+            ExpressionAttributeValues={":mine": {"N": str(token)}},
+        )
+    except ClientError as error:
+        refused = error.response["Error"]["Code"] == "ConditionalCheckFailedException"
+        if not refused:
+            raise
+        return False
+    return True
+
+
+def test_an_invocation_takes_a_lease_for_its_rest_and_a_margin_in_two_requests_and_no_thread(
+    lambda_store, virtual_clock
+):
+    client = environment(lambda_store, virtual_clock)
+    counter = RequestCounter(client.dynamodb)
+    threads = threading.active_count()
+    with lambda_lease(client, "order-1", Context(virtual_clock, 30.0)) as lease:
+        assert lease.lease_duration == pytest.approx(30.0 + DEFAULT_MARGIN)
+        assert lease.is_held()
+        assert not lease.keep_alive  # nothing renews it
+        assert threading.active_count() == threads  # no heartbeat thread
+        virtual_clock.advance(25.0)
+        assert lease.is_held()  # held to the invocation's end without a renewal
+    assert counter.calls == {"UpdateItem": 2}  # the acquire and the release
+    assert client.get("order-1").is_released
+
+
+def test_work_that_cannot_finish_in_the_invocation_is_not_started_and_costs_no_request(lambda_store, virtual_clock):
+    client = environment(lambda_store, virtual_clock)
+    counter = RequestCounter(client.dynamodb)
+    with (
+        pytest.raises(LockNotAcquired, match=r"2\.000 s are left of this invocation and it needs 5\.000 s"),
+        lambda_lease(client, "order-1", Context(virtual_clock, 2.0), needs=5.0),
+    ):
+        pytest.fail("the work started")
+    assert counter.total == 0
+
+
+def test_an_invocation_that_waited_until_too_little_was_left_lets_go_at_once(lambda_store, virtual_clock):
+    holder = environment(lambda_store, virtual_clock)
+    held = holder.acquire("order-1", lease_duration=3.0, keep_alive=False)  # a holder that dies: no renewal
+    late = environment(lambda_store, virtual_clock)
+    # 6 s left, 4 s of work: the wait is capped at 2 s, and a lease not renewed for 3 s is not taken in 2.
+    with pytest.raises(LockNotAcquired), lambda_lease(late, "order-1", Context(virtual_clock, 6.0), needs=4.0):
+        pytest.fail("the work started")
+    assert late.get("order-1").owner_name == held.owner_name
+
+
+def test_a_frozen_invocation_never_writes_under_its_expired_lease_and_the_next_takes_over_within_a_lease(
+    lambda_store, virtual_clock
+):
+    first_env, second_env = environment(lambda_store, virtual_clock), environment(lambda_store, virtual_clock)
+    first = lambda_lease(first_env, "order-1", Context(virtual_clock, 3.0))
+    lease = first.__enter__()  # the block runs; then the environment is frozen inside it
+    assert lease.is_held()
+    assert fenced_write(lambda_store, lease.fencing_token, "first")
+    first_lease_ends = lease.safe_until
+
+    virtual_clock.advance(10.0)  # frozen: nothing of the first environment runs
+    started = virtual_clock.monotonic()
+    with lambda_lease(second_env, "order-1", Context(virtual_clock, 30.0)) as second:
+        taken = second.safe_until - second.lease_duration  # when its write was sent
+        assert fenced_write(lambda_store, second.fencing_token, "second")
+
+        # Thawed inside the first block: its lease ran out on its own clock, and it does not trust it.
+        assert not lease.is_held()
+        with pytest.raises(LockLost):
+            lease.ensure_held()
+        assert not fenced_write(
+            lambda_store, lease.fencing_token, "first, late"
+        )  # and had it written, the fence refuses
+        with pytest.raises(LockLost, match="ran out before the block ended"):
+            first.__exit__(None, None, None)
+
+    assert taken >= first_lease_ends  # zero overlap: the second's lease begins after the first's ended
+    assert taken - started <= lease.lease_duration + 0.25 + 0.01  # within one lease (and a poll) of its start
+    stored = lambda_store.client().get_item(TableName=lambda_store.data, Key={"id": {"S": "order-1"}})["Item"]
+    assert stored["value"] == {"S": "second"}
+
+
+def test_the_decorator_runs_the_handler_with_its_lease_on_the_events_key(lambda_store, virtual_clock):
+    client = environment(lambda_store, virtual_clock)
+    seen = []
+
+    @lambda_locked(client, lambda event: f"order-{event['id']}", needs=1.0)
+    def handler(event, context, lease):
+        seen.append((lease.key, lease.is_held()))
+        return "done"
+
+    assert handler({"id": 7}, Context(virtual_clock, 10.0)) == "done"
+    assert seen == [("order-7", True)]
+    assert client.get("order-7").is_released
+
+
+def test_a_block_that_raises_releases_and_its_error_stands(lambda_store, virtual_clock):
+    client = environment(lambda_store, virtual_clock)
+    with pytest.raises(ZeroDivisionError), lambda_lease(client, "order-1", Context(virtual_clock, 10.0)):
+        1 / 0  # noqa: B018
+    assert client.get("order-1").is_released
+
+
+def test_an_invocation_whose_acquire_ate_the_time_for_its_work_lets_go_at_once(lambda_store, virtual_clock):
+    """The acquire came back with less left than the work needs (a slow answer): the lease is released, unused."""
+    client = environment(lambda_store, virtual_clock)
+    context = Context(virtual_clock, 10.0)
+    client.dynamodb.meta.events.register(
+        "after-call.dynamodb.UpdateItem", lambda **_: setattr(context, "deadline", virtual_clock.time() + 0.5)
+    )
+    with (
+        pytest.raises(LockNotAcquired, match=r"0\.500 s are left"),
+        lambda_lease(client, "order-1", context, needs=4.0),
+    ):
+        pytest.fail("the work started")
+    assert client.get("order-1").is_released
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        ({"needs": -1.0}, "needs must be a finite number"),
+        ({"margin": 0.0}, "margin must be a finite number of seconds, more than 0"),
+        ({"timeout": float("nan")}, "timeout must be"),
+    ],
+)
+def test_bad_options_are_refused_naming_them(lambda_store, virtual_clock, options, says):
+    with (
+        pytest.raises(InvalidLockRequest, match=says),
+        lambda_lease(environment(lambda_store, virtual_clock), "k", Context(virtual_clock, 10.0), **options),
+    ):
+        pass
+
+
+def test_something_that_is_not_a_lambda_context_is_refused_naming_the_fix(lambda_store, virtual_clock):
+    with (
+        pytest.raises(InvalidLockRequest, match="needs the Lambda context"),
+        lambda_lease(environment(lambda_store, virtual_clock), "k", {"remaining": 3}),
+    ):
+        pass
