@@ -31,6 +31,8 @@ from .conf import dynalock_settings
 from .exceptions import ConfigurationError, DynalockError, LockNotAcquired, StaleFencingToken
 from .leader import Leadership
 
+__all__ = ["LeaderScheduler", "due_time"]
+
 logger = logging.getLogger("dynalock_django.celery")
 
 # The message header naming the due time a send is for (ISO 8601, UTC): a task may read it, tests do.
