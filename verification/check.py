@@ -26,7 +26,7 @@ SAFETY = ("-DSAFETY", "-DNOCLAIM", "-DCOLLAPSE")
 LIVENESS = ("-DCOLLAPSE", "-DNFAIR=3")  # weak fairness over the clients, clocks, operator, monitor
 # Three clients: bitstate hashing (a 2^BITS-bit table), which may miss states but never reports a false error.
 BITSTATE = ("-DSAFETY", "-DNOCLAIM", "-DBITSTATE")
-BITS = 23
+BITS = 22
 
 
 @dataclass(frozen=True)
@@ -63,11 +63,20 @@ ROWS = (
     Row("clean: 2 clients, lost answers", "lock.pml", ("-DFORCES=0",), SAFETY, TWO_CLIENTS_SAFETY, True, "(1) (2)"),
     Row("clean: 2 clients, force-release", "lock.pml", ("-DLOSSES=0",), SAFETY, TWO_CLIENTS_SAFETY, True, "(1) (2)"),
     Row(
-        "clean: 2 clients, liveness p3",
+        "clean: 2 clients, liveness p3, force-release",
         "lock.pml",
-        ("-DRENEWS=0",),
+        ("-DRENEWS=0", "-DLOSSES=0"),
         LIVENESS,
-        ("-a", "-f", "-N", "p3", "-m100000"),
+        ("-a", "-f", "-m100000"),
+        True,
+        "(3)",
+    ),
+    Row(
+        "clean: 2 clients, liveness p3, lost answers",
+        "lock.pml",
+        ("-DRENEWS=0", "-DFORCES=0"),
+        LIVENESS,
+        ("-a", "-f", "-m100000"),
         True,
         "(3)",
     ),
@@ -92,7 +101,7 @@ ROWS = (
         "lock.pml",
         ("-DRENEWS=0", "-DCONTROL_NO_TAKEOVER"),
         LIVENESS,
-        ("-a", "-f", "-N", "p3"),
+        ("-a", "-f"),
         False,
         "(3)",
     ),
@@ -126,7 +135,9 @@ def check(row: Row, spin: str, cc: str) -> Result:
         shutil.copy(HERE / row.model, work / row.model)
         started = time.monotonic()
         run([spin, *row.defines, "-a", row.model], work)
-        run([cc, "-O1", "-w", *row.cflags, "-o", "pan", "pan.c"], work)
+        # Optimizing pan.c costs a second of compiling: worth it only where pan searches every state.
+        optimize = "-O1" if row.expect_pass and row.model == "lock.pml" else "-O0"
+        run([cc, optimize, "-w", *row.cflags, "-o", "pan", "pan.c"], work)
         output = run(["./pan", *row.pan_args], work)
         seconds = time.monotonic() - started
         return Result(
@@ -167,7 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     for tool in (args.spin, args.cc):
         if shutil.which(tool) is None:
-            print(f"{tool} is not installed: `apt-get install spin gcc` (Debian), or pass --spin/--cc.", file=sys.stderr)
+            print(
+                f"{tool} is not installed: `apt-get install spin gcc` (Debian), or pass --spin/--cc.", file=sys.stderr
+            )
             return 2
     started = time.monotonic()
     results = []

@@ -30,7 +30,8 @@ from ..dynamodb.fake_clock import FakeClock
 pytestmark = [
     pytest.mark.unit,
     pytest.mark.skipif(
-        shutil.which("spin") is None, reason="spin is not installed: `apt-get install spin` (Debian) to replay the model"
+        shutil.which("spin") is None,
+        reason="spin is not installed: `apt-get install spin` (Debian) to replay the model",
     ),
 ]
 
