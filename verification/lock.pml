@@ -6,11 +6,10 @@
  * decides it (paths under dynalock_django/dynamodb/), so the model and the code can be read side by
  * side; tests/verification/test_replay.py replays spin's simulations through those functions.
  *
- * Time: every client has its own clock; one tick advances one client's clock. Clocks start together
- * and read within SKEW ticks of each other at every instant, so over any interval two clocks'
- * advances differ by at most DRIFT = 2*SKEW ticks (the drift bound). Nothing else is assumed of
- * time: any number of steps of anyone may happen between two ticks, and any number of ticks between
- * two steps of a client (a pause, longer than a lease if it likes).
+ * Time: every client has its own clock; one tick advances one client's clock. Over any interval, two
+ * clocks' advances differ by at most DRIFT ticks (the drift bound; see `behind` below). Nothing else is
+ * assumed of time: any number of steps of anyone may happen between two ticks, and any number of ticks
+ * between two steps of a client (a pause, longer than a lease if it likes).
  *
  * Property (1) "never two clients that each believe by their own clock that their lease is valid,
  * within the drift bound": a client believes when it holds, nobody force-released it, and its lease
