@@ -45,9 +45,9 @@ STEPS = 2500
 EVENT = re.compile(r"^\s*EV (\d+) ([A-Z]+)((?: -?\d+)*)\s*$")
 
 
-def simulate(seed: int) -> list[tuple[int, str, list[int]]]:
+def simulate(seed: int, *defines: str) -> list[tuple[int, str, list[int]]]:
     done = subprocess.run(
-        ["spin", "-DREPLAY", f"-u{STEPS}", f"-n{seed}", MODEL.name],
+        ["spin", "-DREPLAY", *defines, f"-u{STEPS}", f"-n{seed}", MODEL.name],
         cwd=MODEL.parent,
         capture_output=True,
         text=True,
@@ -180,17 +180,29 @@ class Replay:
         me.acquisition = None
 
 
+def replay(seed: int, *defines: str) -> dict[str, int]:
+    """Replay one simulation; the count of each kind of event."""
+    replayed = Replay()
+    for number, what, args in simulate(seed, *defines):
+        try:
+            replayed.apply(number, what, args)
+        except AssertionError as error:
+            raise AssertionError(f"seed {seed}: {error}") from error
+    return replayed.counts
+
+
 def test_spins_simulations_decide_as_the_package_does():
     totals: dict[str, int] = {}
     for seed in SEEDS:
-        replay = Replay()
-        for number, what, args in simulate(seed):
-            try:
-                replay.apply(number, what, args)
-            except AssertionError as error:
-                raise AssertionError(f"seed {seed}: {error}") from error
-        for what, count in replay.counts.items():
+        for what, count in replay(seed).items():
             totals[what] = totals.get(what, 0) + count
     # The simulations reached every kind of decision, takeovers and lost answers included.
     kinds = {"START", "READ", "WRITE", "TAKEOVER", "SEEN", "FREE", "GRANT", "RENEWED", "BELIEVES", "LOST", "RESOLVE"}
     assert kinds <= set(totals), totals
+
+
+def test_a_model_that_drifts_from_the_code_fails_the_replay():
+    """The model with one of its bug switches (a lease counted from the answer) no longer decides as the code."""
+    with pytest.raises(AssertionError, match="its lease started"):
+        for seed in SEEDS:
+            replay(seed, "-DBUG_LEASE_FROM_ANSWER")
