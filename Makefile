@@ -90,6 +90,12 @@ chaos: $(STAMP)
 	$(BIN)/python -m tests.chaos $(CHAOS_ARGS)
 	$(BIN)/python -m tests.django.tasks.chaos $(TASK_CHAOS_ARGS)
 
+## The protocol's model checked by spin (verification/README.md): the clean models must pass, each bug switch
+## must fail; a table of states, depth, seconds, verdicts. Needs spin and gcc (Debian: apt-get install spin).
+.PHONY: verify
+verify:
+	$(PYTHON) verification/check.py
+
 ## Screenshots of the package's admin pages on Django 5.2 and the newest 6.x into docs/images (chromium; the 6.x
 ## leg makes .venv-django6 with PYTHON6, a Python 3.12+), and the hashes of the sources they show
 ## (docs/images/sources.json: a test fails when a pictured page's sources change and its picture does not).
