@@ -16,10 +16,15 @@ such a key is recognised; it names its model but not the row.
 A run-once task's key (``dynalock_django.tasks``) reads like its call,
 ``KEY_PREFIX + "dotted.name(arg=value,...)"``, its arguments encoded so the key
 holds no ``:`` (it reads back as a name), and is shortened the same way.
+
+A counted lock's items (a semaphore's permits, a row's readers) are keyed by
+the protocol: the set's key, then ``#permit-N`` or ``#reader-N``. They read
+back as the key of their set (its row, or its name) plus the permit.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,12 +36,15 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from .conf import dynalock_settings
-from .dynamodb import MAX_PARTITION_KEY_BYTES
+from .dynamodb import MAX_PARTITION_KEY_BYTES, split_permit_key
 from .exceptions import InvalidLockRequest
 
 _PK_SEPARATOR = ","
 _DIGEST_SEPARATOR = "#"  # quote() always encodes it, so it cannot occur in an encoded pk
 _DIGEST_LENGTH = 64  # SHA-256, in hex
+# What a counted lock's item is, by the suffix the protocol gives its key (split_permit_key): telemetry's
+# ``dynalock.kind``. tests/django/test_keys.py checks these are the protocol's suffixes.
+COUNTED_KINDS = {"#permit-": "semaphore", "#reader-": "read"}
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,9 @@ class ParsedKey:
     told); ``object_pk`` is that pk as its model's field reads it, or None
     when the text is no valid pk of the model (a hand-written key, a bad
     UUID, an integer out of range), so no query is made for it.
+
+    A counted lock's item reads as its set's key (``set_key``) does, with
+    ``counted`` its kind ("semaphore", "read") and ``permit`` its index.
     """
 
     key: str
@@ -55,6 +66,9 @@ class ParsedKey:
     pk: tuple[str, ...] | None
     name: str | None
     object_pk: Any = None
+    counted: str | None = None
+    permit: int | None = None
+    set_key: str | None = None
 
 
 def root_model(model: type[models.Model]) -> type[models.Model]:
@@ -110,7 +124,8 @@ def key_for_task(name: str, arguments: str, *, queued: bool = False) -> str:
 
 
 def telemetry_attributes(key: str) -> dict[str, str]:
-    """How telemetry describes ``key``: its kind (object, name, task, queued task) and a row's model label.
+    """How telemetry describes ``key``: its kind (object, name, task, queued task; semaphore or read for a
+    counted lock's item) and a row's model label.
 
     Read from the key's text and the app registry (a dictionary look-up): it
     runs at every acquire while OpenTelemetry is installed. A label reaches
@@ -120,10 +135,16 @@ def telemetry_attributes(key: str) -> dict[str, str]:
     attribute's value. The key itself (a primary key, a task's arguments) only
     with the setting ``TRACE_KEYS``.
     """
+    counted = _counted(key)
+    if counted is not None:  # a permit or a reader: its set's description (a row's model), of its own kind
+        set_key, kind, _ = counted
+        attributes = {**telemetry_attributes(set_key), "dynalock.kind": kind}
+        if dynalock_settings.TRACE_KEYS:
+            attributes["dynalock.key"] = key
+        return attributes
     prefix = dynalock_settings.KEY_PREFIX
     body = key[len(prefix) :] if prefix and key.startswith(prefix) else key
     label, separator, _ = body.partition(":")
-    attributes: dict[str, str]
     if separator and _is_installed_label(label):
         attributes = {"dynalock.kind": "object", "dynalock.model": label}
     elif body.startswith("queued ") and "(" in body:
@@ -150,7 +171,11 @@ def _is_installed_label(label: str) -> bool:
 
 
 def parse_key(key: str) -> ParsedKey:
-    """Read a key back: which model row it locks, or the name it was given."""
+    """Read a key back: which model row it locks, or the name it was given (and the permit, for a counted lock's)."""
+    counted = _counted(key)
+    if counted is not None:
+        set_key, kind, permit = counted
+        return dataclasses.replace(parse_key(set_key), key=key, counted=kind, permit=permit, set_key=set_key)
     prefix = dynalock_settings.KEY_PREFIX
     body = key[len(prefix) :] if prefix and key.startswith(prefix) else key
     label, separator, encoded = body.partition(":")
@@ -165,6 +190,16 @@ def parse_key(key: str) -> ParsedKey:
         return ParsedKey(key, label, model, None, None)
     pk = tuple(unquote(part) for part in encoded.split(_PK_SEPARATOR))
     return ParsedKey(key, label, model, pk, None, _object_pk(model, pk) if model is not None else None)
+
+
+def _counted(key: str) -> tuple[str, str, int] | None:
+    """``(set's key, kind, permit)`` of a counted lock's item; None for any other key."""
+    split = split_permit_key(key)
+    if split is None:
+        return None
+    set_key, suffix, permit = split
+    kind = COUNTED_KINDS.get(suffix)
+    return None if kind is None else (set_key, kind, permit)
 
 
 def _fitting(head: str, encoded: str) -> str:
