@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
 
 from dynalock_django.client import get_client
+from dynalock_django.dynamodb import LockClient
 from dynalock_django.exceptions import ConfigurationError, TaskLocked
 from dynalock_django.signals import task_skipped
 from dynalock_django.tasks import current_token, lock_task
 
-from ...dynamodb_support import PATIENCE, unique
+from ...dynamodb_support import LEASE, PATIENCE, make_dynamodb, short_lease_client, unique
 
 pytestmark = pytest.mark.uses_dynalock
 
@@ -153,3 +155,43 @@ def test_limit_1_is_the_plain_key_as_without_it():
 def test_a_limit_that_is_not_a_whole_number_of_one_or_more_is_refused_when_decorating(limit):
     with pytest.raises(ConfigurationError, match=r"lock_task\(limit\)=.*whole number of 1 or more"):
         lock_task(limit=limit)(lambda: None)
+
+
+def test_a_copy_skips_quickly_when_all_permits_are_held_by_renewing_runs(dynalock):
+    name = unique("export")
+    alive = LockClient(
+        make_dynamodb(dynalock["ENDPOINT_URL"]), dynalock["TABLE_NAME"], lease_duration=30, heartbeat_period=0.2
+    )
+    counted = alive.semaphore(name, 2)
+    held = [counted.acquire(timeout=PATIENCE), counted.acquire(timeout=PATIENCE)]
+
+    @lock_task(name, limit=2)
+    def export() -> str:
+        return "ran"
+
+    try:
+        started = time.monotonic()
+        assert export() is None
+        assert time.monotonic() - started < 30  # live runs are told by their heartbeats, not waited out
+    finally:
+        for lease in held:
+            lease.release()
+        alive.close()
+
+
+def test_a_dead_runs_permit_is_taken_over_after_about_its_lease(dynalock):
+    name = unique("export")
+    dead = short_lease_client(make_dynamodb(dynalock["ENDPOINT_URL"]), dynalock["TABLE_NAME"])
+    counted = dead.semaphore(name, 2)
+    held = {lease.permit: lease.fencing_token for lease in (counted.acquire(), counted.acquire())}
+    dead.close(release=False)  # its heartbeat stops, as a killed worker's does
+
+    @lock_task(name, limit=2)
+    def export() -> int | None:
+        return current_token()
+
+    started = time.monotonic()
+    token = export()
+    assert time.monotonic() - started >= LEASE * 0.9  # a dead holder is waited out, never cut short
+    [taken] = [permit for permit in held if get_client().get(f"{name}#permit-{permit}").fencing_token == token]
+    assert token > held[taken]  # the permit's tokens grow across the takeover
