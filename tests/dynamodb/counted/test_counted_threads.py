@@ -47,9 +47,15 @@ def overlapping(intervals: list[Interval]) -> int:
     return most
 
 
+# Seconds a holder holds, then pauses before its next round: readers hold long and writers come
+# between, so that writers meet readers in place.
+HOLD = {"permit": (0.005, 0.02), "read": (0.03, 0.08), "write": (0.005, 0.02)}
+PAUSE = {"permit": (0.01, 0.05), "read": (0.0, 0.02), "write": (0.05, 0.15)}
+
+
 def hold(lease, kind: str, intervals: list[Interval], lock: threading.Lock) -> None:
     start = time.monotonic()
-    time.sleep(random.uniform(0.005, 0.02))
+    time.sleep(random.uniform(*HOLD[kind]))
     end = time.monotonic()
     if lease.is_held():
         with lock:

@@ -120,12 +120,13 @@ def test_a_different_count_is_refused_naming_both(make_client, key):
 
 
 def test_a_smaller_count_sees_a_larger_set_past_its_last_permit(make_client, key):
-    client = make_client()
+    client = make_client(delete_on_release=True)
     semaphore = client.semaphore(key, 3)
     leases = [semaphore.acquire(timeout=0) for _ in range(3)]
     for lease in leases:
         if lease.permit != 2:
-            lease.release()  # only permit 2 stays held: past the last permit of a set of 2
+            lease.release()  # deleted: only permit 2's item is left, past the last permit of a set of 2
+    assert [holder.permit for holder in semaphore.holders()] == [2]
     with pytest.raises(InvalidLockRequest, match=r"has 3 permits .* asks for 2"):
         client.semaphore(key, 2).try_acquire()
 
