@@ -1,4 +1,4 @@
-"""A permit is a lock item in the AWS Java client's format: the Java client reads it as a lock, and its locks hold permits."""
+"""A permit is a lock item in the Java client's format: the Java client reads it as a lock; its locks hold permits."""
 
 from __future__ import annotations
 
