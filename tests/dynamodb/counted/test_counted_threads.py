@@ -72,14 +72,14 @@ def test_never_more_than_n_holders_and_tokens_grow_per_permit(make_client, key):
     def work(client: LockClient) -> None:
         try:
             semaphore = client.semaphore(key, 2)
-            for _ in range(ROUNDS):
+            for _ in range(ROUNDS // 2):  # the processes tier runs the same on every store
                 hold(semaphore.acquire(timeout=PATIENT), "permit", intervals, lock)
         except BaseException as error:
             errors.append(error)
 
     run([threading.Thread(target=work, args=(client,)) for client in clients])
     assert errors == []
-    assert len(intervals) == 5 * ROUNDS
+    assert len(intervals) == 5 * (ROUNDS // 2)
     assert overlapping(intervals) <= 2
     by_permit = collections.defaultdict(list)
     for interval in sorted(intervals, key=lambda i: i.start):

@@ -17,7 +17,7 @@ from dynalock_django.dynamodb import LockTimeout
 
 from ...dynamodb_support import LEASE, unique
 
-CLIENTS, MAX_READERS = 4, 2
+CLIENTS, MAX_READERS = 3, 2
 
 step = st.one_of(
     st.tuples(st.just("read"), st.integers(0, CLIENTS - 1)),
@@ -29,7 +29,7 @@ step = st.one_of(
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(steps=st.lists(step, min_size=1, max_size=25))
+@given(steps=st.lists(step, min_size=1, max_size=20))
 def test_no_interleaving_puts_a_writer_with_anyone(make_client, virtual_clock, steps):
     name = unique("rw")
     clients = [make_client(clock=virtual_clock) for _ in range(CLIENTS)]

@@ -24,7 +24,7 @@ def test_readers_share_and_a_writer_excludes_them(make_client, key, virtual_cloc
     second = b.readers_writer(key).acquire_read(timeout=0)
     assert first.permit != second.permit
     with pytest.raises(LockTimeout, match="2 reader") as timed_out:
-        w.readers_writer(key).acquire_write(timeout=3 * LEASE)
+        w.readers_writer(key).acquire_write(timeout=2 * LEASE)
     assert {holder.owner_name for holder in timed_out.value.holders} == {a.owner_name, b.owner_name}
     assert w.get(key).is_released  # the write item given back at the time-out
     assert first.is_held()
@@ -33,7 +33,7 @@ def test_readers_share_and_a_writer_excludes_them(make_client, key, virtual_cloc
     second.release()
     writer = w.readers_writer(key).acquire_write(timeout=0)
     with pytest.raises(LockTimeout, match="a writer holds"):
-        a.readers_writer(key).acquire_read(timeout=3 * LEASE)
+        a.readers_writer(key).acquire_read(timeout=2 * LEASE)
     assert a.readers_writer(key).try_acquire_read() is None
     writer.release()
     assert a.readers_writer(key).acquire_read(timeout=0).permit is not None
@@ -79,7 +79,7 @@ def test_a_reader_that_wrote_first_is_waited_for_by_the_writer(make_client, dyna
 
     dynamodb.meta.events.register_first("before-send.dynamodb.UpdateItem", reader_first)
     with pytest.raises(LockTimeout, match="1 reader"):
-        writer_client.readers_writer(key).acquire_write(timeout=3 * LEASE)
+        writer_client.readers_writer(key).acquire_write(timeout=2 * LEASE)
     assert read[0].is_held()
 
 

@@ -23,11 +23,11 @@ def test_n_holders_at_most_and_the_next_gets_a_released_permit(make_client, key,
     leases = [client.semaphore(key, 3).acquire(timeout=0) for client in clients[:3]]
     assert sorted(lease.permit for lease in leases) == [0, 1, 2]
     with pytest.raises(LockTimeout, match="all 3 permits held") as timed_out:
-        clients[3].semaphore(key, 3).acquire(timeout=5 * LEASE)  # five leases: the holders keep renewing
+        clients[3].semaphore(key, 3).acquire(timeout=2 * LEASE)  # two leases: the holders keep renewing
     assert len(timed_out.value.holders) == 3
     assert all(lease.is_held() for lease in leases)
     leases[1].release()
-    lease = clients[3].semaphore(key, 3).acquire(timeout=5 * LEASE)
+    lease = clients[3].semaphore(key, 3).acquire(timeout=2 * LEASE)
     assert lease.permit == leases[1].permit
     assert lease.fencing_token > leases[1].fencing_token
     assert sorted(holder.permit for holder in clients[0].semaphore(key, 3).holders()) == [0, 1, 2]
@@ -191,7 +191,7 @@ def test_aacquire_waits_on_the_event_loop_and_atry_acquire_does_not(make_client,
     async def main() -> None:
         assert await semaphore.atry_acquire() is None
         with pytest.raises(LockTimeout):
-            await semaphore.aacquire(timeout=3 * LEASE)
+            await semaphore.aacquire(timeout=2 * LEASE)
         held.release()
         lease = await semaphore.aacquire(timeout=3 * LEASE)
         assert lease.permit == 0
