@@ -148,8 +148,8 @@ def test_bad_names_and_counts_are_refused_with_the_fix(make_client, name, count,
 
 
 def test_permit_keys_decode_to_their_set():
-    assert split_permit_key("exports#permit-2") == ("exports", "#permit-", 2)
-    assert split_permit_key("a#permit-1#reader-0") == ("a#permit-1", "#reader-", 0)
+    assert split_permit_key("exports#permit-2") == ("exports", "semaphore", 2)
+    assert split_permit_key("a#permit-1#reader-0") == ("a#permit-1", "read", 0)
     assert split_permit_key("exports") is None
     assert split_permit_key("exports#permit-02") is None  # not one the set writes
 
