@@ -117,16 +117,6 @@ WORKLOADS = [
         breaker_cool_down=LEASE / 2,  # the suite's leases are 1/20 of the defaults; so is its cool-down
     ),
     Workload(
-        "semaphore",
-        processes=5,
-        hot_keys=2,
-        cold_keys=0,
-        permits=2,
-        hold=0.02,
-        kill_probability=0.1,
-        faults=FaultRates(latency=0.05, lost_response=0.03, error_500=0.02),
-    ),
-    Workload(
         "many",
         processes=6,
         hot_keys=4,
@@ -138,6 +128,16 @@ WORKLOADS = [
         faults=FaultRates(
             latency=0.05, drop=0.02, lost_response=0.03, error_500=0.03, throttle=0.03, lost_transaction=0.1
         ),
+    ),
+    Workload(
+        "semaphore",
+        processes=5,
+        hot_keys=2,
+        cold_keys=0,
+        permits=2,
+        hold=0.02,
+        kill_probability=0.1,
+        faults=FaultRates(latency=0.05, lost_response=0.03, error_500=0.02),
     ),
 ]
 
