@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from botocore.exceptions import ClientError
 
+from dynalock_django.dynamodb import InvalidLockRequest
+
 from ...dynamodb_support import LEASE
 from ...java_client import JavaLockClient
 
@@ -43,3 +45,13 @@ def test_a_java_lock_on_a_permits_key_holds_that_permit(make_client, dynamodb, t
     lease = semaphore.try_acquire()
     assert lease is not None
     assert raw(dynamodb, table_name, f"{key}#permit-0")["permits"] == {"N": "1"}  # stamped by our grant
+
+
+def test_an_item_with_an_unreadable_count_is_refused_not_taken(make_client, dynamodb, table_name, key):
+    java = JavaLockClient(dynamodb, table_name)
+    item = {**java.item(f"{key}#permit-1"), "permits": {"S": "\x1b[2Jthree"}, "isReleased": {"S": "1"}}
+    dynamodb.put_item(TableName=table_name, Item=item)
+    with pytest.raises(InvalidLockRequest, match="has an unreadable count") as refused:
+        make_client().semaphore(key, 2).acquire(timeout=0)
+    assert "\x1b" not in str(refused.value)
+    assert raw(dynamodb, table_name, f"{key}#permit-1")["ownerName"] == {"S": "java-host-1"}  # left as it was
