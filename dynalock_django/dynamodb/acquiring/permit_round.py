@@ -241,7 +241,7 @@ class PermitRound:
     def gave_up(self, timeout: float | None) -> DynamoDBError | LockTimeout:
         if self.error is not None:
             return self.error
-        waited = f"Timed out after {timeout:g}s" if timeout else "No permit free"
+        waited = "Gave up" if timeout is None else f"Timed out after {timeout:g}s"
         if self.blocked_by is not None:
             return LockTimeout(
                 f"{waited} waiting to read: a writer holds the lock ({describe_holder(self.blocked_by)}).",

@@ -41,12 +41,16 @@ def permit_key(name: str, suffix: str, index: int) -> str:
     return f"{name}{suffix}{index}"
 
 
+# The kind of set a suffix names, as listings and metrics call it.
+KINDS = {SEMAPHORE_SUFFIX: "semaphore", READER_SUFFIX: "read"}
+
+
 def split_permit_key(key: str) -> tuple[str, str, int] | None:
-    """``(name, suffix, index)`` of a permit's key, None for any other key."""
+    """``(name, kind, index)`` of a permit's key (kind ``"semaphore"`` or ``"read"``), None for any other key."""
     match = _PERMIT_KEY.fullmatch(key)
     if match is None:
         return None
-    return match["name"], match["suffix"], int(match["index"])
+    return match["name"], KINDS[match["suffix"]], int(match["index"])
 
 
 def check_set(kind: str, name: object, count: object, limit: int) -> None:
