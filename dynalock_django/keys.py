@@ -42,9 +42,6 @@ from .exceptions import InvalidLockRequest
 _PK_SEPARATOR = ","
 _DIGEST_SEPARATOR = "#"  # quote() always encodes it, so it cannot occur in an encoded pk
 _DIGEST_LENGTH = 64  # SHA-256, in hex
-# What a counted lock's item is, by the suffix the protocol gives its key (split_permit_key): telemetry's
-# ``dynalock.kind``. tests/django/test_keys.py checks these are the protocol's suffixes.
-COUNTED_KINDS = {"#permit-": "semaphore", "#reader-": "read"}
 
 
 @dataclass(frozen=True)
@@ -135,7 +132,7 @@ def telemetry_attributes(key: str) -> dict[str, str]:
     attribute's value. The key itself (a primary key, a task's arguments) only
     with the setting ``TRACE_KEYS``.
     """
-    counted = _counted(key)
+    counted = split_permit_key(key)
     if counted is not None:  # a permit or a reader: its set's description (a row's model), of its own kind
         set_key, kind, _ = counted
         attributes = {**telemetry_attributes(set_key), "dynalock.kind": kind}
@@ -172,7 +169,7 @@ def _is_installed_label(label: str) -> bool:
 
 def parse_key(key: str) -> ParsedKey:
     """Read a key back: which model row it locks, or the name it was given (and the permit, for a counted lock's)."""
-    counted = _counted(key)
+    counted = split_permit_key(key)
     if counted is not None:
         set_key, kind, permit = counted
         return dataclasses.replace(parse_key(set_key), key=key, counted=kind, permit=permit, set_key=set_key)
@@ -190,16 +187,6 @@ def parse_key(key: str) -> ParsedKey:
         return ParsedKey(key, label, model, None, None)
     pk = tuple(unquote(part) for part in encoded.split(_PK_SEPARATOR))
     return ParsedKey(key, label, model, pk, None, _object_pk(model, pk) if model is not None else None)
-
-
-def _counted(key: str) -> tuple[str, str, int] | None:
-    """``(set's key, kind, permit)`` of a counted lock's item; None for any other key."""
-    split = split_permit_key(key)
-    if split is None:
-        return None
-    set_key, suffix, permit = split
-    kind = COUNTED_KINDS.get(suffix)
-    return None if kind is None else (set_key, kind, permit)
 
 
 def _fitting(head: str, encoded: str) -> str:

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dynalock_django.exceptions import InvalidLockRequest
-from dynalock_django.keys import COUNTED_KINDS, key_for_instance, key_for_model, key_for_name, parse_key
+from dynalock_django.keys import key_for_instance, key_for_model, key_for_name, parse_key
 
 from .testapp.models import Account, AccountProxy, Membership, PremiumAccount, Tag, Ticket, Topic
 
@@ -127,9 +127,3 @@ def test_a_rows_reader_reads_back_as_the_row_and_a_permit_as_its_name():
     permit = parse_key("exports#permit-12")
     assert (permit.name, permit.counted, permit.permit, permit.set_key) == ("exports", "semaphore", 12, "exports")
     assert parse_key("exports#permit-x").counted is None  # not a permit's key: a name with a "#"
-
-
-def test_the_counted_kinds_are_the_protocols_suffixes():
-    from dynalock_django.dynamodb.wire.permits import READER_SUFFIX, SEMAPHORE_SUFFIX
-
-    assert COUNTED_KINDS == {SEMAPHORE_SUFFIX: "semaphore", READER_SUFFIX: "read"}
