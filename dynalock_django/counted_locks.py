@@ -17,16 +17,17 @@ from typing import Any, Unpack
 
 from . import keys
 from .client import get_client
-from .dynamodb import Lease
+from .dynamodb import MAX_PERMITS, Lease
 from .exceptions import InvalidLockRequest
 from .locks import HeldLock, LockOptions
 
 
 def check_permits(permits: Any, *, where: str) -> int:
-    """``permits`` when it is a whole number of at least 1; else a clear error naming ``where`` it was given."""
-    if isinstance(permits, bool) or not isinstance(permits, int) or permits < 1:
+    """``permits`` when it is a whole number from 1 to ``MAX_PERMITS``; else a clear error naming ``where``."""
+    if isinstance(permits, bool) or not isinstance(permits, int) or not 1 <= permits <= MAX_PERMITS:
         raise InvalidLockRequest(
-            f"{where}={permits!r}: give how many may hold it at once, a whole number of 1 or more."
+            f"{where}={permits!r}: give how many may hold it at once, a whole number of 1 or more "
+            f"(at most {MAX_PERMITS}: one request reads them all)."
         )
     return permits
 

@@ -36,7 +36,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from .conf import dynalock_settings
-from .dynamodb import MAX_PARTITION_KEY_BYTES, split_permit_key
+from .dynamodb import MAX_COUNTED_NAME_BYTES, MAX_PARTITION_KEY_BYTES, split_permit_key
 from .exceptions import InvalidLockRequest
 
 _PK_SEPARATOR = ","
@@ -108,16 +108,18 @@ def key_for_name(name: str) -> str:
     return f"{dynalock_settings.KEY_PREFIX}{name}"
 
 
-def key_for_task(name: str, arguments: str, *, queued: bool = False) -> str:
+def key_for_task(name: str, arguments: str, *, queued: bool = False, counted: bool = False) -> str:
     """The key of a run-once task called with ``arguments`` (ASCII, encoded by the caller): ``name(arguments)``.
 
     ``queued`` gives the key of its marker while a copy waits in a queue. A key
-    over DynamoDB's limit is shortened as a row's is, so any arguments fit.
+    over DynamoDB's limit is shortened as a row's is, so any arguments fit;
+    ``counted``: the key of a semaphore (``limit=N``), shortened to leave room
+    for its permits' suffix.
     """
     if not isinstance(name, str) or not name:
         raise InvalidLockRequest(f"A task's name must be a non-empty string, not {name!r}.")
     head = f"{dynalock_settings.KEY_PREFIX}{'queued ' if queued else ''}{name}("
-    return _fitting(head, f"{arguments})")
+    return _fitting(head, f"{arguments})", MAX_COUNTED_NAME_BYTES if counted else MAX_PARTITION_KEY_BYTES)
 
 
 def telemetry_attributes(key: str) -> dict[str, str]:
@@ -189,13 +191,13 @@ def parse_key(key: str) -> ParsedKey:
     return ParsedKey(key, label, model, pk, None, _object_pk(model, pk) if model is not None else None)
 
 
-def _fitting(head: str, encoded: str) -> str:
-    """``head + encoded``, or its shortened form when that is over DynamoDB's key limit."""
+def _fitting(head: str, encoded: str, limit: int = MAX_PARTITION_KEY_BYTES) -> str:
+    """``head + encoded``, or its shortened form when that is over ``limit`` bytes (DynamoDB's key limit)."""
     key = head + encoded
-    if len(key.encode()) <= MAX_PARTITION_KEY_BYTES:
+    if len(key.encode()) <= limit:
         return key
     digest = hashlib.sha256(key.encode()).hexdigest()
-    room = max(0, MAX_PARTITION_KEY_BYTES - len(head.encode()) - len(_DIGEST_SEPARATOR) - _DIGEST_LENGTH)
+    room = max(0, limit - len(head.encode()) - len(_DIGEST_SEPARATOR) - _DIGEST_LENGTH)
     start = encoded[:room]  # encoded text is ASCII: one byte per character
     escape = start.rfind("%", len(start) - 2)
     if escape != -1:  # do not cut a %XX escape in two

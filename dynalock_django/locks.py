@@ -23,7 +23,7 @@ from django.db import models
 
 from . import keys, signals
 from .client import get_client
-from .dynamodb import Lease, LeaseGroup, arelease_at_block_end, release_at_block_end
+from .dynamodb import MAX_COUNTED_NAME_BYTES, Lease, LeaseGroup, arelease_at_block_end, release_at_block_end
 from .exceptions import InvalidLockRequest, LockNotAcquired, LockTimeout
 from .payload import LockData
 from .transactions import in_user_transaction, leases_of, release_when_transaction_ends
@@ -212,13 +212,19 @@ class RowLock(KeyLock):
 
     Its item is the row's lock item as it has always been (the AWS Java client reads it). Taking
     it keeps new readers (``lock_object(row, shared=True)``) out, then waits, within the same
-    ``timeout``, for the readers in place to leave or lose their leases.
+    ``timeout``, for the readers in place to leave or lose their leases. A row whose key leaves
+    no room for readers' keys (a long string pk's, shortened to DynamoDB's limit) can have none:
+    its lock is taken as a named lock's, as before.
     """
 
     def _take(self, timeout: float | None) -> Lease:
+        if not may_have_readers(self.key):
+            return super()._take(timeout)
         return get_client().readers_writer(self.key).acquire_write(timeout=timeout, data=self.lock_data.to_bytes())
 
     async def _atake(self, timeout: float | None) -> Lease:
+        if not may_have_readers(self.key):
+            return await super()._atake(timeout)
         readers_writer = get_client().readers_writer(self.key)
         return await readers_writer.aacquire_write(timeout=timeout, data=self.lock_data.to_bytes())
 
@@ -232,12 +238,25 @@ class SharedRowLock(KeyLock):
     def __repr__(self) -> str:
         return f"<SharedRowLock {self.key!r} {'held' if self.held and self.held.is_held() else 'not held'}>"
 
+    def __init__(self, key: str, **options: Unpack[LockOptions]) -> None:
+        if not may_have_readers(key):
+            raise InvalidLockRequest(
+                f"This row's lock key is too long for readers ({len(key.encode())} bytes, a long primary key's): "
+                "lock it with lock_object(row) without shared=True."
+            )
+        super().__init__(key, **options)
+
     def _take(self, timeout: float | None) -> Lease:
         return get_client().readers_writer(self.key).acquire_read(timeout=timeout, data=self.lock_data.to_bytes())
 
     async def _atake(self, timeout: float | None) -> Lease:
         readers_writer = get_client().readers_writer(self.key)
         return await readers_writer.aacquire_read(timeout=timeout, data=self.lock_data.to_bytes())
+
+
+def may_have_readers(key: str) -> bool:
+    """Whether the keys of ``key``'s readers fit DynamoDB's: else the row can have no reader."""
+    return len(key.encode()) <= MAX_COUNTED_NAME_BYTES
 
 
 class ObjectsLock(HeldLock[LeaseGroup]):

@@ -58,7 +58,7 @@ class LockedTask:
         limit: int = 1,
     ) -> None:
         self.function = function
-        self.keys = TaskKeys(function, key)
+        self.keys = TaskKeys(function, key, counted=limit > 1)
         self.name = self.keys.name
         self.on_conflict = on_conflict
         self.timeout = timeout

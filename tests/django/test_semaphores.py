@@ -55,7 +55,7 @@ def test_the_payload_says_who_holds_each_permit(django_user_model):
         assert (data.purpose, data.username) == ("export", "alice")
 
 
-@pytest.mark.parametrize("permits", [0, -1, True, 2.0, "3", None])
+@pytest.mark.parametrize("permits", [0, -1, True, 2.0, "3", None, 101])
 def test_a_permit_count_that_is_not_a_whole_number_of_one_or_more_is_refused(permits):
     with pytest.raises(InvalidLockRequest, match=r"semaphore\(permits\)=.*whole number of 1 or more"):
         semaphore("exports", permits)

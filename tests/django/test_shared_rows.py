@@ -9,12 +9,13 @@ import pytest
 
 from dynalock_django import lock_object
 from dynalock_django.client import get_client
+from dynalock_django.dynamodb import MAX_COUNTED_NAME_BYTES
 from dynalock_django.exceptions import InvalidLockRequest, LockNotAcquired, LockTimeout
 from dynalock_django.keys import key_for_instance
 from dynalock_django.locks import SharedRowLock
 
 from ..dynamodb_support import PATIENCE
-from .testapp.models import Account
+from .testapp.models import Account, Topic
 
 pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
@@ -109,3 +110,13 @@ def test_shared_must_be_true_or_false(account):
     assert isinstance(lock_object(account, shared=True), SharedRowLock)
     with pytest.raises(InvalidLockRequest, match="shared='yes'.*True .*False"):
         lock_object(account, shared="yes")
+
+
+def test_a_row_whose_key_leaves_no_room_for_readers_is_locked_as_before_and_refuses_readers():
+    topic = Topic.objects.create(name="😀" * 255)  # its key is shortened to DynamoDB's 2048 bytes
+    key = key_for_instance(topic)
+    assert len(key.encode()) > MAX_COUNTED_NAME_BYTES
+    with lock_object(topic) as lease:  # the writer: the row's lock as it always was
+        assert lease.key == key
+    with pytest.raises(InvalidLockRequest, match="too long for readers.*lock_object\\(row\\) without shared"):
+        lock_object(topic, shared=True).acquire()

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from dynalock_django.client import get_client
-from dynalock_django.dynamodb import LockClient
+from dynalock_django.dynamodb import MAX_COUNTED_NAME_BYTES, LockClient
 from dynalock_django.exceptions import ConfigurationError, TaskLocked
 from dynalock_django.signals import task_skipped
 from dynalock_django.tasks import current_token, lock_task
@@ -151,7 +151,7 @@ def test_limit_1_is_the_plain_key_as_without_it():
     assert get_client().get(name).fencing_token == token  # the task's own key, no permit items
 
 
-@pytest.mark.parametrize("limit", [0, -2, True, 1.5, "2", None])
+@pytest.mark.parametrize("limit", [0, -2, True, 1.5, "2", None, 101])
 def test_a_limit_that_is_not_a_whole_number_of_one_or_more_is_refused_when_decorating(limit):
     with pytest.raises(ConfigurationError, match=r"lock_task\(limit\)=.*whole number of 1 or more"):
         lock_task(limit=limit)(lambda: None)
@@ -195,3 +195,16 @@ def test_a_dead_runs_permit_is_taken_over_after_about_its_lease(dynalock):
     assert time.monotonic() - started >= LEASE * 0.9  # a dead holder is waited out, never cut short
     [taken] = [permit for permit in held if get_client().get(f"{name}#permit-{permit}").fencing_token == token]
     assert token > held[taken]  # the permit's tokens grow across the takeover
+
+
+def test_a_long_computed_key_leaves_room_for_its_permits_and_limit_1_keeps_its_key():
+    @lock_task(limit=2)
+    def export(payload: str) -> int | None:
+        return current_token()
+
+    payload = "é" * 3000
+    key = export.dynalock_task.keys.run_key((payload,), {}, injected=False)
+    assert len(key.encode()) <= MAX_COUNTED_NAME_BYTES
+    assert export(payload) is not None  # its permits' keys fit DynamoDB's
+    single = lock_task()(export.__wrapped__)
+    assert len(single.dynalock_task.keys.run_key((payload,), {}, injected=False).encode()) > MAX_COUNTED_NAME_BYTES
