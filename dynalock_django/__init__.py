@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on first use
     from .client import get_client as get_client
+    from .counted_locks import SemaphoreLock as SemaphoreLock
+    from .counted_locks import semaphore as semaphore
     from .decorators import requires_lock as requires_lock
     from .exceptions import AlreadyQueued as AlreadyQueued
     from .exceptions import DynalockError as DynalockError
@@ -41,6 +43,8 @@ _LAZY: dict[str, str] = {
     "lock_objects": ".locks",
     "lock_model": ".locks",
     "lock_key": ".locks",
+    "SemaphoreLock": ".counted_locks",
+    "semaphore": ".counted_locks",
     "requires_lock": ".decorators",
     "FencingTokenField": ".fencing",
     "fenced_save": ".fencing",

@@ -16,10 +16,15 @@ such a key is recognised; it names its model but not the row.
 A run-once task's key (``dynalock_django.tasks``) reads like its call,
 ``KEY_PREFIX + "dotted.name(arg=value,...)"``, its arguments encoded so the key
 holds no ``:`` (it reads back as a name), and is shortened the same way.
+
+A counted lock's items (a semaphore's permits, a row's readers) are keyed by
+the protocol: the set's key, then ``#permit-N`` or ``#reader-N``. They read
+back as the key of their set (its row, or its name) plus the permit.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,7 +36,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from .conf import dynalock_settings
-from .dynamodb import MAX_PARTITION_KEY_BYTES
+from .dynamodb import MAX_COUNTED_NAME_BYTES, MAX_PARTITION_KEY_BYTES, split_permit_key
 from .exceptions import InvalidLockRequest
 
 _PK_SEPARATOR = ","
@@ -47,6 +52,9 @@ class ParsedKey:
     told); ``object_pk`` is that pk as its model's field reads it, or None
     when the text is no valid pk of the model (a hand-written key, a bad
     UUID, an integer out of range), so no query is made for it.
+
+    A counted lock's item reads as its set's key (``set_key``) does, with
+    ``counted`` its kind ("semaphore", "read") and ``permit`` its index.
     """
 
     key: str
@@ -55,6 +63,9 @@ class ParsedKey:
     pk: tuple[str, ...] | None
     name: str | None
     object_pk: Any = None
+    counted: str | None = None
+    permit: int | None = None
+    set_key: str | None = None
 
 
 def root_model(model: type[models.Model]) -> type[models.Model]:
@@ -97,20 +108,23 @@ def key_for_name(name: str) -> str:
     return f"{dynalock_settings.KEY_PREFIX}{name}"
 
 
-def key_for_task(name: str, arguments: str, *, queued: bool = False) -> str:
+def key_for_task(name: str, arguments: str, *, queued: bool = False, counted: bool = False) -> str:
     """The key of a run-once task called with ``arguments`` (ASCII, encoded by the caller): ``name(arguments)``.
 
     ``queued`` gives the key of its marker while a copy waits in a queue. A key
-    over DynamoDB's limit is shortened as a row's is, so any arguments fit.
+    over DynamoDB's limit is shortened as a row's is, so any arguments fit;
+    ``counted``: the key of a semaphore (``limit=N``), shortened to leave room
+    for its permits' suffix.
     """
     if not isinstance(name, str) or not name:
         raise InvalidLockRequest(f"A task's name must be a non-empty string, not {name!r}.")
     head = f"{dynalock_settings.KEY_PREFIX}{'queued ' if queued else ''}{name}("
-    return _fitting(head, f"{arguments})")
+    return _fitting(head, f"{arguments})", MAX_COUNTED_NAME_BYTES if counted else MAX_PARTITION_KEY_BYTES)
 
 
 def telemetry_attributes(key: str) -> dict[str, str]:
-    """How telemetry describes ``key``: its kind (object, name, task, queued task) and a row's model label.
+    """How telemetry describes ``key``: its kind (object, name, task, queued task; semaphore or read for a
+    counted lock's item) and a row's model label.
 
     Read from the key's text and the app registry (a dictionary look-up): it
     runs at every acquire while OpenTelemetry is installed. A label reaches
@@ -120,10 +134,16 @@ def telemetry_attributes(key: str) -> dict[str, str]:
     attribute's value. The key itself (a primary key, a task's arguments) only
     with the setting ``TRACE_KEYS``.
     """
+    counted = split_permit_key(key)
+    if counted is not None:  # a permit or a reader: its set's description (a row's model), of its own kind
+        set_key, kind, _ = counted
+        attributes = {**telemetry_attributes(set_key), "dynalock.kind": kind}
+        if dynalock_settings.TRACE_KEYS:
+            attributes["dynalock.key"] = key
+        return attributes
     prefix = dynalock_settings.KEY_PREFIX
     body = key[len(prefix) :] if prefix and key.startswith(prefix) else key
     label, separator, _ = body.partition(":")
-    attributes: dict[str, str]
     if separator and _is_installed_label(label):
         attributes = {"dynalock.kind": "object", "dynalock.model": label}
     elif body.startswith("queued ") and "(" in body:
@@ -150,7 +170,11 @@ def _is_installed_label(label: str) -> bool:
 
 
 def parse_key(key: str) -> ParsedKey:
-    """Read a key back: which model row it locks, or the name it was given."""
+    """Read a key back: which model row it locks, or the name it was given (and the permit, for a counted lock's)."""
+    counted = split_permit_key(key)
+    if counted is not None:
+        set_key, kind, permit = counted
+        return dataclasses.replace(parse_key(set_key), key=key, counted=kind, permit=permit, set_key=set_key)
     prefix = dynalock_settings.KEY_PREFIX
     body = key[len(prefix) :] if prefix and key.startswith(prefix) else key
     label, separator, encoded = body.partition(":")
@@ -167,13 +191,13 @@ def parse_key(key: str) -> ParsedKey:
     return ParsedKey(key, label, model, pk, None, _object_pk(model, pk) if model is not None else None)
 
 
-def _fitting(head: str, encoded: str) -> str:
-    """``head + encoded``, or its shortened form when that is over DynamoDB's key limit."""
+def _fitting(head: str, encoded: str, limit: int = MAX_PARTITION_KEY_BYTES) -> str:
+    """``head + encoded``, or its shortened form when that is over ``limit`` bytes (DynamoDB's key limit)."""
     key = head + encoded
-    if len(key.encode()) <= MAX_PARTITION_KEY_BYTES:
+    if len(key.encode()) <= limit:
         return key
     digest = hashlib.sha256(key.encode()).hexdigest()
-    room = max(0, MAX_PARTITION_KEY_BYTES - len(head.encode()) - len(_DIGEST_SEPARATOR) - _DIGEST_LENGTH)
+    room = max(0, limit - len(head.encode()) - len(_DIGEST_SEPARATOR) - _DIGEST_LENGTH)
     start = encoded[:room]  # encoded text is ASCII: one byte per character
     escape = start.rfind("%", len(start) - 2)
     if escape != -1:  # do not cut a %XX escape in two

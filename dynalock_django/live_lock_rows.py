@@ -21,7 +21,7 @@ from django.utils.text import capfirst
 from django.utils.translation import gettext as _
 
 from .conf import dynalock_settings
-from .dynamodb import LockClient, LockInfo, ScanPage
+from .dynamodb import MAX_PERMITS, MAX_READERS, InvalidLockRequest, LockClient, LockInfo, PermitHolder, ScanPage
 from .keys import ParsedKey, model_label, parse_key
 from .payload import LockData
 
@@ -160,6 +160,37 @@ def read_page(
             limit=page_size, cursor=cursor, include_released=include_released, key_prefix=key_prefix
         )
     return client.live_page(limit=page_size, cursor=cursor, key_prefix=key_prefix)
+
+
+@dataclass(frozen=True)
+class CountedItems:
+    """The counted locks named by one key: a semaphore's permits in use, a row's (or a name's) readers."""
+
+    permits: list[PermitHolder]
+    readers: list[PermitHolder]
+
+    def occupancy(self) -> str:
+        """ "3 of 5 in use"; without "of N" when the items do not agree on N (an item may say anything)."""
+        counts = {holder.lock.permits for holder in self.permits}
+        in_use = sum(1 for holder in self.permits if describe(holder.lock).state == "held")
+        count = next(iter(counts)) if len(counts) == 1 else None
+        return f"{in_use} of {count} in use" if isinstance(count, int) else f"{in_use} in use"
+
+
+def read_counted(client: LockClient, key: str) -> CountedItems:
+    """The permits and readers in use under ``key``, whatever their count: two BatchGetItems.
+
+    Every permit a semaphore may have (``MAX_PERMITS``) and every reader a
+    readers-writer lock may have (``MAX_READERS``) are read, as the count is
+    known only from the items. A key that cannot name a set (a permit's own
+    key) has none.
+    """
+    try:
+        permits = client.semaphore(key, MAX_PERMITS).holders()
+        readers = client.readers_writer(key, max_readers=MAX_READERS).readers()
+    except InvalidLockRequest:
+        return CountedItems([], [])
+    return CountedItems(permits, readers)
 
 
 def describe_rows(locks: list[LockInfo], admin_site: admin.AdminSite | None = None) -> list[LockRow]:

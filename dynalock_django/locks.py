@@ -1,6 +1,7 @@
 """``lock_object``, ``lock_model``, ``lock_key``, ``lock_objects``: locks on model rows and names.
 
-The first three return a :class:`KeyLock`, ``lock_objects`` an
+The first three return a :class:`KeyLock` (a row's is its writer, a :class:`RowLock`, which waits for
+the row's readers; ``lock_object(row, shared=True)`` a :class:`SharedRowLock`, a reader), ``lock_objects`` an
 :class:`ObjectsLock`; each is used as ``with`` / ``async with`` (giving the
 Lease, or the LeaseGroup), as a decorator (a fresh acquisition per call), or
 directly with ``acquire()`` / ``release()``. Inside ``transaction.atomic()``
@@ -22,7 +23,7 @@ from django.db import models
 
 from . import keys, signals
 from .client import get_client
-from .dynamodb import Lease, LeaseGroup, arelease_at_block_end, release_at_block_end
+from .dynamodb import MAX_COUNTED_NAME_BYTES, Lease, LeaseGroup, arelease_at_block_end, release_at_block_end
 from .exceptions import InvalidLockRequest, LockNotAcquired, LockTimeout
 from .payload import LockData
 from .transactions import in_user_transaction, leases_of, release_when_transaction_ends
@@ -43,8 +44,9 @@ class LockOptions(TypedDict, total=False):
     using: str | None
 
 
-class _HeldLock(Generic[Held]):
-    """What a lock on one key and a lock on many share: the ways to hold it, and a transaction-aware release."""
+class HeldLock(Generic[Held]):
+    """What every lock of the Django layer shares (one key, many rows, a reader, a semaphore's permit): the ways
+    to hold it, and a transaction-aware release."""
 
     def __init__(
         self,
@@ -188,7 +190,7 @@ class _HeldLock(Generic[Held]):
         return clone
 
 
-class KeyLock(_HeldLock[Lease]):
+class KeyLock(HeldLock[Lease]):
     """A lock on one key, taken by ``acquire()``, ``with`` or ``async with``, or at each call of what it decorates."""
 
     def __init__(self, key: str, **options: Unpack[LockOptions]) -> None:
@@ -205,7 +207,59 @@ class KeyLock(_HeldLock[Lease]):
         return await get_client().aacquire(self.key, timeout=timeout, data=self.lock_data.to_bytes())
 
 
-class ObjectsLock(_HeldLock[LeaseGroup]):
+class RowLock(KeyLock):
+    """The writer of a row (``lock_object``, ``lock_model``): the row's lock, held once its readers have left.
+
+    Its item is the row's lock item as it has always been (the AWS Java client reads it). Taking
+    it keeps new readers (``lock_object(row, shared=True)``) out, then waits, within the same
+    ``timeout``, for the readers in place to leave or lose their leases. A row whose key leaves
+    no room for readers' keys (a long string pk's, shortened to DynamoDB's limit) can have none:
+    its lock is taken as a named lock's, as before.
+    """
+
+    def _take(self, timeout: float | None) -> Lease:
+        if not may_have_readers(self.key):
+            return super()._take(timeout)
+        return get_client().readers_writer(self.key).acquire_write(timeout=timeout, data=self.lock_data.to_bytes())
+
+    async def _atake(self, timeout: float | None) -> Lease:
+        if not may_have_readers(self.key):
+            return await super()._atake(timeout)
+        readers_writer = get_client().readers_writer(self.key)
+        return await readers_writer.aacquire_write(timeout=timeout, data=self.lock_data.to_bytes())
+
+
+class SharedRowLock(KeyLock):
+    """A reader of a row (``lock_object(row, shared=True)``): readers hold it together, never with its writer.
+
+    A writer waiting keeps new readers out, so a stream of readers cannot starve it.
+    """
+
+    def __repr__(self) -> str:
+        return f"<SharedRowLock {self.key!r} {'held' if self.held and self.held.is_held() else 'not held'}>"
+
+    def __init__(self, key: str, **options: Unpack[LockOptions]) -> None:
+        if not may_have_readers(key):
+            raise InvalidLockRequest(
+                f"This row's lock key is too long for readers ({len(key.encode())} bytes, a long primary key's): "
+                "lock it with lock_object(row) without shared=True."
+            )
+        super().__init__(key, **options)
+
+    def _take(self, timeout: float | None) -> Lease:
+        return get_client().readers_writer(self.key).acquire_read(timeout=timeout, data=self.lock_data.to_bytes())
+
+    async def _atake(self, timeout: float | None) -> Lease:
+        readers_writer = get_client().readers_writer(self.key)
+        return await readers_writer.aacquire_read(timeout=timeout, data=self.lock_data.to_bytes())
+
+
+def may_have_readers(key: str) -> bool:
+    """Whether the keys of ``key``'s readers fit DynamoDB's: else the row can have no reader."""
+    return len(key.encode()) <= MAX_COUNTED_NAME_BYTES
+
+
+class ObjectsLock(HeldLock[LeaseGroup]):
     """The locks of many model rows, all or none (see :func:`lock_objects`); holding it gives a LeaseGroup."""
 
     def __init__(self, sources: Rows, **options: Unpack[LockOptions]) -> None:
@@ -230,15 +284,21 @@ class ObjectsLock(_HeldLock[LeaseGroup]):
         return await get_client().aacquire_many(lock_keys, timeout=timeout, data=self.lock_data.to_bytes())
 
 
-def lock_object(instance: models.Model, **options: Any) -> KeyLock:
-    """Lock a saved model instance: ``with lock_object(customer) as lease: ...``."""
+def lock_object(instance: models.Model, *, shared: bool = False, **options: Any) -> KeyLock:
+    """Lock a saved model instance: ``with lock_object(customer) as lease: ...``.
+
+    ``shared=True`` takes a reader's lock of the row instead: readers hold it
+    together, and the row's plain ``lock_object`` (its writer) waits for them.
+    """
+    if not isinstance(shared, bool):
+        raise InvalidLockRequest(f"lock_object(shared={shared!r}): pass True (a reader) or False (the writer).")
     options.setdefault("using", instance._state.db if isinstance(instance, models.Model) else None)
-    return KeyLock(keys.key_for_instance(instance), **options)
+    return (SharedRowLock if shared else RowLock)(keys.key_for_instance(instance), **options)
 
 
 def lock_model(model: type[models.Model], pk: Any, **options: Any) -> KeyLock:
-    """Lock the row ``pk`` of ``model`` without fetching it."""
-    return KeyLock(keys.key_for_model(model, pk), **options)
+    """Lock the row ``pk`` of ``model`` without fetching it (its writer, as ``lock_object``)."""
+    return RowLock(keys.key_for_model(model, pk), **options)
 
 
 def lock_key(name: str, **options: Any) -> KeyLock:

@@ -34,6 +34,7 @@ from ..dynamodb import DynalockError, DynamoDBError, InvalidLockRequest, LockInf
 from ..live_lock_rows import LockRow, ModelFilter, describe, load_page, with_objects
 from ..models import FORCE_RELEASE_PERMISSION, Lock
 from .breadcrumbs import Crumb, breadcrumbs
+from .live_lock_sets import grouped
 from .live_locks_page import activity, changelist_for, clock, ordering_link, page_rows, sidebar
 from .staff_messages import paused_message, staff_message, unavailable_response
 
@@ -108,7 +109,7 @@ class LiveLocksAdmin(_ModelAdmin):
             "cl": changelist_for(self.opts, params, filters),
             "title": _("Live locks"),
             "page": page,
-            "rows": page_rows(rows, may_view, self.admin_site, params.get("o", "")),
+            "rows": grouped(page_rows(rows, may_view, self.admin_site, params.get("o", ""))),
             "filters": filters,
             "held_for_link": ordering_link(params),
             "error": error,

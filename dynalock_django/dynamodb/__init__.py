@@ -16,6 +16,9 @@ from .aws.in_memory_faults import Faults
 from .aws.local_server import LocalDynamoDB
 from .aws.store import ScanPage
 from .clock import Clock, SystemClock, ThreadsDidNotSettle, VirtualClock
+from .counted.permit_set import PermitHolder
+from .counted.readers_writer import DEFAULT_MAX_READERS, ReadersWriterLock
+from .counted.semaphore import Semaphore
 from .exceptions import (
     CircuitOpen,
     ClientClosed,
@@ -40,12 +43,18 @@ from .options import MAX_RENEWAL_WORKERS
 from .telemetry import botocore_request_hook, botocore_response_hook, describe_keys_with, span_event, task_skipped
 from .wire.display import printable
 from .wire.item import MALFORMED_ITEM_LEASE_SECONDS, MAX_PARTITION_KEY_BYTES, LockInfo
+from .wire.permits import MAX_NAME_BYTES as MAX_COUNTED_NAME_BYTES
+from .wire.permits import MAX_PERMITS, MAX_READERS, split_permit_key
 from .wire.schema import TTL_UNAVAILABLE, TableDescription, validate_table_name
 from .wire.waiters import Waiter
 
 __all__ = [
+    "DEFAULT_MAX_READERS",
     "MALFORMED_ITEM_LEASE_SECONDS",
+    "MAX_COUNTED_NAME_BYTES",
     "MAX_PARTITION_KEY_BYTES",
+    "MAX_PERMITS",
+    "MAX_READERS",
     "MAX_RENEWAL_WORKERS",
     "RECOMMENDED_CONFIG",
     "TTL_UNAVAILABLE",
@@ -67,8 +76,11 @@ __all__ = [
     "LockLost",
     "LockNotAcquired",
     "LockTimeout",
+    "PermitHolder",
+    "ReadersWriterLock",
     "RetryBudgetWarning",
     "ScanPage",
+    "Semaphore",
     "SystemClock",
     "TableDescription",
     "TableNotFound",
@@ -88,6 +100,7 @@ __all__ = [
     "release_at_block_end",
     "retry_budget_seconds",
     "span_event",
+    "split_permit_key",
     "task_skipped",
     "validate_table_name",
 ]

@@ -25,6 +25,7 @@ from .aws.breaker import DEFAULT_COOL_DOWN, DEFAULT_THRESHOLD, CircuitBreaker
 from .aws.connection import ClientFactory, Connection
 from .aws.store import LockStore
 from .clock import SYSTEM_CLOCK, Clock, Instant
+from .counted.client_methods import CountedMethods
 from .group_methods import GroupMethods
 from .leases.heartbeat import DEFAULT_RENEWAL_WORKERS
 from .leases.lease import Lease, LostCallback
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
-class LockClient(AsyncMethods, GroupMethods, TableMethods, ListingMethods, QueueMethods):
+class LockClient(AsyncMethods, GroupMethods, CountedMethods, TableMethods, ListingMethods, QueueMethods):
     """Advisory locks in a DynamoDB table, compatible with the AWS Java lock client.
 
     ``dynamodb`` is a boto3 DynamoDB client, or a zero-argument callable that makes one. Prefer the

@@ -71,6 +71,8 @@ class AcquireOptions:
     keep_alive: bool
     data: bytes | None
     on_lost: LostCallback | None
+    # A permit of a counted lock: its set's count, written on the item and checked by the grant's condition.
+    permits: int | None = None
 
 
 class CallChecks:
@@ -150,6 +152,7 @@ class CallChecks:
             item.IS_RELEASED: {"S": item.IS_RELEASED_VALUE},
             item.RELEASED_BY: {"S": "x" * 256},
             item.LIVE_LOCK_KEY: {"S": lock_id[0]},
+            item.PERMITS: {"N": "999"},
             waiters.WAITERS: waiters.largest_queue(),
         }
         if self._layout.ttl_attribute:

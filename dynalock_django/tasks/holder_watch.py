@@ -10,6 +10,11 @@ earlier attempt (same task id, a later attempt) waits for that attempt's
 release instead, which follows within moments. A holder that releases the key
 while the copy watches (a run shorter than a heartbeat period) was alive too:
 the copy gives up as well, so a duplicate never runs again behind a short run.
+
+A task with ``limit=N`` watches its semaphore's N permits the same way: the
+copy runs when it gets a permit (one free, let go meanwhile, or taken over
+from a holder silent for a lease), and gives up once N holders were each seen
+renewing (all N runs alive), or when its wait ends.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from ..dynamodb import Clock, Lease, LockClient, LockInfo
+from ..dynamodb import Clock, Lease, LockClient, LockInfo, Semaphore
 
 # After the holder's lease, the takeover needs a read or two more: a little slack on the deadline.
 _SLACK = 1.0
@@ -79,6 +84,40 @@ def acquire_unless_alive(
         if now >= deadline:
             return seen
         _pause(clock, min(client.refresh_period, max(0.0, deadline - now)))
+    return lease
+
+
+def acquire_permit_unless_alive(
+    client: LockClient,
+    counted: Semaphore,
+    *,
+    data: bytes,
+    lease_duration: float | None,
+    waits_for: Callable[[LockInfo], bool],
+) -> Lease | LockInfo | None:
+    """A permit of ``counted``; or a holder seen alive once ``counted.permits`` holders were (None if none read).
+
+    The semaphore's ``try_acquire`` takes a free permit, or one whose holder
+    stopped renewing a lease ago (the takeover rule, per permit). The wait ends
+    as :func:`acquire_unless_alive`'s does.
+    """
+    clock = client.clock
+    own_lease = min(lease_duration or client.lease_duration, MAX_HOLDER_WAIT_SECONDS)
+    deadline = clock.monotonic() + own_lease + client.heartbeat_period + _SLACK
+    first: dict[str, LockInfo] = {}  # each permit's holding as first seen
+    alive: dict[str, LockInfo] = {}  # the permits whose holder renewed since: a live run
+    lease = counted.try_acquire(data=data, lease_duration=lease_duration)
+    while lease is None:
+        now = clock.monotonic()
+        for holder in counted.holders():
+            seen = holder.lock
+            earlier = first.setdefault(seen.key, seen)
+            if seen is not earlier and _renewed(earlier, seen) and not waits_for(seen):
+                alive[seen.key] = seen
+        if len(alive) >= counted.permits or now >= deadline:
+            return next(iter(alive.values()), next(iter(first.values()), None))
+        _pause(clock, min(client.refresh_period, max(0.0, deadline - now)))
+        lease = counted.try_acquire(data=data, lease_duration=lease_duration)
     return lease
 
 

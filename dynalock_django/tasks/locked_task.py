@@ -1,5 +1,8 @@
 """``lock_task``: a task's function runs only while it holds its key's lease; one run at a time per key.
 
+With ``limit=N`` the key is a semaphore's: at most N runs at once, each holding one permit (its own lease and
+fencing token). ``limit=1`` is the plain key, exactly as without it.
+
 The lease is heartbeated by the process's client for as long as the function
 runs, so there is no time-to-live to guess: a long run keeps it, a killed
 worker's stops being renewed and is taken over once its lease has passed.
@@ -16,11 +19,12 @@ from typing import Any, Literal, TypeVar, cast
 
 from .. import signals
 from ..client import get_client
-from ..dynamodb import Lease, LockInfo, printable, task_skipped
-from ..exceptions import ConfigurationError, LockTimeout, TaskLocked
+from ..counted_locks import check_permits
+from ..dynamodb import Lease, LockClient, LockInfo, printable, task_skipped
+from ..exceptions import ConfigurationError, InvalidLockRequest, LockTimeout, TaskLocked
 from ..payload import LockData
 from . import frameworks
-from .holder_watch import acquire_unless_alive
+from .holder_watch import acquire_permit_unless_alive, acquire_unless_alive
 from .queue_markers import release_queued_marker
 from .task_keys import KeySpec, TaskKeys
 
@@ -51,18 +55,21 @@ class LockedTask:
         lease_duration: float | None,
         unique_while_queued: bool,
         queued_lease: float | None,
+        limit: int = 1,
     ) -> None:
         self.function = function
-        self.keys = TaskKeys(function, key)
+        self.keys = TaskKeys(function, key, counted=limit > 1)
         self.name = self.keys.name
         self.on_conflict = on_conflict
         self.timeout = timeout
         self.lease_duration = lease_duration
         self.unique_while_queued = unique_while_queued
         self.queued_lease = queued_lease
+        self.limit = limit
 
     def __repr__(self) -> str:
-        return f"<LockedTask {self.name} on_conflict={self.on_conflict!r}>"
+        limit = f" limit={self.limit}" if self.limit > 1 else ""
+        return f"<LockedTask {self.name} on_conflict={self.on_conflict!r}{limit}>"
 
     def run(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Call the function holding its key's lease; None (skip) or TaskLocked when a live run holds it."""
@@ -91,6 +98,8 @@ class LockedTask:
         if run is not None:
             extra.update(task_id=run.task_id, attempt=run.attempt)
         data = LockData(purpose="task", extra=extra).to_bytes()
+        if self.limit > 1:
+            return self._take_permit(client, key, data, run)
         if self.on_conflict == "wait":
             try:
                 return client.acquire(key, timeout=self.timeout, data=data, lease_duration=self.lease_duration)
@@ -101,6 +110,28 @@ class LockedTask:
         return acquire_unless_alive(
             client,
             key,
+            data=data,
+            lease_duration=self.lease_duration,
+            waits_for=functools.partial(_is_earlier_attempt, run),
+        )
+
+    def _take_permit(
+        self, client: LockClient, key: str, data: bytes, run: frameworks.TaskRun | None
+    ) -> Lease | LockInfo | None:
+        """One of the ``limit`` permits of the task's key; else a live holder in the way, as :meth:`_take`."""
+        counted = client.semaphore(key, self.limit)
+        if self.on_conflict == "wait":
+            try:
+                return counted.acquire(timeout=self.timeout, data=data, lease_duration=self.lease_duration)
+            except LockTimeout as error:
+                raise TaskLocked(
+                    f"Task {self.name} waited {self.timeout}s for a permit of {key!r}: {self.limit} runs still "
+                    "hold them all.",
+                    error.holder,
+                ) from error
+        return acquire_permit_unless_alive(
+            client,
+            counted,
             data=data,
             lease_duration=self.lease_duration,
             waits_for=functools.partial(_is_earlier_attempt, run),
@@ -143,8 +174,12 @@ def lock_task(
     lease_duration: float | None = None,
     unique_while_queued: bool = False,
     queued_lease: float | None = None,
+    limit: int = 1,
 ) -> Callable[[F], F]:
     """Run the decorated task function on one worker at a time per key (see docs/django/tasks.md).
+
+    ``limit=N``: at most N runs at once per key (a semaphore of N permits); a copy finding all N
+    held by live runs follows ``on_conflict`` as a copy finding the key held does.
 
     Put it under the framework's decorator: ``@task`` / ``@app.task`` / ``@shared_task`` above, ``@lock_task()``
     below. ``on_conflict``: "skip" (return None, send ``task_skipped``), "raise" (TaskLocked) or "wait" (up
@@ -152,6 +187,7 @@ def lock_task(
     second copy while one waits in the queue, for at most ``queued_lease`` seconds.
     """
     _check_options(on_conflict, timeout, lease_duration, unique_while_queued, queued_lease)
+    _check_limit(limit)
 
     def decorate(function: F) -> F:
         _check_function(function)
@@ -163,6 +199,7 @@ def lock_task(
             lease_duration=lease_duration,
             unique_while_queued=unique_while_queued,
             queued_lease=queued_lease,
+            limit=limit,
         )
 
         @functools.wraps(function)
@@ -217,6 +254,13 @@ def _check_options(
     if not unique_while_queued and queued_lease is not None:
         raise ConfigurationError("lock_task(queued_lease=...) applies only with unique_while_queued=True.")
     _check_seconds("queued_lease", queued_lease, allow_zero=False)
+
+
+def _check_limit(limit: Any) -> None:
+    try:
+        check_permits(limit, where="lock_task(limit)")
+    except InvalidLockRequest as error:
+        raise ConfigurationError(f"{error} limit=1 (the default) is one run at a time.") from None
 
 
 def _check_seconds(name: str, value: Any, *, allow_zero: bool) -> None:

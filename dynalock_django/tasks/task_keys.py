@@ -41,11 +41,12 @@ def dotted_name(function: Callable[..., Any]) -> str:
 class TaskKeys:
     """The keys of one decorated function: the lock a run holds, and the marker of a queued copy."""
 
-    def __init__(self, function: Callable[..., Any], key: KeySpec) -> None:
+    def __init__(self, function: Callable[..., Any], key: KeySpec, *, counted: bool = False) -> None:
         check_key_spec(key)
         self.name = dotted_name(function)
         self.signature = inspect.signature(function)
         self.spec = key
+        self.counted = counted  # a semaphore's key (limit=N): a computed one leaves room for its permits
 
     def run_key(self, args: tuple[Any, ...], kwargs: dict[str, Any], *, injected: bool) -> str:
         """The key a run holds; ``injected``: ``args[0]`` is the framework's object (or a stand-in for it)."""
@@ -66,7 +67,8 @@ class TaskKeys:
                     f"The key callable of {self.name} returned {given!r}: it must return a non-empty string."
                 )
             return keys.key_for_name(f"queued {given}" if queued else given)
-        return keys.key_for_task(self.name, self.encoded_arguments(args, kwargs, injected=injected), queued=queued)
+        arguments = self.encoded_arguments(args, kwargs, injected=injected)
+        return keys.key_for_task(self.name, arguments, queued=queued, counted=self.counted and not queued)
 
     def encoded_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any], *, injected: bool) -> str:
         """``name=value,...`` in the signature's order, defaults applied, each value as JSON, percent-encoded."""

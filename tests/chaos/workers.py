@@ -43,6 +43,7 @@ class WorkerConfig:
     pause_probability: float = 0.0  # per holding: SIGSTOP itself between read and write (the runner resumes it)
     many: bool = False  # lock sets of 2-4 keys (listed in a random order) with acquire_many
     breaker_cool_down: float = DEFAULT_COOL_DOWN  # the client's circuit breaker's
+    permits: int = 0  # take a permit of the semaphore whose permits ``keys`` are, instead of a key
 
 
 def die_here(record: Recorder, now: bool, phase: str) -> None:
@@ -121,18 +122,24 @@ def run(config: WorkerConfig) -> None:
 
     django.setup()
     write_metrics = otel_sample.start_if_asked(config.name)  # DYNALOCK_CHAOS_METRICS: a sample of them
-    from dynalock_django.dynamodb import CircuitOpen, DynalockError, LockLost
+    from dynalock_django.dynamodb import CircuitOpen, DynalockError, LockLost, split_permit_key
 
     record = Recorder(Path(config.history), config.name)
     rng = random.Random(config.seed)
     client = lock_client(config, breaker_cool_down=config.breaker_cool_down)
     config.window.arrive()
     while time.monotonic() < config.window.until():
-        keys = pick_keys(config, rng)
+        # A semaphore's caller waits for any of its permits: every one of them is a key it waits for.
+        keys = list(config.keys) if config.permits else pick_keys(config, rng)
         for key in keys:
             record("acquire_start", key, timeout=config.timeout)
         try:
-            if config.many:
+            if config.permits:
+                split = split_permit_key(config.keys[0])
+                assert split is not None
+                semaphore = client.semaphore(split[0], config.permits)
+                group, leases = None, [semaphore.acquire(timeout=config.timeout)]
+            elif config.many:
                 group = client.acquire_many(keys, timeout=config.timeout)
                 leases = list(group)
             else:

@@ -63,6 +63,9 @@ class Workload:
     # Every wait must end within its timeout plus one read time-out (the rule of a bad day), not only a refresh.
     wait_within_read_timeout: bool = False
     breaker_cool_down: float = DEFAULT_COOL_DOWN  # the workers' circuit breaker's
+    # A semaphore of this many permits (hot_keys as many, no cold keys): each permit is a key of the
+    # history, so per-key exclusion and fencing are per permit, hence never more than that many holders.
+    permits: int = 0
 
 
 # The bound of the two clock-bound workloads. Within it, no two clocks differ by more than SKEW.
@@ -126,6 +129,16 @@ WORKLOADS = [
             latency=0.05, drop=0.02, lost_response=0.03, error_500=0.03, throttle=0.03, lost_transaction=0.1
         ),
     ),
+    Workload(
+        "semaphore",
+        processes=5,
+        hot_keys=2,
+        cold_keys=0,
+        permits=2,
+        hold=0.02,
+        kill_probability=0.1,
+        faults=FaultRates(latency=0.05, lost_response=0.03, error_500=0.02),
+    ),
 ]
 
 
@@ -150,6 +163,8 @@ def run(workload: Workload, endpoint_url: str, seed: int, workdir: Path, duratio
         keys = tuple(f"counter-{i}" for i in range(workload.hot_keys)) + tuple(
             f"cold-{i}" for i in range(workload.cold_keys)
         )
+        if workload.permits:  # the permits' own keys, as client.semaphore("counter", permits) writes them
+            keys = tuple(f"counter#permit-{i}" for i in range(workload.permits))
         faults: dict[str, int] = {}
         if workload.bad_data:
             keys += _write_bad_data(endpoint_url, table, record, faults)
@@ -184,6 +199,7 @@ def run(workload: Workload, endpoint_url: str, seed: int, workdir: Path, duratio
                     max_clock_skew=workload.max_clock_skew,
                     many=workload.many,
                     breaker_cool_down=workload.breaker_cool_down,
+                    permits=workload.permits,
                 )
                 for i in range(workload.processes)
             ]
@@ -215,6 +231,9 @@ def run(workload: Workload, endpoint_url: str, seed: int, workdir: Path, duratio
         read_timeout=BOTO_CONFIG.read_timeout if workload.wait_within_read_timeout else None,
     )
     _check_recorded_violations(events, verdict)
+    outside = [e for e in events if e.kind == "acquired" and workload.permits and e.key not in keys]
+    if outside:
+        verdict.fail("a semaphore's holders hold its permits, no other key", outside[:5])
     if verdict.operations == 0:
         verdict.fail("the workers ran: a run without one lock taken proves nothing", [])
     if workload.control and verdict.lost_updates + verdict.stale_writes_accepted == 0:

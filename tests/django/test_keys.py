@@ -115,3 +115,15 @@ def test_shortened_keys_differ_for_pks_that_differ_only_at_the_end():
     first, second = key_for_model(Topic, "😀" * 254 + "a"), key_for_model(Topic, "😀" * 254 + "b")
     assert first != second
     assert len(first.encode()) == len(second.encode()) <= 2048
+
+
+# Counted locks' items: read back as their set's key, plus the permit
+
+
+def test_a_rows_reader_reads_back_as_the_row_and_a_permit_as_its_name():
+    reader = parse_key(key_for_model(Account, 7) + "#reader-3")
+    assert (reader.model, reader.object_pk, reader.counted, reader.permit) == (Account, 7, "read", 3)
+    assert reader.set_key == key_for_model(Account, 7)
+    permit = parse_key("exports#permit-12")
+    assert (permit.name, permit.counted, permit.permit, permit.set_key) == ("exports", "semaphore", 12, "exports")
+    assert parse_key("exports#permit-x").counted is None  # not a permit's key: a name with a "#"

@@ -38,8 +38,14 @@ def test_lock_object_holds_the_rows_key_and_says_who_holds_it(account, django_us
     assert not lease.is_held()
 
 
-def test_one_lock_object_call_costs_two_requests(account, requests_made):
-    with lock_object(account):
+def test_one_lock_object_call_costs_two_writes_and_a_read_of_the_rows_readers(account, requests_made):
+    with lock_object(account):  # the row's writer: it looks for readers of the row (lock_object(shared=True))
+        pass
+    assert dict(requests_made.calls) == {"UpdateItem": 2, "BatchGetItem": 1}
+
+
+def test_one_lock_key_call_costs_two_requests(requests_made):
+    with lock_key("nightly-billing"):  # a name has no readers: nothing to look for
         pass
     assert dict(requests_made.calls) == {"UpdateItem": 2}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.test import override_settings
 
-from dynalock_django import lock_key, lock_object
+from dynalock_django import lock_key, lock_object, semaphore
 from dynalock_django.keys import key_for_instance, telemetry_attributes
 
 from ..otel_support import recorded
@@ -56,10 +56,26 @@ def test_trace_keys_puts_the_key_on_spans_but_not_on_metrics(otel, customer, dyn
         ("report:daily", "name"),
         ("billing.tasks.invoice(account_id=7)", "task"),
         ("queued billing.tasks.invoice(account_id=7)", "queued task"),
+        ("exports#permit-2", "semaphore"),
+        ("billing.tasks.invoice(account_id=7)#permit-0", "semaphore"),
+        ("desk.customer:7#reader-3", "read"),
+        ("exports#permit-x", "name"),
     ],
 )
 def test_kinds_are_read_from_the_keys_text(key, kind):
     assert telemetry_attributes(key)["dynalock.kind"] == kind
+
+
+def test_counted_locks_are_described_as_semaphore_and_read_with_the_rows_model_and_no_key_text(otel, customer):
+    with semaphore("exports", 2), lock_object(customer, shared=True):
+        pass
+    held = {tuple(sorted(point.attributes.items())) for point in otel.collect().of("dynalock.hold.duration")}
+    assert held == {
+        (("dynalock.kind", "semaphore"),),
+        (("dynalock.kind", "read"), ("dynalock.model", "desk.customer")),
+    }
+    hostile = telemetry_attributes("alice@example.com:7#reader-0")
+    assert hostile == {"dynalock.kind": "read"}
 
 
 # Keys whose text before ":" is no label of an installed model's rows: people's addresses, and hostile keys dressed

@@ -108,3 +108,25 @@ def _acquire_in_order(client: Any, keys: list[str], rng: random.Random, timeouts
             time.sleep(rng.uniform(0, 0.1))
             return None, timeouts + 1
     return held, timeouts
+
+
+def take_permits(endpoint_url: str, table_name: str, name: str, permits: int, rounds: int, results: Any) -> None:
+    """Take a permit of semaphore ``name`` ``rounds`` times, hold it a moment; report every interval.
+
+    An interval runs from the acquire's return to the release's start, with whether the lease was
+    still held at its end (a lease that ran out may overlap, by the guarantees, and is not counted).
+    """
+    rng = random.Random(os.getpid())
+    client = patient_client(endpoint_url, table_name)
+    semaphore = client.semaphore(name, permits)
+    intervals = []
+    for _ in range(rounds):
+        lease = semaphore.acquire(timeout=120)
+        held_from = time.monotonic()
+        time.sleep(rng.uniform(0.005, 0.03))
+        held_until = time.monotonic()
+        still_held = lease.is_held()
+        lease.release(best_effort=True)
+        intervals.append((held_from, held_until, lease.permit, lease.fencing_token, os.getpid(), still_held))
+    client.close()
+    results.put(intervals)

@@ -36,7 +36,7 @@ from ..clock import Instant, start_thread
 from ..exceptions import CircuitOpen, DynamoDBError, DynamoDBUnavailable
 from ..leases.lease import Lease, LeaseClient
 from ..leases.lease_record import LeaseRecord
-from ..wire import item, writes
+from ..wire import item, permits, writes
 from ..wire.conditions import KeptAlive
 from ..wire.display import printable
 from ..wire.item import LockInfo
@@ -156,6 +156,7 @@ class Acquirer:
             acquired_at=datetime.fromtimestamp(self._clock.time(), tz=UTC),
             keep_alive=options.keep_alive,
             waiters=waiters,
+            permit=_permit_index(lock_id[0]) if options.permits is not None else None,
         )
         record.telemetry = telemetry.lease_granted(lock_id[0], taken_over=taken_over)
         lease = Lease(self._client, record)
@@ -236,6 +237,7 @@ class Acquirer:
             observed=step.observed,
             may_take_over=step.may_take_over,
             pending=list(step.unanswered),
+            permits=options.permits,
         )
 
     def _write(self, plan: Acquisition, step: Write, options: AcquireOptions) -> Lease | None:
@@ -347,6 +349,11 @@ class Acquirer:
 def in_background(clock: Clock, cleanup: Callable[[], None]) -> None:
     """Run ``cleanup`` (a best-effort release) on a thread of its own: no caller waits for it."""
     start_thread(clock, cleanup, "dynalock-cleanup")
+
+
+def _permit_index(key: str) -> int | None:
+    split = permits.split_permit_key(key)
+    return None if split is None else split[2]
 
 
 def _answered_at_once(error: DynamoDBError) -> bool:

@@ -86,6 +86,11 @@ class Lease:
         return self._record.fencing_token
 
     @property
+    def permit(self) -> int | None:
+        """Which permit of a semaphore (or reader of a readers-writer lock) this lease holds; None for a plain lock."""
+        return self._record.permit
+
+    @property
     def data(self) -> bytes | None:
         return self._record.data
 

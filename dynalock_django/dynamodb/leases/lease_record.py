@@ -49,8 +49,11 @@ class LeaseRecord:
         acquired_at: datetime | None,
         keep_alive: bool,
         waiters: tuple[Waiter, ...] = (),
+        permit: int | None = None,
     ) -> None:
         self.clock = clock
+        # The index of the permit this lease holds, when its lock is one of a counted lock's (None: a plain lock).
+        self.permit = permit
         self.key = key
         self.sort_key = sort_key
         self.owner_name = owner_name

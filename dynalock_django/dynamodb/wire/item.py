@@ -43,6 +43,8 @@ SENT_AT_VERSION = "version"
 SENT_AT_MS = "ms"
 # The lock's key, present only while we hold it: the sparse live-locks index's key (see live_index.py).
 LIVE_LOCK_KEY = "liveLockKey"
+# On a counted lock's items only: how many permits its set has (see permits.py).
+PERMITS = "permits"
 
 # DynamoDB's documented limits.
 MAX_PARTITION_KEY_BYTES = 2048
@@ -102,6 +104,8 @@ class LockInfo:
     # The ``waiters`` attribute as stored (None: none), whatever its shape, so that a writer
     # can take out the entries it finds stale (:func:`.waiters.stale_entries`).
     raw_waiters: Any = field(default=None, repr=False, compare=False)
+    # A permit of a counted lock: how many permits its set has (None: a plain lock's item).
+    permits: int | None = None
 
     @property
     def is_malformed(self) -> bool:
@@ -149,6 +153,7 @@ def parse_item(item: Item, partition_key_name: str, sort_key_name: str | None) -
         problems.append(f"{IS_RELEASED} is {released_text[:40]!r}, expected {IS_RELEASED_VALUE!r}")
 
     fencing_token = _number(item, FENCING_TOKEN, problems)
+    permits = _number(item, PERMITS, problems)
     if problems:
         # Whatever the item says about its lease cannot be trusted. A release
         # mark stays authoritative: every client, Java's too, treats it as free.
@@ -172,6 +177,7 @@ def parse_item(item: Item, partition_key_name: str, sort_key_name: str | None) -
         sent_at=None if problems else _sent_at(item, version),
         waiters=parse_waiters(item.get(WAITERS)),
         raw_waiters=item.get(WAITERS),
+        permits=permits,
     )
 
 

@@ -66,6 +66,7 @@ def acquire(
     observed: LockInfo | None,
     may_take_over: bool,
     pending: list[str],
+    permits: int | None = None,
 ) -> dict[str, Any]:
     """Take the lock if it is free or released, and issue the next fencing token.
 
@@ -75,6 +76,8 @@ def acquire(
     whose token is not a number gets its token overwritten, but only that
     very item, once released or taken over. ``pending``: versions this owner
     may have written already (answers lost); finding one means the lock is ours.
+    ``permits``: the item is a permit of a set of that many (permits.py); an
+    item of a set of another count refuses the write.
     """
     exprs = Expressions()
     bad_token = observed is not None and observed.bad_fencing_token
@@ -89,10 +92,17 @@ def acquire(
             free.append(f"({conditions.owned_version(exprs, stamp.owner_name, pending)})")
         token, number = exprs.name(item.FENCING_TOKEN), exprs.string("N")
         condition = f"({' OR '.join(free)}) AND (attribute_not_exists({token}) OR attribute_type({token}, {number}))"
+    counted: list[str] = []
+    if permits is not None:
+        count, value = exprs.name(item.PERMITS), exprs.number(permits)
+        condition = f"{condition} AND (attribute_not_exists({count}) OR {count} = {value})"
+        counted.append(f"{count} = {value}")
     return {
         "TableName": layout.table_name,
         "Key": layout.key(lock_id),
-        "UpdateExpression": _grant_update(exprs, layout, lock_id, stamp, data=data, overwrite_token=bad_token),
+        "UpdateExpression": _grant_update(
+            exprs, layout, lock_id, stamp, data=data, overwrite_token=bad_token, counted=counted
+        ),
         "ConditionExpression": condition,
         "ReturnValues": "ALL_NEW",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
@@ -230,13 +240,14 @@ def _grant_update(
     data: bytes | None,
     overwrite_token: bool,
     dequeue: Sequence[str] = (),
+    counted: Sequence[str] = (),
 ) -> str:
     """Everything a grant writes: the stamp, the next fencing token, ``data``, the live mark and no release mark.
 
     ``overwrite_token``: the item's token is not a number, so it cannot be
     incremented; the grant replaces it (only ever conditioned on that very item).
     The queue stays (started empty if there was none, so an ask finds it),
-    less the ``dequeue`` waiters.
+    less the ``dequeue`` waiters. ``counted``: a permit's count, set on every grant of a permit.
     """
     token = exprs.name(item.FENCING_TOKEN)
     if overwrite_token:
@@ -245,7 +256,7 @@ def _grant_update(
         # Seeding with the wall clock keeps tokens above any issued before the
         # item was deleted (by TTL or delete_on_release) and recreated.
         token_update = f"{token} = if_not_exists({token}, {exprs.number(stamp.wall_ms)}) + {exprs.number(1)}"
-    sets = [*_stamp_sets(exprs, layout, stamp, acquired=True), token_update, _live(exprs, lock_id)]
+    sets = [*_stamp_sets(exprs, layout, stamp, acquired=True), token_update, _live(exprs, lock_id), *counted]
     removes = [exprs.name(item.IS_RELEASED), exprs.name(item.RELEASED_BY)]
     if dequeue:
         removes.extend(f"{exprs.name(waiters.WAITERS)}.{exprs.name(waiter_id)}" for waiter_id in dequeue)

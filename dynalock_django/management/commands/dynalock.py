@@ -22,10 +22,18 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...client import get_client
 from ...conf import dynalock_settings
-from ...dynamodb import TTL_UNAVAILABLE, DynalockError, LockNotAcquired, TableNotFound, TableNotReady, printable
+from ...dynamodb import (
+    TTL_UNAVAILABLE,
+    DynalockError,
+    LockNotAcquired,
+    PermitHolder,
+    TableNotFound,
+    TableNotReady,
+    printable,
+)
 from ...keys import key_for_model, model_label
 from ...leader import EXIT_LEASE_LOST, run_while_leader
-from ...live_lock_rows import LockRow, describe_rows, read_page
+from ...live_lock_rows import LockRow, describe_rows, read_counted, read_page
 from ...supervised import command_input
 
 
@@ -213,10 +221,26 @@ class Command(BaseCommand):
         else:
             raise CommandError("show takes a KEY, or APP.MODEL and PK.")
         lock = get_client().get(key)
-        if lock is None:
-            raise CommandError(f"No lock item for key {key!r}.")
-        for name, value in _as_dict(describe_rows([lock])[0]).items():
-            self.stdout.write(f"{name:>10}  {_for_people(value)}")
+        counted = read_counted(get_client(), key)
+        if lock is None and not counted.permits and not counted.readers:
+            raise CommandError(f"No lock item for key {key!r}, and no permit or reader of it in use.")
+        if lock is not None:
+            for name, value in _as_dict(describe_rows([lock])[0]).items():
+                self.stdout.write(f"{name:>10}  {_for_people(value)}")
+        if counted.permits:
+            self.stdout.write(f"{'semaphore':>10}  {printable(counted.occupancy())}")
+            self._show_holders("permit", counted.permits)
+        if counted.readers:
+            self.stdout.write(f"{'readers':>10}  {len(counted.readers)}")
+            self._show_holders("reader", counted.readers)
+
+    def _show_holders(self, label: str, holders: list[PermitHolder]) -> None:
+        """One line per permit in use: its index, holder, age, lease, token and state."""
+        rows = describe_rows([holder.lock for holder in holders])
+        for holder, row in zip(holders, rows, strict=True):
+            described = _as_dict(row)
+            cells = [described[name] for name in ("holder", "age", "lease", "token", "state")]
+            self.stdout.write(f"{f'{label} {holder.permit}':>10}  {'  '.join(_for_people(cell) for cell in cells)}")
 
     def release(self, *, key: str, force: bool, yes: bool, by: str | None, **_: Any) -> None:
         if not force:

@@ -2,7 +2,8 @@
 
 python -m tests.django.tasks.chaos [--framework celery|db_worker] [--seconds S] [--seed N] [--workers N]
 
-Per framework, workers run ``chaos_jobs``' tasks (a few names, each its own lock) while the driver
+Per framework, workers run ``chaos_jobs``' tasks (a few names, each its own lock; one, ``pair``, with
+``@lock_task(limit=2)``: two runs at once, never three) while the driver
 enqueues copies, some long and (Celery) some failing once for ``autoretry_for`` to retry, and now
 and then SIGKILLs a process running one: a pool process, or its whole worker (then it starts another;
 a ``db_worker`` runs its task itself, so there it is always the whole worker). Celery
@@ -40,7 +41,7 @@ from ...chaos.history import Recorder, load
 from ...dynamodb_support import PATIENCE, make_dynamodb, short_lease_client
 from ..processes import ROOT, manage_py_environment
 from .environment import BROKER, EVENTS, VISIBILITY
-from .task_history import TaskChaosReport, render, task_runs, unaccounted
+from .task_history import LIMITS, TaskChaosReport, peak, render, task_runs, unaccounted
 from .workers import redis_server
 
 FRAMEWORKS = ("celery", "db_worker")
@@ -56,7 +57,9 @@ VISIBILITY_SECONDS = 3.0  # Celery: a long copy runs past it, and the broker han
 LENGTHS = (0.2, 0.5, 1.0)  # seconds a copy works; a long one (LONG_SHARE of them) runs past the visibility timeout
 LONG, LONG_SHARE = VISIBILITY_SECONDS + 1.5, 0.15
 FLAKY_SHARE = 0.2  # Celery: copies whose first attempt fails and is retried
-NAMES = 3
+NAMES = 3  # the limited name (task_history.LIMITS: two runs at once) among them: a db_worker runs one copy, and
+# the last kill needs a run of every name going at once on the three workers
+PAIR_SHARE = 1 / NAMES
 KILL_EVERY, WHOLE_WORKER_SHARE = 2.5, 0.35
 SETTLE = 90.0  # seconds for every copy to end once the enqueues stop; a probe to start
 PROBE_AGAIN = 2.0  # seconds before a key whose probe has not begun gets another
@@ -109,6 +112,7 @@ class Framework:
 class CeleryFramework(Framework):
     name = "celery"
     task = "tests.django.tasks.chaos_jobs.celery_chaos"
+    pair_task = "tests.django.tasks.chaos_jobs.celery_chaos_pair"
 
     def __init__(self, env: dict[str, str], broker: str, workdir: Path, driver: Recorder) -> None:
         from celery import Celery
@@ -126,7 +130,8 @@ class CeleryFramework(Framework):
     def enqueue(self, name: str, seconds: float, flaky: bool, probe: bool) -> None:
         task_id = uuid.uuid4().hex
         self.driver("enqueued", name, id=task_id, probe=probe)  # before: a quick worker may record it first
-        self.sender.send_task(self.task, args=(name, seconds, flaky), task_id=task_id)
+        task = self.pair_task if name in LIMITS else self.task
+        self.sender.send_task(task, args=(name, seconds, flaky), task_id=task_id)
 
     def close(self) -> None:
         self.sender.close()
@@ -200,15 +205,19 @@ class ChaosRun:
         next_kill = start + KILL_EVERY
         while time.monotonic() < start + seconds or (time.monotonic() < start + 2 * seconds and not self.enough()):
             length = LONG if self.rng.random() < LONG_SHARE else self.rng.choice(LENGTHS)
-            name = f"n{self.rng.randrange(NAMES)}"
+            paired = self.rng.random() < PAIR_SHARE
+            name = self.rng.choice(sorted(LIMITS)) if paired else f"n{self.rng.randrange(NAMES - len(LIMITS))}"
             self.framework.enqueue(name, length, self.rng.random() < flaky_share, probe=False)
             if time.monotonic() >= next_kill and self.kill_a_running_copy():
                 next_kill = time.monotonic() + KILL_EVERY  # a try that found nothing running is tried again
             time.sleep(self.rng.uniform(0.1, 0.4))
 
     def enough(self) -> bool:
-        """A run killed mid-task and followed on its key, and (Celery) a retried first attempt: what the test needs."""
+        """A run killed mid-task and followed on its key, (Celery) a retried first attempt, and a limited name's
+        runs at their limit: what the test needs."""
         runs = task_runs(load(self.events))
+        if any(peak(runs, name) < limit for name, limit in LIMITS.items()):
+            return False
         killed = [run for run in runs if run.outcome == "killed" and run.ended is not None]
         followed = any(later.name == run.name and later.started > run.ended for run in killed for later in runs)
         retried = any(run.outcome == "retry" for run in runs) or self.framework.name != "celery"

@@ -71,6 +71,19 @@ def celery_chaos(self: Any, name: str, seconds: float, flaky: bool = False) -> i
     return work(str(self.request.id), int(self.request.retries or 0), name, seconds, flaky)
 
 
+# The limited name's copies (task_history.LIMITS): at most two runs at once.
+@app.task(bind=True, autoretry_for=(Flaky, DynamoDBUnavailable), default_retry_delay=0.2, max_retries=3)
+@lock_task(key=chaos_key, limit=2)
+def celery_chaos_pair(self: Any, name: str, seconds: float, flaky: bool = False) -> int | None:
+    return work(str(self.request.id), int(self.request.retries or 0), name, seconds, flaky)
+
+
+@task(takes_context=True)
+@lock_task(key=chaos_key, limit=2)
+def django_chaos_pair(context: Any, name: str, seconds: float, flaky: bool = False) -> int | None:
+    return work(str(context.task_result.id), 0, name, seconds, flaky=False)
+
+
 @task(takes_context=True)
 @lock_task(key=chaos_key)
 def django_chaos(context: Any, name: str, seconds: float, flaky: bool = False) -> int | None:

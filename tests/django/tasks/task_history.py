@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 
 from ...chaos.history import Event
 
+# Names whose task runs with ``@lock_task(limit=N)``: N runs at once are no overlap (chaos_jobs.py).
+LIMITS = {"pair": 2}
+
 
 @dataclass(frozen=True)
 class TaskRun:
@@ -51,24 +54,36 @@ def task_runs(events: list[Event]) -> list[TaskRun]:
 
 
 def overlaps(runs: list[TaskRun]) -> int:
-    """Runs that started before an earlier run of the same name had ended (a run that never ended never does)."""
-    found = 0
-    for _, same in _by_name(runs).items():
-        latest_end = float("-inf")
-        for run in same:
-            if run.started < latest_end:
-                found += 1
-            latest_end = max(latest_end, run.ended if run.ended is not None else float("inf"))
-    return found
+    """Runs that started while as many earlier runs of the same name as its limit (1, or LIMITS) had not ended
+    (a run that never ended never does)."""
+    return sum(
+        1
+        for name, same in _by_name(runs).items()
+        for index, run in enumerate(same)
+        if _going(same[:index], run.started) >= LIMITS.get(name, 1)
+    )
+
+
+def peak(runs: list[TaskRun], name: str) -> int:
+    """The most runs of ``name`` going at once."""
+    same = _by_name(runs).get(name, [])
+    return max((_going(same[:index], run.started) + 1 for index, run in enumerate(same)), default=0)
+
+
+def _going(earlier: list[TaskRun], moment: float) -> int:
+    return sum(1 for run in earlier if run.ended is None or run.ended > moment)
 
 
 def token_regressions(runs: list[TaskRun]) -> int:
-    """Runs whose fencing token is not greater than that of the run of the same name that started before."""
+    """Runs whose fencing token is not greater than that of the run of the same name that started before.
+
+    A limited name's runs hold N permits, each with its own tokens: only that each run has one is checked.
+    """
     return sum(
         1
-        for same in _by_name(runs).values()
+        for name, same in _by_name(runs).items()
         for before, after in itertools.pairwise(same)
-        if before.token is None or after.token is None or after.token <= before.token
+        if before.token is None or after.token is None or (name not in LIMITS and after.token <= before.token)
     )
 
 
@@ -181,6 +196,7 @@ class TaskChaosReport:
     last_freed_after: float | None = None  # leases after the last worker died, the slowest key
     unheld_at_last_kill: list[str] = field(default_factory=list)  # names no run held when the last workers died
     skipped_then_killed: list[str] = field(default_factory=list)  # see skipped_then_killed()
+    limited_peak: dict[str, int] = field(default_factory=dict)  # the most runs of each LIMITS name at once
 
     @classmethod
     def of(cls, framework: str, lease: float, events: list[Event], stuck_keys: list[str]) -> TaskChaosReport:
@@ -213,6 +229,7 @@ class TaskChaosReport:
             freed_after=freed_after(runs, lease),
             unheld_at_last_kill=sorted(names - {run.name for run in killed_last}),
             skipped_then_killed=skipped_then_killed(events),
+            limited_peak={name: peak(runs, name) for name in sorted(names & set(LIMITS))},
         )
 
     def failures(self) -> list[str]:
@@ -250,6 +267,7 @@ class TaskChaosReport:
             "runs killed": str(self.killed_runs),
             "redeliveries": str(self.redeliveries),
             "overlaps": str(self.overlaps),
+            "limit=2 at once (most)": ", ".join(str(most) for most in self.limited_peak.values()) or "-",
             "leases lost": str(self.lost_leases),
             "unaccounted": str(len(self.unaccounted)),
             "skipped, then the first copy killed": str(len(self.skipped_then_killed)),

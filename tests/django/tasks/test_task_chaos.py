@@ -44,6 +44,7 @@ def test_killed_redelivered_and_retried_copies_never_overlap_or_stick(framework,
     assert report.skips >= 1
     assert report.freed_after, "no run followed a killed one on its key"
     assert report.redeliveries >= 1
+    assert report.limited_peak == {"pair": 2}  # limit=2 was reached (and never passed: no overlap above)
     if framework == "celery":
         assert report.retries >= 1
     # The bound: two leases after the last worker died, a fresh client holds every key.

@@ -6,8 +6,10 @@ from typing import Any
 
 from ...chaos.history import Event
 from .task_history import (
+    LIMITS,
     TaskChaosReport,
     overlaps,
+    peak,
     redeliveries,
     skipped_then_killed,
     task_runs,
@@ -45,6 +47,17 @@ def test_a_killed_run_ends_at_its_kill_and_one_never_ended_overlaps_everything_a
     assert overlaps(runs) == 0
     never_ended = run(0, None, "n", "a", 1, pid=7) + run(2, 3, "n", "b", 2, pid=8)
     assert overlaps(task_runs(never_ended)) == 1
+
+
+def test_a_limited_names_runs_overlap_only_past_its_limit():
+    assert LIMITS == {"pair": 2}
+    two = run(0, 3, "pair", "a", 1) + run(1, 2, "pair", "b", 9, pid=2) + run(2.5, 4, "pair", "c", 2, pid=3)
+    assert overlaps(task_runs(two)) == 0
+    assert peak(task_runs(two), "pair") == 2
+    three = run(0, 3, "pair", "a", 1) + run(1, 2.6, "pair", "b", 9, pid=2) + run(2.5, 4, "pair", "c", 2, pid=3)
+    assert overlaps(task_runs(three)) == 1  # c started while a and b both ran
+    assert peak(task_runs(three), "pair") == 3
+    assert token_regressions(task_runs(two)) == 0  # each permit has its own tokens: not ordered across permits
 
 
 def test_tokens_must_grow_in_the_order_the_runs_started():

@@ -1,0 +1,264 @@
+"""Taking one permit of a counted lock: read the set, write one free permit, and say how long to wait if none is.
+
+Each permit is a lock of its own, taken with the single acquire's step
+(:meth:`.Acquirer.attempt` and its :class:`.Acquisition`, one per permit):
+the same write, fencing token, takeover rule (a version unchanged for the
+item's whole lease on our clock) and recovery of writes whose answer was
+lost (the next write to that permit accepts them). What this adds is the
+choice: one consistent BatchGetItem reads every permit (and the key one
+past the last, where a larger set of the same name would show), then the permits
+that are free, released, or takeable are tried in turn, starting at a random
+index so holders spread. A permit with a write of ours whose answer was
+lost goes first: the write to it that follows finds it ours.
+
+A reader of a readers-writer lock has a gate: the writer's item, read in the
+same BatchGetItem. While a writer holds it (or a writer that stopped
+renewing has not yet been silent for a lease) no permit is written; after a
+reader wins a permit it reads the gate once more, and gives the permit back
+if a writer came in meanwhile. A writer takes its item first and then reads
+the readers (:mod:`.readers_drain`), so of any reader and writer one of them
+sees the other (docs/protocol.md, "Readers and writers").
+
+Request budget of a round: one BatchGetItem, then one write per permit
+tried (normally one: a refused write carries the item that refused it); a
+reader's round adds one GetItem of the gate after a win.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from ..aws import botocore_errors, deadlines
+from ..clock import Instant
+from ..exceptions import CircuitOpen, DynamoDBUnavailable, InvalidLockRequest, LockTimeout
+from ..wire import item
+from ..wire.display import printable
+from ..wire.item import describe_holder
+from .plan import FIRST_POLL_SECONDS, Jitter, Write
+
+if TYPE_CHECKING:
+    from ..aws.store import LockStore
+    from ..clock import Clock
+    from ..exceptions import DynamoDBError
+    from ..leases.holdings import Holdings
+    from ..leases.lease import Lease
+    from ..options import AcquireOptions
+    from ..wire.item import LockInfo
+    from ..wire.layout import LockId
+    from .acquirer import Acquirer
+    from .observations import Observations
+    from .plan import Acquisition
+
+
+class PermitRound:
+    """One acquire of a permit: what the permits looked like, and each permit's own acquire state."""
+
+    def __init__(
+        self,
+        *,
+        what: str,
+        permit_ids: Sequence[LockId],
+        options: AcquireOptions,
+        acquirer: Acquirer,
+        store: LockStore,
+        holdings: Holdings,
+        observations: Observations,
+        clock: Clock,
+        refresh_period: float,
+        deadline: float | None,
+        beyond: LockId,
+        gate: LockId | None = None,
+        jitter: Jitter = random.uniform,
+        start: Callable[[int], int] = random.randrange,
+    ) -> None:
+        assert options.permits == len(permit_ids)
+        self.what = what  # for messages: "semaphore 'exports'", "readers of 'report'"
+        self.options = options
+        self.deadline = deadline
+        self.error: DynamoDBError | None = None  # why the last round failed, if it did
+        self.blocked_by: LockInfo | None = None  # the writer in the way of a reader, at the last look
+        self.holders: list[LockInfo] = []  # the permits' holders at the last look
+        self._ids = list(permit_ids)
+        self._beyond = beyond  # the key of permit N: an item there belongs to a set of more permits
+        self._gate = gate
+        self._acquirer = acquirer
+        self._store = store
+        self._holdings = holdings
+        self._observations = observations
+        self._clock = clock
+        self._refresh_period = refresh_period
+        self._jitter = jitter
+        self._start = start
+        self._plans: dict[LockId, Acquisition] = {lock_id: acquirer.plan(lock_id, deadline) for lock_id in self._ids}
+        self._rounds = 0
+        self._retry_now = False  # a permit looked free but the write lost it to another holder: look again at once
+
+    def seconds_left(self, now: float) -> float | None:
+        return None if self.deadline is None else self.deadline - now
+
+    def attempt(self) -> Lease | None:
+        """One round (a read, then a write or a few): the lease of a permit, or None with the reason noted.
+
+        DynamoDB being unavailable is noted (the wait backs off), except CircuitOpen, which is raised.
+        """
+        self._rounds += 1
+        retried, self._retry_now = self._retry_now, False
+        try:
+            with deadlines.within(self.seconds_left(self._clock.monotonic())):
+                found = self._store.read_many([*self._ids, self._beyond, *([self._gate] if self._gate else [])])
+        except CircuitOpen:
+            raise
+        except DynamoDBUnavailable as unavailable:
+            self.error = unavailable
+            return None
+        self.error = None
+        seen = Instant.read(self._clock)
+        self._check_counts(found)
+        if self._gate is not None and self._gate_closed(found[self._gate], seen):
+            return None
+        candidates = self._candidates(found, seen)
+        for lock_id in candidates:
+            lease = self._acquirer.attempt_while_waiting(self._plans[lock_id], self.options)
+            if lease is not None:
+                return self._checked_at_gate(lease)
+            plan = self._plans[lock_id]
+            if plan.error is not None:
+                self.error = plan.error
+                return None  # back off: the next round reads again, and the write that may have landed goes first
+        self._retry_now = bool(candidates) and not retried
+        return None
+
+    def try_once(self) -> Lease | None:
+        """``try_acquire``: one round, and one more write where an answer was lost; DynamoDB's failure is raised.
+
+        As the single ``try_acquire``: after a time-out nothing is asked again (it would wait as
+        long); after a failure answered at once, one write to the permit tells whether ours landed.
+        """
+        lease = self.attempt()
+        if lease is not None or self.error is None:
+            return lease
+        error = self.error
+        pending = [plan for plan in self._plans.values() if plan.unanswered]
+        if not pending or (error.original is not None and botocore_errors.timed_out(error.original)):
+            raise error
+        for plan in pending:
+            lease = self._acquirer.attempt(plan, self.options)  # its condition accepts our lost write
+            if lease is not None:
+                return self._checked_at_gate(lease)
+        return None
+
+    def _check_counts(self, found: dict[LockId, LockInfo | None]) -> None:
+        """Refuse a set whose items say another count: any of ours, or one past our last (a larger set's)."""
+        for lock_id in [*self._ids, self._beyond]:
+            current = found[lock_id]
+            if current is None or current.permits == self.options.permits:
+                continue
+            if current.permits is None and not any(item.PERMITS in problem for problem in current.problems):
+                continue  # a plain lock's item (or the Java client's) on a permit's key: it holds that permit
+            stored = "an unreadable count" if current.permits is None else f"{current.permits} permits"
+            raise InvalidLockRequest(
+                f"The {self.what} has {stored} (as stored on its item {printable(lock_id[0])!r}), but this call "
+                f"asks for {self.options.permits}. The count is part of the name's contract: pass the stored "
+                "count everywhere, or use a new name for the new count (the old items keep their fencing tokens)."
+            )
+
+    def _candidates(self, found: dict[LockId, LockInfo | None], seen: Instant) -> list[LockId]:
+        """The permits to try now, from a random one on; those with a write of ours that may have landed first."""
+        offset = self._start(len(self._ids))
+        ordered = self._ids[offset:] + self._ids[:offset]
+        now = seen.monotonic
+        mine, takeable = [], []
+        self.holders = []
+        for lock_id in ordered:
+            current, plan = found[lock_id], self._plans[lock_id]
+            if current is not None and not current.is_released:
+                self.holders.append(current)
+            if self._holdings.get(lock_id) is not None:
+                continue  # another thread of this client holds it: not ours to take
+            plan.found(current, seen)
+            if plan.unanswered:
+                mine.append(lock_id)
+            elif isinstance(plan.next_step(now), Write):
+                takeable.append(lock_id)
+        return mine + takeable
+
+    def _gate_closed(self, gate: LockInfo | None, seen: Instant) -> bool:
+        """A writer holds the gate (or claims it): a reader does not write."""
+        assert self._gate is not None
+        local = self._holdings.get(self._gate)
+        if local is not None:
+            self.blocked_by = gate
+            return True
+        if gate is None or not self._observations.saw(self._gate, gate, seen):
+            self.blocked_by = None
+            return False
+        observation = self._observations.get(self._gate)
+        if observation is not None and observation.may_take_over(seen.monotonic):
+            self.blocked_by = None
+            return False  # its writer stopped renewing a lease ago: it keeps no reader out
+        self.blocked_by = gate
+        return True
+
+    def _checked_at_gate(self, lease: Lease) -> Lease | None:
+        """A reader's permit is kept only if no writer came in while it was taken; else it is given back."""
+        if self._gate is None:
+            return lease
+        try:
+            with deadlines.within(self.seconds_left(self._clock.monotonic())):
+                gate = self._store.read(self._gate)
+        except DynamoDBUnavailable as unavailable:
+            lease.release(best_effort=True)
+            self.error = unavailable
+            return None
+        if self._gate_closed(gate, Instant.read(self._clock)):
+            lease.release(best_effort=True)
+            return None
+        return lease
+
+    def delay(self, now: float) -> float | None:
+        """Seconds to wait before the next round; None when the deadline has passed.
+
+        Backs off from :data:`.plan.FIRST_POLL_SECONDS` to ``refresh_period``, and wakes when a
+        holder's version (or the writer's) will have stood for its lease.
+        """
+        if self._retry_now:
+            return 0.0
+        delay = min(self._refresh_period, FIRST_POLL_SECONDS * 2.0 ** min(self._rounds, 30))
+        delay *= self._jitter(0.5, 1.0)
+        for lock_id in [*self._ids, *([self._gate] if self._gate else [])]:
+            observation = self._observations.get(lock_id)
+            if observation is not None and observation.takeover_at >= now:
+                delay = min(delay, observation.takeover_at - now + 0.001)
+        left = self.seconds_left(now)
+        if left is not None:
+            if left <= 0:
+                return None
+            delay = min(delay, left)
+        return delay
+
+    def gave_up(self, timeout: float | None) -> DynamoDBError | LockTimeout:
+        if self.error is not None:
+            return self.error
+        waited = "Gave up" if timeout is None else f"Timed out after {timeout:g}s"
+        if self.blocked_by is not None:
+            return LockTimeout(
+                f"{waited} waiting to read: a writer holds the lock ({describe_holder(self.blocked_by)}).",
+                self.blocked_by,
+            )
+        holders = "; ".join(describe_holder(holder) for holder in self.holders) or "holders unknown"
+        return LockTimeout(
+            f"{waited} waiting for the {self.what}: all {self.options.permits} permits held ({holders}).",
+            self.holders[0] if self.holders else None,
+            holders=self.holders,
+        )
+
+    def clean_up(self) -> None:
+        """Release what writes whose answer was lost may have left, as a single acquire does."""
+        for plan in self._plans.values():
+            self._acquirer.clean_up(plan, self.options)
+
+    @property
+    def needs_clean_up(self) -> bool:
+        return any(plan.unanswered for plan in self._plans.values())

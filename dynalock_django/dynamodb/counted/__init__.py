@@ -1,0 +1,1 @@
+"""Counted locks: the faces ``client.semaphore(...)`` and ``client.readers_writer(...)`` return."""

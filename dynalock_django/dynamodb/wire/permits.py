@@ -1,0 +1,75 @@
+"""Counted locks on the wire: a set of N permits is N lock items, ``name#permit-<i>`` (or ``#reader-<i>``).
+
+Each permit is an ordinary lock item in the Java client's format (its own
+record version, lease, heartbeat and fencing token), plus ``permits`` (N):
+the count is part of the name's contract, so a caller asking for another
+count is refused instead of silently changing how many may hold it.
+
+The key is the set's name, a suffix naming the kind of set, then the
+permit's index in decimal. The suffix's last ``#`` decodes every key
+uniquely (the index is digits only), so two sets never share an item. The
+Django layer's keys never end in such a suffix (``#`` occurs there only
+before a 64-digit hash), and a name that itself ends like a permit's key is
+refused, so a set's write item or permits never land on another set's. A
+plain lock whose key a user chose to end in ``#permit-<i>`` shares that
+permit's item: one item is still one holder, so the set only has one
+permit fewer while it is held.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..exceptions import InvalidLockRequest
+from .item import MAX_PARTITION_KEY_BYTES
+
+SEMAPHORE_SUFFIX = "#permit-"
+READER_SUFFIX = "#reader-"
+
+# DynamoDB's BatchGetItem reads at most 100 keys: a set is read in one request, with the key one past
+# its last permit (a larger set's count shows there) and, for readers, the write item.
+MAX_PERMITS = 99
+MAX_READERS = 98
+
+_PERMIT_KEY = re.compile(r"(?P<name>.*)(?P<suffix>#permit-|#reader-)(?P<index>0|[1-9][0-9]{0,2})", re.DOTALL)
+_LONGEST_SUFFIX_BYTES = len(SEMAPHORE_SUFFIX) + len(str(MAX_PERMITS))
+# The longest name whose every permit key fits DynamoDB's partition key.
+MAX_NAME_BYTES = MAX_PARTITION_KEY_BYTES - _LONGEST_SUFFIX_BYTES
+
+
+def permit_key(name: str, suffix: str, index: int) -> str:
+    return f"{name}{suffix}{index}"
+
+
+# The kind of set a suffix names, as listings and metrics call it.
+KINDS = {SEMAPHORE_SUFFIX: "semaphore", READER_SUFFIX: "read"}
+
+
+def split_permit_key(key: str) -> tuple[str, str, int] | None:
+    """``(name, kind, index)`` of a permit's key (kind ``"semaphore"`` or ``"read"``), None for any other key."""
+    match = _PERMIT_KEY.fullmatch(key)
+    if match is None:
+        return None
+    return match["name"], KINDS[match["suffix"]], int(match["index"])
+
+
+def check_set(kind: str, name: object, count: object, limit: int) -> None:
+    """A set's name and permit count, each error naming the fix."""
+    if not isinstance(name, str) or not name:
+        raise InvalidLockRequest(f"A {kind}'s name must be a non-empty string, not {name!r}.")
+    size = len(name.encode("utf-8", "surrogatepass"))
+    if size > MAX_NAME_BYTES:
+        raise InvalidLockRequest(
+            f"A {kind}'s name is {size} bytes in UTF-8, over the {MAX_NAME_BYTES} bytes that leave room for "
+            "its permits' suffix in DynamoDB's 2048-byte key; use a shorter name (for example a hash of it)."
+        )
+    if split_permit_key(name) is not None:
+        raise InvalidLockRequest(
+            f"A {kind}'s name must not end like a permit's key ({SEMAPHORE_SUFFIX}N or {READER_SUFFIX}N): "
+            f"{name!r} would share items with another set; choose another name."
+        )
+    if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= limit:
+        raise InvalidLockRequest(
+            f"A {kind}'s count of permits must be a whole number from 1 to {limit} (one BatchGetItem reads "
+            f"them all), not {count!r}."
+        )

@@ -1,0 +1,210 @@
+"""@lock_task(limit=N): at most N runs of a task at once, every other copy run or skipped visibly."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from dynalock_django.client import get_client
+from dynalock_django.dynamodb import MAX_COUNTED_NAME_BYTES, LockClient
+from dynalock_django.exceptions import ConfigurationError, TaskLocked
+from dynalock_django.signals import task_skipped
+from dynalock_django.tasks import current_token, lock_task
+
+from ...dynamodb_support import LEASE, PATIENCE, make_dynamodb, short_lease_client, unique
+
+pytestmark = pytest.mark.uses_dynalock
+
+
+class Overlaps:
+    """How many runs were inside the task at once, at most."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.inside = 0
+        self.most = 0
+        self.tokens: list[int | None] = []
+
+    def __enter__(self) -> Overlaps:
+        with self.lock:
+            self.inside += 1
+            self.most = max(self.most, self.inside)
+            self.tokens.append(current_token())
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        with self.lock:
+            self.inside -= 1
+
+
+def run_in_threads(function: Any, count: int) -> list[Any]:
+    results: list[Any] = [None] * count
+    errors: list[BaseException] = []
+
+    def call(index: int) -> None:
+        try:
+            results[index] = function(index)
+        except BaseException as error:  # surfaced below, in the test's thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=call, args=(index,)) for index in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(PATIENCE * 4)
+    assert not any(thread.is_alive() for thread in threads)
+    if errors:
+        raise errors[0]
+    return results
+
+
+def test_limit_2_runs_two_at_once_and_never_three():
+    overlaps = Overlaps()
+    both_in = threading.Barrier(2, timeout=PATIENCE)  # the first two runs meet: with limit=1 this times out
+
+    @lock_task(unique("export"), on_conflict="wait", timeout=PATIENCE * 3, limit=2)
+    def export(index: int) -> int:
+        with overlaps:
+            if index < 2:
+                both_in.wait()
+            threading.Event().wait(0.05)
+        return index
+
+    first_two = run_in_threads(export, 2)
+    assert first_two == [0, 1]
+    assert overlaps.most == 2
+    results = run_in_threads(lambda index: export(index + 2), 6)
+    assert results == [2, 3, 4, 5, 6, 7]  # every copy ran
+    assert overlaps.most == 2
+    assert len(overlaps.tokens) == 8
+    assert None not in overlaps.tokens
+
+
+def test_with_limit_2_the_copies_beyond_two_live_runs_skip_visibly():
+    name = unique("export")
+    overlaps = Overlaps()
+    release = threading.Event()
+    started = threading.Barrier(3, timeout=PATIENCE)  # two runs and the test
+
+    @lock_task(name, limit=2)
+    def export(index: int) -> int:
+        with overlaps:
+            if index < 2:
+                started.wait()
+                release.wait(PATIENCE)
+        return index
+
+    skipped: list[tuple[str, str, Any]] = []
+
+    def receiver(sender: str, **kwargs: Any) -> None:
+        skipped.append((sender, kwargs["task"], kwargs["holder"]))
+
+    runs = [threading.Thread(target=export, args=(index,)) for index in range(2)]
+    for run in runs:
+        run.start()
+    started.wait()
+    task_skipped.connect(receiver)
+    try:
+        assert export(2) is None  # both permits held by live runs: skipped
+    finally:
+        task_skipped.disconnect(receiver)
+        release.set()
+        for run in runs:
+            run.join(PATIENCE)
+    assert overlaps.most == 2
+    [(sender, task, holder)] = skipped
+    assert sender == name
+    assert task.endswith("export")
+    assert holder is not None
+    assert holder.fencing_token is not None
+    assert export(3) == 3  # the runs ended: a permit is free
+
+
+def test_raise_mode_with_a_limit_names_a_holder():
+    name = unique("export")
+    counted = get_client().semaphore(name, 2)
+    held = [counted.acquire(timeout=PATIENCE), counted.acquire(timeout=PATIENCE)]
+
+    @lock_task(name, on_conflict="raise", limit=2)
+    def export() -> None: ...
+
+    try:
+        with pytest.raises(TaskLocked) as refused:
+            export()
+    finally:
+        for lease in held:
+            lease.release()
+    assert refused.value.holder is not None
+
+
+def test_limit_1_is_the_plain_key_as_without_it():
+    name = unique("report")
+
+    @lock_task(name, limit=1)
+    def report() -> int | None:
+        return current_token()
+
+    token = report()
+    assert get_client().get(name).fencing_token == token  # the task's own key, no permit items
+
+
+@pytest.mark.parametrize("limit", [0, -2, True, 1.5, "2", None, 101])
+def test_a_limit_that_is_not_a_whole_number_of_one_or_more_is_refused_when_decorating(limit):
+    with pytest.raises(ConfigurationError, match=r"lock_task\(limit\)=.*whole number of 1 or more"):
+        lock_task(limit=limit)(lambda: None)
+
+
+def test_a_copy_skips_quickly_when_all_permits_are_held_by_renewing_runs(dynalock):
+    name = unique("export")
+    alive = LockClient(
+        make_dynamodb(dynalock["ENDPOINT_URL"]), dynalock["TABLE_NAME"], lease_duration=30, heartbeat_period=0.2
+    )
+    counted = alive.semaphore(name, 2)
+    held = [counted.acquire(timeout=PATIENCE), counted.acquire(timeout=PATIENCE)]
+
+    @lock_task(name, limit=2)
+    def export() -> str:
+        return "ran"
+
+    try:
+        started = time.monotonic()
+        assert export() is None
+        assert time.monotonic() - started < 30  # live runs are told by their heartbeats, not waited out
+    finally:
+        for lease in held:
+            lease.release()
+        alive.close()
+
+
+def test_a_dead_runs_permit_is_taken_over_after_about_its_lease(dynalock):
+    name = unique("export")
+    dead = short_lease_client(make_dynamodb(dynalock["ENDPOINT_URL"]), dynalock["TABLE_NAME"])
+    counted = dead.semaphore(name, 2)
+    held = {lease.permit: lease.fencing_token for lease in (counted.acquire(), counted.acquire())}
+    dead.close(release=False)  # its heartbeat stops, as a killed worker's does
+
+    @lock_task(name, limit=2)
+    def export() -> int | None:
+        return current_token()
+
+    started = time.monotonic()
+    token = export()
+    assert time.monotonic() - started >= LEASE * 0.9  # a dead holder is waited out, never cut short
+    [taken] = [permit for permit in held if get_client().get(f"{name}#permit-{permit}").fencing_token == token]
+    assert token > held[taken]  # the permit's tokens grow across the takeover
+
+
+def test_a_long_computed_key_leaves_room_for_its_permits_and_limit_1_keeps_its_key():
+    @lock_task(limit=2)
+    def export(payload: str) -> int | None:
+        return current_token()
+
+    payload = "é" * 3000
+    key = export.dynalock_task.keys.run_key((payload,), {}, injected=False)
+    assert len(key.encode()) <= MAX_COUNTED_NAME_BYTES
+    assert export(payload) is not None  # its permits' keys fit DynamoDB's
+    single = lock_task()(export.__wrapped__)
+    assert len(single.dynalock_task.keys.run_key((payload,), {}, injected=False).encode()) > MAX_COUNTED_NAME_BYTES

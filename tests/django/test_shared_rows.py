@@ -1,0 +1,122 @@
+"""lock_object(row, shared=True): readers of a row hold it together; plain lock_object, its writer, excludes them."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from dynalock_django import lock_object
+from dynalock_django.client import get_client
+from dynalock_django.dynamodb import MAX_COUNTED_NAME_BYTES
+from dynalock_django.exceptions import InvalidLockRequest, LockNotAcquired, LockTimeout
+from dynalock_django.keys import key_for_instance
+from dynalock_django.locks import SharedRowLock
+
+from ..dynamodb_support import PATIENCE
+from .testapp.models import Account, Topic
+
+pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
+
+
+@pytest.fixture
+def account():
+    return Account.objects.create(name="Acme")
+
+
+def test_readers_hold_the_row_together(account):
+    with lock_object(account, shared=True) as first, lock_object(account, shared=True) as second:
+        assert first.is_held()
+        assert second.is_held()
+        assert first.fencing_token != second.fencing_token or first.key != second.key
+
+
+def test_the_writer_cannot_take_a_row_readers_hold(account):
+    with lock_object(account, shared=True):
+        with pytest.raises(LockNotAcquired):
+            lock_object(account, blocking=False).acquire()
+        with pytest.raises(LockTimeout):
+            lock_object(account, timeout=0.3).acquire()
+    with lock_object(account, blocking=False) as lease:  # the readers left: the writer takes it
+        assert lease.is_held()
+
+
+def test_a_reader_cannot_take_a_row_the_writer_holds(account):
+    with lock_object(account), pytest.raises(LockNotAcquired):
+        lock_object(account, shared=True, blocking=False).acquire()
+    with lock_object(account, shared=True, blocking=False):
+        pass
+
+
+def test_the_writer_waits_for_the_readers_to_leave(account):
+    reader = lock_object(account, shared=True)
+    reader.acquire()
+    leaving = threading.Timer(0.2, reader.release)
+    leaving.start()
+    with lock_object(account, timeout=PATIENCE) as lease:
+        assert lease.is_held()
+        assert reader.held is None  # the reader had left before the writer got in
+    leaving.join()
+
+
+def test_a_waiting_writer_keeps_new_readers_out(account):
+    reader = lock_object(account, shared=True)
+    reader.acquire()
+    writer_in = threading.Event()
+
+    def write() -> None:
+        with lock_object(account, timeout=PATIENCE):
+            writer_in.set()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        refused = False
+        for _ in range(50):  # until the writer has taken its place in front of the readers
+            try:
+                lock_object(account, shared=True, blocking=False).acquire().release()
+            except LockNotAcquired:
+                refused = True
+                break
+            threading.Event().wait(0.02)
+        assert refused
+        assert not writer_in.is_set()
+    finally:
+        reader.release()
+        writer.join(PATIENCE)
+    assert writer_in.is_set()
+
+
+def test_async_readers_and_writer(account):
+    async def scenario() -> None:
+        async with lock_object(account, shared=True), lock_object(account, shared=True):
+            with pytest.raises(LockNotAcquired):
+                await lock_object(account, blocking=False).aacquire()
+        async with lock_object(account, blocking=False):
+            with pytest.raises(LockNotAcquired):
+                await lock_object(account, shared=True, blocking=False).aacquire()
+
+    asyncio.run(scenario())
+
+
+def test_the_writers_item_is_the_rows_lock_as_before(account):
+    with lock_object(account) as lease:
+        assert lease.key == key_for_instance(account)
+        assert get_client().get(key_for_instance(account)).fencing_token == lease.fencing_token
+
+
+def test_shared_must_be_true_or_false(account):
+    assert isinstance(lock_object(account, shared=True), SharedRowLock)
+    with pytest.raises(InvalidLockRequest, match="shared='yes'.*True .*False"):
+        lock_object(account, shared="yes")
+
+
+def test_a_row_whose_key_leaves_no_room_for_readers_is_locked_as_before_and_refuses_readers():
+    topic = Topic.objects.create(name="😀" * 255)  # its key is shortened to DynamoDB's 2048 bytes
+    key = key_for_instance(topic)
+    assert len(key.encode()) > MAX_COUNTED_NAME_BYTES
+    with lock_object(topic) as lease:  # the writer: the row's lock as it always was
+        assert lease.key == key
+    with pytest.raises(InvalidLockRequest, match="too long for readers.*lock_object\\(row\\) without shared"):
+        lock_object(topic, shared=True).acquire()
