@@ -17,7 +17,7 @@ the package already ships for rows; a beat of a Django project has its database 
 
 from __future__ import annotations
 
-from django.db import router, transaction
+from django.db import connections, router, transaction
 
 from .fencing import claim_row
 from .models import BeatSends
@@ -48,6 +48,28 @@ def advance(beat: str, entry: str, *, read: str | None, new: str, token: int) ->
         row.last_runs = runs
         row.save(using=using, update_fields=["last_runs"])
     return None
+
+
+def drop_unusable_connection() -> None:
+    """Close the beat's database connection if broken or past its age, as Django does before each request.
+
+    A beat is one long loop with no requests, so nothing else ever does: a connection broken by a
+    database restart would fail every later send. Never inside a transaction (not the beat's own).
+    """
+    connection = connections[router.db_for_write(BeatSends)]
+    if not connection.in_atomic_block:
+        connection.close_if_unusable_or_obsolete()
+
+
+def drop_connection() -> None:
+    """Close the beat's database connection after an error: the next query opens a fresh one.
+
+    Some backends (SQLite) call every connection usable, so a broken one is closed here, not left to
+    :func:`drop_unusable_connection`. Never inside a transaction (not the beat's own to end).
+    """
+    connection = connections[router.db_for_write(BeatSends)]
+    if not connection.in_atomic_block:
+        connection.close()
 
 
 def _readable(stored: object) -> dict[str, str]:
