@@ -509,3 +509,19 @@ def test_a_leader_whose_database_keeps_failing_steps_down_for_another(memory, mo
     run(memory, [a, b], 3.0)
     assert b.scheduler._leadership is not None  # b's turn: a sat out
     assert_each_due_time_once(sends)
+
+
+def test_a_beat_whose_name_is_too_long_for_the_column_gets_a_row_of_its_own():
+    """The key column is 255 characters (MySQL's InnoDB index limit, utf8mb4): longer names are shortened uniquely."""
+    from dynalock_django.models import BeatSends
+
+    limit = BeatSends._meta.get_field("beat").max_length
+    assert limit * 4 <= 3072  # utf8mb4 bytes within InnoDB's key limit
+    names = ["celery beat " + "x" * 300 + "1", "celery beat " + "x" * 300 + "2"]
+    for token, name in enumerate(names, start=1):
+        beat_sends.advance(name, "tick", read=None, new=f"2026-01-01T00:00:0{token}+00:00", token=token)
+    assert [beat_sends.last_runs(name) for name in names] == [
+        {"tick": "2026-01-01T00:00:01+00:00"},
+        {"tick": "2026-01-01T00:00:02+00:00"},
+    ]
+    assert all(len(key) <= limit for key in BeatSends.objects.values_list("beat", flat=True))
