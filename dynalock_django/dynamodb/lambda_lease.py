@@ -20,8 +20,9 @@ environment is frozen, so code that wakes holding it finds it expired and must n
 block's end then raises LockLost. That rests on an assumption: that the monotonic clock counts the
 time the environment was frozen. If a runtime's does not (a paused micro-VM, an environment restored
 from a SnapStart snapshot), a thawed holder believes its lease longer than it is: take no lease before
-a snapshot, and let the fencing token, checked by the data store, be what refuses a late write. Writes it protects carry ``lease.fencing_token`` for the data store
-to check: a holder stopped between its check and its write is refused there once a newer holder wrote.
+a snapshot, and let the fencing token, checked by the data store, be what refuses a late write.
+Writes it protects carry ``lease.fencing_token`` for the data store to check: a holder stopped
+between its check and its write is refused there once a newer holder wrote.
 """
 
 from __future__ import annotations

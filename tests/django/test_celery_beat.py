@@ -383,7 +383,11 @@ class RowEntry(ScheduleEntry):  # type: ignore[misc]
         if row.last_run_at is None:
             row.last_run_at = row.schedule.now()
         super().__init__(
-            name=row.name, task=row.task, schedule=row.schedule, last_run_at=row.last_run_at, app=app,
+            name=row.name,
+            task=row.task,
+            schedule=row.schedule,
+            last_run_at=row.last_run_at,
+            app=app,
             total_run_count=row.total_run_count,
         )
 
