@@ -17,15 +17,30 @@ the package already ships for rows; a beat of a Django project has its database 
 
 from __future__ import annotations
 
-from django.db import router, transaction
+import hashlib
+
+from django.db import connections, router, transaction
 
 from .fencing import claim_row
 from .models import BeatSends
 
 
+def row_key(beat: str) -> str:
+    """``beat``'s row: its name, or for a name too long for the column (255: MySQL's index limit), a prefix and hash.
+
+    The name is "celery beat <app name>": an app name is rarely long, but nothing bounds it.
+    """
+    limit = BeatSends._meta.get_field("beat").max_length
+    assert limit is not None
+    if len(beat) <= limit:
+        return beat
+    digest = " sha256:" + hashlib.sha256(beat.encode("utf-8", "surrogatepass")).hexdigest()
+    return beat[: limit - len(digest)] + digest
+
+
 def last_runs(beat: str) -> dict[str, str]:
     """Each entry's last run as recorded for ``beat`` (entry name -> ISO 8601); empty before the first send."""
-    stored = BeatSends._base_manager.filter(beat=beat).values_list("last_runs", flat=True).first()
+    stored = BeatSends._base_manager.filter(beat=row_key(beat)).values_list("last_runs", flat=True).first()
     return _readable(stored)
 
 
@@ -38,7 +53,7 @@ def advance(beat: str, entry: str, *, read: str | None, new: str, token: int) ->
     """
     using = router.db_for_write(BeatSends)
     with transaction.atomic(using=using):
-        row, _ = BeatSends._base_manager.using(using).get_or_create(beat=beat)
+        row, _ = BeatSends._base_manager.using(using).get_or_create(beat=row_key(beat))
         claim_row(row, token)  # row-locked from here to the commit: no other leader's advance interleaves
         row.refresh_from_db(using=using, fields=["last_runs"])
         runs = _readable(row.last_runs)
@@ -48,6 +63,28 @@ def advance(beat: str, entry: str, *, read: str | None, new: str, token: int) ->
         row.last_runs = runs
         row.save(using=using, update_fields=["last_runs"])
     return None
+
+
+def drop_unusable_connection() -> None:
+    """Close the beat's database connection if broken or past its age, as Django does before each request.
+
+    A beat is one long loop with no requests, so nothing else ever does: a connection broken by a
+    database restart would fail every later send. Never inside a transaction (not the beat's own).
+    """
+    connection = connections[router.db_for_write(BeatSends)]
+    if not connection.in_atomic_block:
+        connection.close_if_unusable_or_obsolete()
+
+
+def drop_connection() -> None:
+    """Close the beat's database connection after an error: the next query opens a fresh one.
+
+    Some backends (SQLite) call every connection usable, so a broken one is closed here, not left to
+    :func:`drop_unusable_connection`. Never inside a transaction (not the beat's own to end).
+    """
+    connection = connections[router.db_for_write(BeatSends)]
+    if not connection.in_atomic_block:
+        connection.close()
 
 
 def _readable(stored: object) -> dict[str, str]:

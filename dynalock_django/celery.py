@@ -16,15 +16,15 @@ Importing ``dynalock_django`` never imports Celery: only this module does.
 
 from __future__ import annotations
 
-import copy
 import datetime
 import logging
+import math
 from typing import Any
 
 from celery import beat, schedules
 from celery.utils.imports import symbol_by_name
 from celery.utils.time import maybe_make_aware
-from django.db import DatabaseError
+from django.db import Error as DatabaseError  # InterfaceError (a connection gone) is not a django.db.DatabaseError
 
 from . import beat_sends
 from .conf import dynalock_settings
@@ -37,6 +37,10 @@ logger = logging.getLogger("dynalock_django.celery")
 
 # The message header naming the due time a send is for (ISO 8601, UTC): a task may read it, tests do.
 DUE_HEADER = "dynalock_due"
+
+# Database failures in a row after which a leader lets the lease go (and sits out about a lease) so that a beat
+# with a working database can lead: one failure is a blip, three a database this process cannot use.
+FAILURES_BEFORE_STEPPING_DOWN = 3
 
 
 class LeaderScheduler(beat.Scheduler):  # type: ignore[misc]  # Celery has no type hints
@@ -58,14 +62,27 @@ class LeaderScheduler(beat.Scheduler):  # type: ignore[misc]  # Celery has no ty
         self.leader_name = f"celery beat {app.main or 'celery'}"
         self._leadership: Leadership | None = None
         self._last_runs: dict[str, str] = {}  # the beat's row as this leader last read or wrote it
-        self._reserved: dict[str, datetime.datetime] = {}  # entry name -> the last run its send records
+        # entry name -> (the entry as it was before its run was reserved, the reserved one): a refused send undoes it
+        self._reserved: dict[str, tuple[Any, Any]] = {}
+        self._refused = False  # a due entry was not sent this tick: its due time stands, asked again after a pause
+        self._database_failures = 0  # in a row
+        self._sitting_out = 0  # ticks left before this process tries to lead again (after a database it cannot use)
         super().__init__(app, *args, **kwargs)
 
     def tick(self, *args: Any, **kwargs: Any) -> float:
         """The wrapped scheduler's tick while this process leads; else a try for the lease, and a short sleep."""
+        pause = float(min(self.max_interval, dynalock_settings.REFRESH_PERIOD))
+        beat_sends.drop_unusable_connection()  # a connection broken since the last tick (database restarted)
         if not self.leads():
-            return float(min(self.max_interval, dynalock_settings.REFRESH_PERIOD))
-        return float(super().tick(*args, **kwargs))
+            return pause
+        wait = float(super().tick(*args, **kwargs))
+        if self._refused:
+            # The heap holds the refused entry at its next run: rebuilt, it asks the restored one again, after a
+            # pause (not at once: what refused it, a database or a lease, rarely comes back within a millisecond).
+            self._refused = False
+            self._heap = None
+            return pause
+        return wait
 
     def leads(self) -> bool:
         """Whether this process leads now: it steps down when its lease ran out, and tries to lead when it does not."""
@@ -73,6 +90,9 @@ class LeaderScheduler(beat.Scheduler):  # type: ignore[misc]  # Celery has no ty
             if self._leadership.is_leader():
                 return True
             self._step_down("its lease ran out or was taken")
+        if self._sitting_out:
+            self._sitting_out -= 1
+            return False
         leadership = Leadership(self.leader_name, timeout=0.0)
         try:
             leadership.acquire()
@@ -81,10 +101,13 @@ class LeaderScheduler(beat.Scheduler):  # type: ignore[misc]  # Celery has no ty
             return False  # another beat leads
         except (DynalockError, DatabaseError) as error:
             logger.warning("Beat %r cannot lead now: %s", self.leader_name, error)
-            if leadership.lease is not None:  # the lease, but not the row: let another beat try
-                self._leadership = leadership
-                self._step_down("the beat's sends could not be read")
+            if isinstance(error, DatabaseError):
+                beat_sends.drop_connection()
+            self._let_go(leadership, "the beat's sends could not be read")
             return False
+        except BaseException:
+            self._let_go(leadership, "reading the beat's sends failed")
+            raise
         self._leadership = leadership
         logger.info("Beat %r leads (fencing token %s): sending due tasks", self.leader_name, _token(leadership))
         return True
@@ -96,17 +119,20 @@ class LeaderScheduler(beat.Scheduler):  # type: ignore[misc]  # Celery has no ty
 
     def reserve(self, entry: Any) -> Any:
         new_entry = super().reserve(entry)
-        self._reserved[entry.name] = new_entry.last_run_at
+        self._reserved[entry.name] = (entry, new_entry)
         return new_entry
 
     def apply_entry(self, entry: Any, producer: Any = None) -> None:
         """Send ``entry`` if this leader still holds its lease and records the send first under its token."""
-        sent_at = self._reserved.pop(entry.name, None) or entry.default_now()
+        reserved = self._reserved.pop(entry.name, (None, None))[1]
+        sent_at = reserved.last_run_at if reserved is not None else entry.default_now()
         leadership = self._leadership
         if leadership is None or not leadership.is_leader():
             logger.warning("Beat %r did not send %s: its lease ran out (paused?)", self.leader_name, entry.name)
+            self._refuse(entry, reserved)
             return
         due = due_time(entry)
+        message = _with_due(entry, due)  # built before the send is recorded: nothing is recorded that is not sent
         try:
             stored = beat_sends.advance(
                 self.leader_name,
@@ -117,17 +143,37 @@ class LeaderScheduler(beat.Scheduler):  # type: ignore[misc]  # Celery has no ty
             )
         except StaleFencingToken as stale:
             logger.warning("Beat %r did not send %s: a newer leader wrote (%s)", self.leader_name, entry.name, stale)
+            self._refuse(entry, reserved)
             self._step_down("a newer leader wrote the beat's sends")
             return
         except DatabaseError:
             logger.exception("Beat %r did not send %s: its send could not be recorded", self.leader_name, entry.name)
+            self._refuse(entry, reserved)
+            self._database_failed()
             return
+        self._database_failures = 0
         if stored is not None:
             logger.info("Beat %r did not send %s due %s: another leader sent it", self.leader_name, entry.name, due)
             self._last_runs = stored
             return
         self._last_runs[entry.name] = _text(sent_at)
-        super().apply_entry(_with_due(entry, due), producer=producer)
+        super().apply_entry(message, producer=producer)
+
+    def _refuse(self, entry: Any, reserved: Any) -> None:
+        """Undo the reservation of ``entry``'s run: its due time stands, and the next tick asks it again."""
+        self._refused = True
+        if reserved is not None:
+            _restore(reserved, entry)
+
+    def _database_failed(self) -> None:
+        """A fresh connection next time; and after a few failures in a row, another beat's turn to lead."""
+        beat_sends.drop_connection()
+        self._database_failures += 1
+        if self._database_failures >= FAILURES_BEFORE_STEPPING_DOWN:
+            self._database_failures = 0
+            self._step_down(f"{FAILURES_BEFORE_STEPPING_DOWN} database failures in a row")
+            # About a lease of polls (beat sleeps REFRESH_PERIOD after each), so a follower takes the lease first.
+            self._sitting_out = math.ceil(dynalock_settings.LEASE_DURATION / dynalock_settings.REFRESH_PERIOD)
 
     def close(self) -> None:
         """Close the wrapped scheduler, then step down: a beat stopped on purpose hands over at once."""
@@ -140,11 +186,16 @@ class LeaderScheduler(beat.Scheduler):  # type: ignore[misc]  # Celery has no ty
     def _step_down(self, why: str) -> None:
         leadership, self._leadership = self._leadership, None
         if leadership is not None:
-            logger.info("Beat %r stops leading: %s", self.leader_name, why)
-            try:
-                leadership.release()
-            except DynalockError as error:  # unanswered or lost: the lease frees itself within one lease
-                logger.warning("Beat %r: its lease was not released: %s", self.leader_name, error)
+            self._let_go(leadership, why)
+
+    def _let_go(self, leadership: Leadership, why: str) -> None:
+        if leadership.lease is None:
+            return  # never acquired: nothing to let go
+        logger.info("Beat %r stops leading: %s", self.leader_name, why)
+        try:
+            leadership.release()
+        except DynalockError as error:  # unanswered or lost: the lease frees itself within one lease
+            logger.warning("Beat %r: its lease was not released: %s", self.leader_name, error)
 
     @property
     def info(self) -> str:
@@ -182,9 +233,23 @@ def _catch_up(entry: Any, recorded: str | None) -> None:
         entry.last_run_at = _aware(at).astimezone(datetime.UTC).replace(tzinfo=None) if naive else at
 
 
+def _restore(reserved: Any, entry: Any) -> None:
+    """``reserved`` (and the database row behind it, django-celery-beat's) back to ``entry``'s last run and count."""
+    for target in (reserved, getattr(reserved, "model", None)):
+        if target is not None and hasattr(target, "last_run_at"):
+            target.last_run_at = entry.last_run_at
+            if hasattr(target, "total_run_count"):
+                target.total_run_count = entry.total_run_count
+
+
 def _with_due(entry: Any, due: datetime.datetime) -> Any:
-    """A copy of ``entry`` whose message carries its due time (the entry itself, kept in the schedule, is unchanged)."""
-    sent = copy.copy(entry)
+    """A copy of ``entry`` whose message carries its due time (the entry itself, kept in the schedule, is unchanged).
+
+    Not ``copy.copy``: it rebuilds the entry through ScheduleEntry's ``__reduce__``, i.e. its class called with
+    ScheduleEntry's arguments, and django-celery-beat's ModelEntry takes others (a TypeError, every send).
+    """
+    sent = object.__new__(type(entry))
+    sent.__dict__.update(entry.__dict__)
     options = dict(entry.options or {})
     options["headers"] = {**(options.get("headers") or {}), DUE_HEADER: _text(due)}
     sent.options = options

@@ -41,7 +41,7 @@ class Lock(models.Model):
 class BeatSends(models.Model):
     """Per Celery beat (its leadership's key): each entry's last run, written only under the newest leader's token."""
 
-    beat = models.CharField(_("beat"), primary_key=True, max_length=2048)
+    beat = models.CharField(_("beat"), primary_key=True, max_length=255)
     # entry name -> when it was last sent (ISO 8601, UTC), as the leader that sent it recorded it
     last_runs = models.JSONField(_("last runs"), default=dict)
     fencing_token = FencingTokenField()

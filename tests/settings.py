@@ -67,6 +67,10 @@ DATABASES = {
         "TEST": {"NAME": os.path.join(tempfile.gettempdir(), f"dynalock-test-{os.getpid()}.sqlite3")},
     }
 }
+if os.environ.get("DYNALOCK_TEST_SQLITE_SHARED"):
+    # Several processes writing one file on a loaded machine: wait for the file's lock (not Python's 5 s), and take
+    # the write lock when a transaction begins, so a read that turns into a write is never refused at once (BUSY).
+    DATABASES["default"]["OPTIONS"] = {"timeout": 60, "transaction_mode": "IMMEDIATE"}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
 

@@ -17,8 +17,12 @@ function killed at its timeout leaves the key to the next invocation ``margin`` 
 The lease is the protocol's detached kind (``keep_alive=False``): its ``remaining()``,
 ``is_held()`` and ``ensure_held()`` read this process's monotonic clock, which runs on while the
 environment is frozen, so code that wakes holding it finds it expired and must not trust it; the
-block's end then raises LockLost. Writes it protects carry ``lease.fencing_token`` for the data store
-to check: a holder stopped between its check and its write is refused there once a newer holder wrote.
+block's end then raises LockLost. That rests on an assumption: that the monotonic clock counts the
+time the environment was frozen. If a runtime's does not (a paused micro-VM, an environment restored
+from a SnapStart snapshot), a thawed holder believes its lease longer than it is: take no lease before
+a snapshot, and let the fencing token, checked by the data store, be what refuses a late write.
+Writes it protects carry ``lease.fencing_token`` for the data store to check: a holder stopped
+between its check and its write is refused there once a newer holder wrote.
 """
 
 from __future__ import annotations
@@ -38,6 +42,9 @@ if TYPE_CHECKING:
 
 # Seconds the lease outlives the invocation's deadline: Lambda's stop of a timed-out function is not instant.
 DEFAULT_MARGIN = 1.0
+
+# Lambda's longest invocation (15 minutes): a context that says more is not Lambda's, and its lease is held to this.
+MAX_INVOCATION = 900.0
 
 Result = TypeVar("Result")
 
@@ -63,24 +70,27 @@ def lambda_lease(
     """Hold ``key`` for the rest of this invocation (plus ``margin``) and release it at the block's end.
 
     ``needs``: the seconds the block's work (its release included) needs; with less left of the
-    invocation, nothing is asked of DynamoDB and LockNotAcquired says so, and an acquire that waited
-    (``timeout``, capped to leave ``needs``) until less was left releases at once and says so too. A
-    block that ends after its lease ran out on this process's clock (a frozen, thawed function)
-    raises LockLost: its work was not protected to the end.
+    invocation, nothing is asked of DynamoDB and LockNotAcquired says so. ``timeout``: how long to wait
+    for a key another holder has (None, the default: not at all, one refused write and LockNotAcquired),
+    capped to leave ``needs``; an acquire that waited until less was left releases at once and says so
+    too. A lease taken after waiting lasts the wait longer than the invocation (it was sized before the
+    wait): the key is free that much later after a timed-out invocation. A block that ends after its
+    lease ran out on this process's clock (a frozen, thawed function) raises LockLost: its work was not
+    protected to the end.
     """
     _check_seconds("needs", needs, allow_zero=True)
     _check_seconds("margin", margin, allow_zero=False)
     left = _seconds_left(context)
     if timeout is not None:
         _check_seconds("timeout", timeout, allow_zero=True)
-    wait = max(0.0, left - needs) if timeout is None else min(timeout, max(0.0, left - needs))
+    wait = 0.0 if timeout is None else min(timeout, max(0.0, left - needs))
     _refuse_if_short(key, left, needs)
     lease = client.acquire(
         key, sort_key=sort_key, timeout=wait, data=data, lease_duration=left + margin, keep_alive=False
     )
     try:
         _refuse_if_short(key, _seconds_left(context), needs)
-    except LockNotAcquired:
+    except BaseException:  # too little left, or a context that no longer answers: the lease is not kept
         lease.release(best_effort=True)
         raise
     try:
@@ -135,7 +145,7 @@ def _seconds_left(context: LambdaContext) -> float:
         ) from None
     if isinstance(millis, bool) or not isinstance(millis, int | float) or not math.isfinite(millis):
         raise InvalidLockRequest(f"get_remaining_time_in_millis() gave {millis!r}, not a number of milliseconds.")
-    return max(0.0, millis / 1000.0)
+    return min(max(0.0, millis / 1000.0), MAX_INVOCATION)
 
 
 def _refuse_if_short(key: str, left: float, needs: float) -> None:

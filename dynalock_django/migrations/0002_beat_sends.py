@@ -14,7 +14,7 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="BeatSends",
             fields=[
-                ("beat", models.CharField(max_length=2048, primary_key=True, serialize=False, verbose_name="beat")),
+                ("beat", models.CharField(max_length=255, primary_key=True, serialize=False, verbose_name="beat")),
                 ("last_runs", models.JSONField(default=dict, verbose_name="last runs")),
                 ("fencing_token", dynalock_django.fencing.FencingTokenField(blank=True, editable=False, null=True)),
             ],

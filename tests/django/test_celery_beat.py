@@ -15,8 +15,10 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from celery import Celery
+from celery import Celery, beat
+from celery.beat import ScheduleEntry
 from celery.schedules import schedule
+from django.db import DatabaseError
 
 from dynalock_django import beat_sends
 from dynalock_django.celery import DUE_HEADER, LeaderScheduler
@@ -34,7 +36,14 @@ STEP = 0.25  # virtual seconds between two rounds of ticks
 class Host:
     """One beat process: its app (sends recorded), its scheduler, its client."""
 
-    def __init__(self, name: str, memory: LocksInMemory, sends: list[tuple[str, str, str]], **entries: float) -> None:
+    def __init__(
+        self,
+        name: str,
+        memory: LocksInMemory,
+        sends: list[tuple[str, str, str]],
+        scheduler_class: Any = "celery.beat:Scheduler",
+        **entries: float,
+    ) -> None:
         self.name = name
         self.client: LockClient = memory.new_client()
         self.app = Celery("billing", broker="memory://", set_as_current=False)
@@ -52,7 +61,7 @@ class Host:
 
         self.app.send_task = send_task
         with self.as_current():
-            self.scheduler = LeaderScheduler(self.app, scheduler_class="celery.beat:Scheduler")
+            self.scheduler = LeaderScheduler(self.app, scheduler_class=scheduler_class)
 
     @contextmanager
     def as_current(self) -> Iterator[None]:
@@ -355,3 +364,168 @@ def test_a_beat_that_cannot_read_its_sends_lets_the_lease_go_at_once(memory, mon
     assert b.scheduler._leadership is not None
     run(memory, [a, b], 2.0)
     assert {host for host, _, _ in sends} == {"b"}
+
+
+class Row:
+    """A schedule's database row, as django-celery-beat's PeriodicTask: its entries read and write it."""
+
+    def __init__(self, name: str, task: str, every: Any) -> None:
+        self.name, self.task, self.schedule = name, task, every
+        self.last_run_at: datetime.datetime | None = None
+        self.total_run_count = 0
+
+
+class RowEntry(ScheduleEntry):  # type: ignore[misc]
+    """An entry built from a row, as django-celery-beat's ModelEntry: its constructor is not ScheduleEntry's."""
+
+    def __init__(self, row: Row, app: Any = None) -> None:
+        self.row = self.model = row
+        if row.last_run_at is None:
+            row.last_run_at = row.schedule.now()
+        super().__init__(
+            name=row.name,
+            task=row.task,
+            schedule=row.schedule,
+            last_run_at=row.last_run_at,
+            app=app,
+            total_run_count=row.total_run_count,
+        )
+
+    def __next__(self) -> RowEntry:
+        self.model.last_run_at = self.default_now()
+        self.model.total_run_count += 1
+        return type(self)(self.model, app=self.app)
+
+
+class RowScheduler(beat.Scheduler):  # type: ignore[misc]
+    """django-celery-beat's DatabaseScheduler in small: entries from rows, a reserve that moves the row."""
+
+    Entry = RowEntry
+
+    def setup_schedule(self) -> None:
+        self.data = {
+            name: RowEntry(Row(name, options["task"], options["schedule"]), app=self.app)
+            for name, options in self.app.conf.beat_schedule.items()
+        }
+
+    def reserve(self, entry: RowEntry) -> RowEntry:
+        return next(entry)  # the row moved; the schedule keeps the entry it had (DatabaseScheduler's way)
+
+
+def test_entries_whose_constructor_is_not_schedule_entrys_are_sent(memory):
+    """django-celery-beat's ModelEntry(model, app): a copy through ScheduleEntry's __reduce__ is a TypeError."""
+    sends: list[tuple[str, str, str]] = []
+    a, b = Host("a", memory, sends, RowScheduler), Host("b", memory, sends, RowScheduler)
+    run(memory, [a, b], 5.0)
+
+    assert {host for host, _, _ in sends} == {"a"}
+    assert len(dues(sends)) >= 4
+    assert_each_due_time_once(sends)
+    assert beat_sends.last_runs(a.scheduler.leader_name)["tick"]  # recorded, and sent
+
+
+def down(*args: Any, **kwargs: Any) -> Any:
+    raise DatabaseError("the database is down")
+
+
+@pytest.mark.parametrize("refusal", ["database", "lease"])
+def test_a_due_time_refused_once_is_sent_when_the_refusal_passes(memory, monkeypatch, refusal):
+    """A 60 s entry refused at its due time (database blip, lease lapsed under the send): sent a moment later, not
+    60 s later; and beat is told to wait a poll, not to tick again at once."""
+    sends: list[tuple[str, str, str]] = []
+    a = Host("a", memory, sends, tick=60.0)
+    run(memory, [a], 59.5)
+    assert sends == []
+    if refusal == "database":
+        monkeypatch.setattr(beat_sends, "advance", down)
+    else:
+        monkeypatch.setattr(a.scheduler._leadership, "is_leader", iter([True, False]).__next__)  # leads(), then not
+    memory.advance(1.0)  # due now
+    with a.as_current():
+        assert a.scheduler.tick() == REFRESH
+    assert sends == []
+    monkeypatch.undo()
+    run(memory, [a], 2.0)
+
+    assert len(dues(sends)) == 1  # the due time that met the refusal, sent once
+    assert_each_due_time_once(sends)
+
+
+def test_a_refused_send_puts_back_the_row_of_a_database_scheduler(memory, monkeypatch):
+    """DatabaseScheduler's reserve moved the row's last run and count: a refused send puts them back."""
+    sends: list[tuple[str, str, str]] = []
+    a = Host("a", memory, sends, RowScheduler, tick=60.0)
+    run(memory, [a], 1.0)
+    row = a.scheduler.data["tick"].model
+    last_run, count = row.last_run_at, row.total_run_count
+    monkeypatch.setattr(beat_sends, "advance", down)
+    run(memory, [a], 60.0)
+    assert (row.last_run_at, row.total_run_count) == (last_run, count)
+    monkeypatch.undo()
+    run(memory, [a], 2.0)
+    assert len(dues(sends)) == 1
+    assert row.total_run_count == count + 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_broken_database_connection_is_replaced_and_sends_resume(memory, monkeypatch):
+    """The server closed the connection (a database restart): the leader opens a new one, sends go on."""
+    from django.db import connection
+
+    sends: list[tuple[str, str, str]] = []
+    a, b = Host("a", memory, sends), Host("b", memory, sends)
+    run(memory, [a, b], 2.0)
+    sent = len(sends)
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", None)  # persistent: not closed after each tick
+    connection.close()
+    connection.ensure_connection()
+    connection.connection.close()  # behind Django's back, as a server closing it
+    run(memory, [a, b], 3.0)
+    assert len(dues(sends)) >= sent + 2
+    assert_each_due_time_once(sends)
+
+
+def test_a_connection_gone_while_taking_the_lead_lets_the_lease_go(memory, monkeypatch, caplog):
+    """InterfaceError (a connection gone) is not a DatabaseError: it too lets the lease go, and beat goes on."""
+    from django.db import InterfaceError
+
+    sends: list[tuple[str, str, str]] = []
+    a, b = Host("a", memory, sends), Host("b", memory, sends)
+
+    def gone(beat: str) -> Any:
+        raise InterfaceError("connection already closed")
+
+    monkeypatch.setattr(beat_sends, "last_runs", gone)
+    a.tick()
+    monkeypatch.undo()
+    b.tick()
+    assert b.scheduler._leadership is not None  # a's lease was released, not leaked
+
+
+def test_a_leader_whose_database_keeps_failing_steps_down_for_another(memory, monkeypatch):
+    sends: list[tuple[str, str, str]] = []
+    a, b = Host("a", memory, sends), Host("b", memory, sends)
+    run(memory, [a, b], 2.0)
+    monkeypatch.setattr(beat_sends, "advance", down)
+    run(memory, [a], 3 * REFRESH + 3 * STEP)  # three refused sends, a poll apart
+    assert a.scheduler._leadership is None
+    monkeypatch.undo()
+    run(memory, [a, b], 3.0)
+    assert b.scheduler._leadership is not None  # b's turn: a sat out
+    assert_each_due_time_once(sends)
+
+
+def test_a_beat_whose_name_is_too_long_for_the_column_gets_a_row_of_its_own():
+    """The key column is 255 characters (MySQL's InnoDB index limit, utf8mb4): longer names are shortened uniquely."""
+    from dynalock_django.models import BeatSends
+
+    limit = BeatSends._meta.get_field("beat").max_length
+    assert limit * 4 <= 3072  # utf8mb4 bytes within InnoDB's key limit
+    names = ["celery beat " + "x" * 300 + "1", "celery beat " + "x" * 300 + "2"]
+    for token, name in enumerate(names, start=1):
+        beat_sends.advance(name, "tick", read=None, new=f"2026-01-01T00:00:0{token}+00:00", token=token)
+    assert [beat_sends.last_runs(name) for name in names] == [
+        {"tick": "2026-01-01T00:00:01+00:00"},
+        {"tick": "2026-01-01T00:00:02+00:00"},
+    ]
+    assert all(len(key) <= limit for key in BeatSends.objects.values_list("beat", flat=True))

@@ -128,9 +128,14 @@ def test_an_invocation_that_waited_until_too_little_was_left_lets_go_at_once(lam
     held = holder.acquire("order-1", lease_duration=3.0, keep_alive=False)  # a holder that dies: no renewal
     late = environment(lambda_store, virtual_clock)
     # 6 s left, 4 s of work: the wait is capped at 2 s, and a lease not renewed for 3 s is not taken in 2.
-    with pytest.raises(LockNotAcquired), lambda_lease(late, "order-1", Context(virtual_clock, 6.0), needs=4.0):
+    started = virtual_clock.monotonic()
+    with (
+        pytest.raises(LockNotAcquired),
+        lambda_lease(late, "order-1", Context(virtual_clock, 6.0), needs=4.0, timeout=60.0),
+    ):
         pytest.fail("the work started")
     assert late.get("order-1").owner_name == held.owner_name
+    assert virtual_clock.monotonic() - started == pytest.approx(2.0, abs=0.3)  # it waited what the work left
 
 
 def test_a_frozen_invocation_never_writes_under_its_expired_lease_and_the_next_takes_over_within_a_lease(
@@ -145,7 +150,7 @@ def test_a_frozen_invocation_never_writes_under_its_expired_lease_and_the_next_t
 
     virtual_clock.advance(10.0)  # frozen: nothing of the first environment runs
     started = virtual_clock.monotonic()
-    with lambda_lease(second_env, "order-1", Context(virtual_clock, 30.0)) as second:
+    with lambda_lease(second_env, "order-1", Context(virtual_clock, 30.0), timeout=10.0) as second:
         taken = second.safe_until - second.lease_duration  # when its write was sent
         assert fenced_write(lambda_store, second.fencing_token, "second")
 
@@ -223,3 +228,40 @@ def test_something_that_is_not_a_lambda_context_is_refused_naming_the_fix(lambda
         lambda_lease(environment(lambda_store, virtual_clock), "k", {"remaining": 3}),
     ):
         pass
+
+
+def test_without_a_timeout_a_held_key_is_refused_at_once_with_one_write(lambda_store, virtual_clock):
+    """The docs' promise: no timeout, no wait (not the whole invocation's wait): one refused UpdateItem."""
+    holder = environment(lambda_store, virtual_clock)
+    holder.acquire("order-1", lease_duration=600.0, keep_alive=False)
+    late = environment(lambda_store, virtual_clock)
+    counter = RequestCounter(late.dynamodb)
+    started = virtual_clock.monotonic()
+    with pytest.raises(LockNotAcquired), lambda_lease(late, "order-1", Context(virtual_clock, 20.0)):
+        pytest.fail("the work started")
+    assert virtual_clock.monotonic() == started
+    assert counter.calls == {"UpdateItem": 1}
+
+
+class Readings:
+    """A context whose answers are given in turn."""
+
+    def __init__(self, *millis: Any) -> None:
+        self.millis = list(millis)
+
+    def get_remaining_time_in_millis(self) -> Any:
+        return self.millis.pop(0)
+
+
+def test_a_context_that_stops_answering_after_the_acquire_leaves_no_lease(lambda_store, virtual_clock):
+    client = environment(lambda_store, virtual_clock)
+    with pytest.raises(InvalidLockRequest, match="gave None"), lambda_lease(client, "k", Readings(10_000, None)):
+        pytest.fail("the work started")
+    assert client.get("k").is_released
+
+
+def test_a_remaining_time_longer_than_lambdas_longest_invocation_is_held_to_it(lambda_store, virtual_clock):
+    """Lambda runs an invocation 15 minutes at most: a context saying a day does not hold the key for a day."""
+    client = environment(lambda_store, virtual_clock)
+    with lambda_lease(client, "k", Readings(86_400_000, 86_400_000)) as lease:
+        assert lease.lease_duration == pytest.approx(900.0 + DEFAULT_MARGIN)
