@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 # Readers at once by default: one BatchGetItem reads them with the write item (at most 99).
 DEFAULT_MAX_READERS = 32
+"""Readers that may hold a readers-writer lock at once unless ``max_readers=`` says otherwise."""
 
 
 class ReadersWriterLock:

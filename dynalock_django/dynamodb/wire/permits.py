@@ -29,12 +29,15 @@ READER_SUFFIX = "#reader-"
 # DynamoDB's BatchGetItem reads at most 100 keys: a set is read in one request, with the key one past
 # its last permit (a larger set's count shows there) and, for readers, the write item.
 MAX_PERMITS = 99
+"""The most permits a semaphore may have: its set is read in one BatchGetItem."""
 MAX_READERS = 98
+"""The most readers a readers-writer lock may allow (``max_readers=``): read with its write item."""
 
 _PERMIT_KEY = re.compile(r"(?P<name>.*)(?P<suffix>#permit-|#reader-)(?P<index>0|[1-9][0-9]{0,2})", re.DOTALL)
 _LONGEST_SUFFIX_BYTES = len(SEMAPHORE_SUFFIX) + len(str(MAX_PERMITS))
 # The longest name whose every permit key fits DynamoDB's partition key.
 MAX_NAME_BYTES = MAX_PARTITION_KEY_BYTES - _LONGEST_SUFFIX_BYTES
+"""The longest name (UTF-8 bytes) of a counted lock: every permit's key must fit DynamoDB's partition key."""
 
 
 def permit_key(name: str, suffix: str, index: int) -> str:
