@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .exceptions import ConfigurationError, InvalidLockRequest
-from .wire import item, validation, waiters, writes
+from .wire import item, readers_mark, validation, waiters, writes
 
 if TYPE_CHECKING:
     from .leases.lease import LostCallback
@@ -153,6 +153,7 @@ class CallChecks:
             item.RELEASED_BY: {"S": "x" * 256},
             item.LIVE_LOCK_KEY: {"S": lock_id[0]},
             item.PERMITS: {"N": "999"},
+            readers_mark.READERS_MAY_HOLD: {"S": version},
             waiters.WAITERS: waiters.largest_queue(),
         }
         if self._layout.ttl_attribute:

@@ -55,7 +55,13 @@ def test_the_documented_requests_are_what_each_operation_sends():
             lambda: take("reader", lock_object(account, shared=True))
         ),
         "reader release": counted(lambda: held["reader"].release()),
-        "`lock_object(row)` acquire (the writer), no reader": counted(lambda: take("writer", lock_object(account))),
+        "`lock_object(row)` acquire (the writer), after readers": counted(lambda: take("writer", lock_object(account))),
         "writer release": counted(lambda: held["writer"].release()),
+        "`lock_object(row)` acquire, no reader since the last writer": counted(
+            lambda: take("again", lock_object(account))
+        ),
+        "`lock_object(row)` acquire, the row's first": counted(
+            lambda: take("first", lock_object(Account.objects.create(name="New")))
+        ),
     }
     assert documented() == measured

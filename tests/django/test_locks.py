@@ -38,10 +38,14 @@ def test_lock_object_holds_the_rows_key_and_says_who_holds_it(account, django_us
     assert not lease.is_held()
 
 
-def test_one_lock_object_call_costs_two_writes_and_a_read_of_the_rows_readers(account, requests_made):
-    with lock_object(account):  # the row's writer: it looks for readers of the row (lock_object(shared=True))
+def test_one_lock_object_call_costs_two_requests(account, requests_made):
+    with lock_object(account):  # the row's first lock: its item is new, so it looks for readers once
         pass
     assert dict(requests_made.calls) == {"UpdateItem": 2, "BatchGetItem": 1}
+    requests_made.reset()
+    with lock_object(account):  # the row's writer: its grant shows no reader's mark, so it reads nothing more
+        pass
+    assert dict(requests_made.calls) == {"UpdateItem": 2}
 
 
 def test_one_lock_key_call_costs_two_requests(requests_made):

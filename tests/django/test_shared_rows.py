@@ -42,6 +42,16 @@ def test_the_writer_cannot_take_a_row_readers_hold(account):
         assert lease.is_held()
 
 
+def test_a_row_locked_before_still_waits_for_a_reader_that_came_since(account, requests_made):
+    with lock_object(account):  # the row's item exists now, with no reader's mark: its next writer reads nothing
+        pass
+    with lock_object(account, shared=True):
+        requests_made.reset()
+        with pytest.raises(LockTimeout, match="1 reader"):  # the reader's mark made the writer look
+            lock_object(account, timeout=0.3).acquire()
+        assert requests_made.calls["BatchGetItem"] >= 1
+
+
 def test_a_reader_cannot_take_a_row_the_writer_holds(account):
     with lock_object(account), pytest.raises(LockNotAcquired):
         lock_object(account, shared=True, blocking=False).acquire()

@@ -40,6 +40,7 @@ from ..wire import item, permits, writes
 from ..wire.conditions import KeptAlive
 from ..wire.display import printable
 from ..wire.item import LockInfo
+from ..wire.readers_mark import ReadersSeen
 from ..wire.waiters import WAITERS, Waiter, parse_waiters
 from ..wire.writes import Stamp
 from .plan import Acquisition, UnansweredWrites, Write, late_answers_message, ran_out
@@ -141,8 +142,12 @@ class Acquirer:
         *,
         taken_over: bool = False,
         waiters: tuple[Waiter, ...] = (),
+        readers_seen: ReadersSeen | None = None,
     ) -> Lease:
-        """The lease a write that started at ``started`` won; the heartbeat renews it unless detached."""
+        """The lease a write that started at ``started`` won; the heartbeat renews it unless detached.
+
+        ``readers_seen``: what the granted item says of a readers-writer lock's readers (None: unknown).
+        """
         record = LeaseRecord(
             self._clock,
             key=lock_id[0],
@@ -159,6 +164,7 @@ class Acquirer:
             permit=_permit_index(lock_id[0]) if options.permits is not None else None,
         )
         record.telemetry = telemetry.lease_granted(lock_id[0], taken_over=taken_over)
+        record.readers_seen = readers_seen
         lease = Lease(self._client, record)
         if options.on_lost is not None:
             lease.add_lost_callback(options.on_lost)
@@ -260,8 +266,17 @@ class Acquirer:
             raise
         fencing_token = int(granted[item.FENCING_TOKEN]["N"])
         taken_over, queue = step.may_take_over, parse_waiters(granted.get(WAITERS))
+        # Only a grant answered now knows the item it wrote; grants recovered from lost answers know nothing.
+        readers_seen = ReadersSeen.at_grant(granted, stamp.wall_ms, taken_over=taken_over)
         return self._won(
-            plan, stamp.version, fencing_token, stamp.started, options, taken_over=taken_over, waiters=queue
+            plan,
+            stamp.version,
+            fencing_token,
+            stamp.started,
+            options,
+            taken_over=taken_over,
+            waiters=queue,
+            readers_seen=readers_seen,
         )
 
     def _won(
@@ -274,6 +289,7 @@ class Acquirer:
         *,
         taken_over: bool = False,
         waiters: tuple[Waiter, ...] = (),
+        readers_seen: ReadersSeen | None = None,
     ) -> Lease | None:
         """The lease a write of ours sent at ``started`` won, stored as ``version``; None if it has no time left.
 
@@ -290,7 +306,14 @@ class Acquirer:
             return None
         plan.unanswered.clear()  # the item shows ``version``: no other write of ours is stored
         return self.grant(
-            plan.lock_id, version, fencing_token, started, options, taken_over=taken_over, waiters=waiters
+            plan.lock_id,
+            version,
+            fencing_token,
+            started,
+            options,
+            taken_over=taken_over,
+            waiters=waiters,
+            readers_seen=readers_seen,
         )
 
     def _resolve_unanswered(self, plan: Acquisition, options: AcquireOptions) -> Lease | LockInfo | None:

@@ -14,14 +14,16 @@ lost goes first: the write to it that follows finds it ours.
 A reader of a readers-writer lock has a gate: the writer's item, read in the
 same BatchGetItem. While a writer holds it (or a writer that stopped
 renewing has not yet been silent for a lease) no permit is written; after a
-reader wins a permit it reads the gate once more, and gives the permit back
-if a writer came in meanwhile. A writer takes its item first and then reads
-the readers (:mod:`.readers_drain`), so of any reader and writer one of them
-sees the other (docs/protocol.md, "Readers and writers").
+reader wins a permit it marks the gate (:mod:`..wire.readers_mark`), on the
+condition that it is still free as read, and gives the permit back if a
+writer came in meanwhile. A writer takes its item first and then reads the
+readers when its grant shows the mark (:mod:`..counted.readers_writer`), so
+of any reader and writer one of them sees the other (docs/protocol.md,
+"Readers and writers").
 
 Request budget of a round: one BatchGetItem, then one write per permit
 tried (normally one: a refused write carries the item that refused it); a
-reader's round adds one GetItem of the gate after a win.
+reader's round adds one UpdateItem of the gate after a win.
 """
 
 from __future__ import annotations
@@ -31,11 +33,13 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..aws import botocore_errors, deadlines
+from ..aws.store import Refused
 from ..clock import Instant
 from ..exceptions import CircuitOpen, DynamoDBUnavailable, InvalidLockRequest, LockTimeout
-from ..wire import item
+from ..wire import item, readers_mark
 from ..wire.display import printable
 from ..wire.item import describe_holder
+from ..wire.writes import Stamp
 from .plan import FIRST_POLL_SECONDS, Jitter, Write
 
 if TYPE_CHECKING:
@@ -46,7 +50,7 @@ if TYPE_CHECKING:
     from ..leases.lease import Lease
     from ..options import AcquireOptions
     from ..wire.item import LockInfo
-    from ..wire.layout import LockId
+    from ..wire.layout import LockId, TableLayout
     from .acquirer import Acquirer
     from .observations import Observations
     from .plan import Acquisition
@@ -69,6 +73,7 @@ class PermitRound:
         refresh_period: float,
         deadline: float | None,
         beyond: LockId,
+        layout: TableLayout,
         gate: LockId | None = None,
         jitter: Jitter = random.uniform,
         start: Callable[[int], int] = random.randrange,
@@ -83,6 +88,10 @@ class PermitRound:
         self._ids = list(permit_ids)
         self._beyond = beyond  # the key of permit N: an item there belongs to a set of more permits
         self._gate = gate
+        self._layout = layout
+        # The gate as this round read it when it let the reader in, and whether it was free only by the takeover rule.
+        self._gate_read: LockInfo | None = None
+        self._gate_expired = False
         self._acquirer = acquirer
         self._store = store
         self._holdings = holdings
@@ -191,29 +200,45 @@ class PermitRound:
         if local is not None:
             self.blocked_by = gate
             return True
+        self._gate_read, self._gate_expired = gate, False
         if gate is None or not self._observations.saw(self._gate, gate, seen):
             self.blocked_by = None
             return False
         observation = self._observations.get(self._gate)
         if observation is not None and observation.may_take_over(seen.monotonic):
-            self.blocked_by = None
+            self.blocked_by, self._gate_expired = None, True
             return False  # its writer stopped renewing a lease ago: it keeps no reader out
         self.blocked_by = gate
         return True
 
     def _checked_at_gate(self, lease: Lease) -> Lease | None:
-        """A reader's permit is kept only if no writer came in while it was taken; else it is given back."""
+        """A reader's permit is kept only if it marked the gate still free as read; else it is given back.
+
+        The mark (readers_mark.py) is what makes a writer read the readers: a permit kept without it
+        would be invisible to the next writer. A gate read absent is created released, with the mark.
+        """
         if self._gate is None:
             return lease
+        if self._holdings.get(self._gate) is not None:  # a writer of this client came in meanwhile
+            self.blocked_by = None
+            lease.release(best_effort=True)
+            return None
+        stamp = Stamp.new(self.options.owner_name, self.options.lease_duration, self._clock)
+        mark = readers_mark.reader_in(
+            self._layout, self._gate, gate=self._gate_read, expired=self._gate_expired, stamp=stamp
+        )
         try:
             with deadlines.within(self.seconds_left(self._clock.monotonic())):
-                gate = self._store.read(self._gate)
-        except DynamoDBUnavailable as unavailable:
+                self._store.update(mark)
+        except Refused as refused:
+            if refused.current is None:
+                return lease  # deleted since read: the grant that creates it again seeds a token and reads the readers
+            self._gate_closed(refused.current, Instant.read(self._clock))
             lease.release(best_effort=True)
-            self.error = unavailable
             return None
-        if self._gate_closed(gate, Instant.read(self._clock)):
-            lease.release(best_effort=True)
+        except DynamoDBUnavailable as unavailable:
+            lease.release(best_effort=True)  # the mark may have landed: a writer then reads the readers for nothing
+            self.error = unavailable
             return None
         return lease
 

@@ -1,5 +1,10 @@
 """A writer holding its item waits for the readers in place: each released, gone, or silent for its lease.
 
+It waits only when its grant shows that readers may hold permits
+(:mod:`..wire.readers_mark`): the item carries the mark, or the grant cannot
+vouch for the item's past (a seeded token, a takeover, a lost answer).
+Otherwise no reader can be in, and the writer sends nothing more.
+
 The writer has already taken the write item (the single acquire), so every
 reader arriving after that sees it and stays out (:mod:`.permit_round`):
 the readers this waits for are those in place when the write item was
@@ -8,8 +13,17 @@ permit back as soon as it sees the writer. A reader that stopped renewing
 counts as gone once its version has stood for its lease on our clock (the
 takeover rule), without a write: the writer never touches the readers' items.
 
-Request budget: one consistent BatchGetItem of the reader set per look;
-with no reader in place, one in all.
+Request budget: none when the grant shows no mark; else one consistent
+BatchGetItem of the reader set per look (with no reader in place, one in
+all), and one UpdateItem taking the mark off once the readers are gone.
+
+The interleavings (a reader R, a writer W): R marks after winning its permit,
+W reads after its grant. R's mark landed before W's grant: W sees it and
+waits for R. After: W holds the item, so R's mark fails and R gives its
+permit back, unless W stopped renewing a lease ago, when R's new mark makes
+W's clear (conditioned on the mark W saw) fail. W clears only after seeing
+every reader gone, and a release of W's that never saw them gone leaves a
+mark, so letting go never hides a reader from the next writer.
 """
 
 from __future__ import annotations
@@ -19,18 +33,20 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..aws import deadlines
+from ..aws.store import Refused
 from ..clock import Instant
-from ..exceptions import CircuitOpen, DynamoDBUnavailable, LockTimeout
+from ..exceptions import CircuitOpen, DynamoDBError, DynamoDBUnavailable, LockTimeout
+from ..leases.lease import record_of
+from ..wire import readers_mark
 from ..wire.item import describe_holder
 from .plan import FIRST_POLL_SECONDS, Jitter
 
 if TYPE_CHECKING:
     from ..aws.store import LockStore
     from ..clock import Clock
-    from ..exceptions import DynamoDBError
     from ..leases.lease import Lease
     from ..wire.item import LockInfo
-    from ..wire.layout import LockId
+    from ..wire.layout import LockId, TableLayout
     from .observations import Observations
 
 
@@ -43,6 +59,7 @@ class ReadersDrain:
         writer: Lease,
         reader_ids: Sequence[LockId],
         store: LockStore,
+        layout: TableLayout,
         observations: Observations,
         clock: Clock,
         refresh_period: float,
@@ -55,6 +72,16 @@ class ReadersDrain:
         self.readers: list[LockInfo] = []  # the readers in place at the last look
         self._ids = list(reader_ids)
         self._store = store
+        self._layout = layout
+        self._record = record_of(writer)
+        seen = self._record.readers_seen
+        self._mark = None if seen is None else seen.mark  # to take off the item once the readers are gone
+        # Whether readers may be in: if not, the writer's grant is all (see the module's docstring).
+        self.needed = seen is None or not seen.none_in
+        if self.needed and self._mark is None:
+            # The grant knew nothing and the item has no mark: until the readers are seen gone, the
+            # writer's release leaves one, so that the next writer looks too.
+            self._record.release_readers_mark = readers_mark.new_mark()
         self._observations = observations
         self._clock = clock
         self._refresh_period = refresh_period
@@ -85,7 +112,21 @@ class ReadersDrain:
             if observation is not None and observation.may_take_over(seen.monotonic):
                 continue  # its reader stopped renewing a lease ago
             self.readers.append(current)
-        return self.writer if not self.readers else None
+        if self.readers:
+            return None
+        self._record.release_readers_mark = None
+        self._clear_mark(left)
+        return self.writer
+
+    def _clear_mark(self, left: float | None) -> None:
+        """Take the mark off (best effort: left on, the next writer only reads the readers once more)."""
+        if self._mark is None:
+            return
+        try:
+            with deadlines.within(left):
+                self._store.update(readers_mark.clear(self._layout, self.writer.lock_id, self._mark))
+        except (Refused, DynamoDBError):
+            pass  # a reader marked it since (its writer lost the item meanwhile), or no answer
 
     def delay(self, now: float) -> float | None:
         """Until the next look: backing off up to ``refresh_period``, waking when a silent reader's lease ends."""

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from ..clock import Clock
     from ..options import CallChecks
     from ..process_state import ProcessState
+    from ..wire.layout import TableLayout
 
 
 class CountedMethods:
@@ -23,6 +24,7 @@ class CountedMethods:
     call_checks: CallChecks
     process_state: ProcessState
     store: LockStore
+    layout: TableLayout
     clock: Clock
     refresh_period: float
 

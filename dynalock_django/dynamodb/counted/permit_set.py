@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ..options import AcquireOptions, CallChecks
     from ..process_state import ProcessState
     from ..wire.item import LockInfo
-    from ..wire.layout import LockId
+    from ..wire.layout import LockId, TableLayout
 
 
 T = TypeVar("T")
@@ -35,6 +35,7 @@ class CountedClient(Protocol):
     call_checks: CallChecks
     process_state: ProcessState
     store: LockStore
+    layout: TableLayout
     clock: Clock
     refresh_period: float
 
@@ -79,6 +80,7 @@ class PermitSet:
             refresh_period=client.refresh_period,
             deadline=None if timeout is None else client.clock.monotonic() + timeout,
             beyond=self.beyond,
+            layout=client.layout,
             gate=gate,
         )
 

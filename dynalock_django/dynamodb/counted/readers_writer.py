@@ -4,8 +4,9 @@
 lock: the writer's lease and fencing token are that lock's, so
 ``client.acquire("report")`` excludes readers too, though it does not wait
 for them) and a set of ``max_readers`` reader permits, ``report#reader-0``
-and on (:mod:`..wire.permits`). A writer takes the write item, then waits
-for the readers in place to leave (:mod:`..acquiring.readers_drain`); a
+and on (:mod:`..wire.permits`). A writer takes the write item, then, if
+readers may be in (:mod:`..wire.readers_mark`), waits for them to leave
+(:mod:`..acquiring.readers_drain`); a
 reader takes a permit only while no writer holds or waits for the write
 item (:mod:`..acquiring.permit_round`), so a stream of readers cannot
 starve a writer. See docs/protocol.md, "Readers and writers".
@@ -115,9 +116,10 @@ class ReadersWriterLock:
         deadline = None if timeout is None else clock.monotonic() + timeout
         writer = state.acquirer.acquire(self._write_id, options, timeout)
         try:
-            return wait_for(
-                self._drain(writer, deadline), timeout, clock=clock, closed=state.closed, ensure_open=state.ensure_open
-            )
+            drain = self._drain(writer, deadline)
+            if not drain.needed:
+                return writer
+            return wait_for(drain, timeout, clock=clock, closed=state.closed, ensure_open=state.ensure_open)
         except BaseException:
             writer.release(best_effort=True)
             raise
@@ -137,9 +139,10 @@ class ReadersWriterLock:
         deadline = None if timeout is None else clock.monotonic() + timeout
         writer = await state.async_acquirer.acquire(self._write_id, options, timeout)
         try:
-            return await await_for(
-                self._drain(writer, deadline), timeout, clock=clock, calls=state.calls, ensure_open=state.ensure_open
-            )
+            drain = self._drain(writer, deadline)
+            if not drain.needed:
+                return writer
+            return await await_for(drain, timeout, clock=clock, calls=state.calls, ensure_open=state.ensure_open)
         except BaseException:
             await writer.arelease(best_effort=True)
             raise
@@ -162,6 +165,7 @@ class ReadersWriterLock:
             writer=writer,
             reader_ids=self._readers.ids,
             store=self._client.store,
+            layout=self._client.layout,
             observations=self._client.process_state.observations,
             clock=self._client.clock,
             refresh_period=self._client.refresh_period,

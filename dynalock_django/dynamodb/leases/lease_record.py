@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ..clock import Clock
     from ..wire.item import LockInfo
     from ..wire.layout import LockId
+    from ..wire.readers_mark import ReadersSeen
     from ..wire.waiters import Waiter
 
 logger = logging.getLogger("dynalock_django.heartbeat")
@@ -87,6 +88,10 @@ class LeaseRecord:
         self.renewal_failed = False
         # What telemetry counts of this lease from its grant (None: not granted here, or no OpenTelemetry).
         self.telemetry: telemetry.Holding | None = None
+        # A readers-writer lock's writer: what its grant told about the readers (None: nothing, or not a
+        # writer's grant), and the mark its release leaves while it has not seen them gone (readers_mark.py).
+        self.readers_seen: ReadersSeen | None = None
+        self.release_readers_mark: str | None = None
         self._lost_callbacks: list[Callback] = []
         self._release_callbacks: list[Callback] = []
 

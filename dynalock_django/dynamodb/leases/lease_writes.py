@@ -204,7 +204,8 @@ class LeaseWriter:
         holding = record_of(lease).holding()
         if self._delete_on_release:
             return writes.delete(self._layout, lease.lock_id, holding=holding)
-        return writes.release(self._layout, lease.lock_id, stamp, holding=holding)
+        mark = record_of(lease).release_readers_mark
+        return writes.release(self._layout, lease.lock_id, stamp, holding=holding, readers_mark=mark)
 
     def _write_release(self, lease: Lease) -> _Released | LockLost:
         """One conditional write that marks our lock released (or deletes it)."""

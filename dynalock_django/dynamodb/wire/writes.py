@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from . import conditions, item, waiters
+from . import readers_mark as marks
 from .conditions import Detached, Holding
 from .expressions import Expressions, update_expression
 from .item import LockInfo
@@ -168,10 +169,18 @@ def renew(layout: TableLayout, lock_id: LockId, stamp: Stamp, *, holding: Holdin
     }
 
 
-def release(layout: TableLayout, lock_id: LockId, stamp: Stamp, *, holding: Holding) -> dict[str, Any]:
-    """Mark our lock released, keeping the item (and so its fencing token), and take it out of the live-locks index."""
+def release(
+    layout: TableLayout, lock_id: LockId, stamp: Stamp, *, holding: Holding, readers_mark: str | None = None
+) -> dict[str, Any]:
+    """Mark our lock released, keeping the item (and so its fencing token), and take it out of the live-locks index.
+
+    ``readers_mark``: a readers-writer lock's writer that never saw its readers gone leaves
+    the mark that readers may hold, in the same write (:mod:`.readers_mark`).
+    """
     exprs = Expressions()
     sets = [*_stamp_sets(exprs, layout, stamp, acquired=False), conditions.released(exprs)]
+    if readers_mark is not None:
+        sets.append(marks.set_on_release(exprs, readers_mark))
     return {
         "TableName": layout.table_name,
         "Key": layout.key(lock_id),

@@ -145,20 +145,24 @@ def test_a_dead_writers_item_keeps_readers_out_for_exactly_one_lease(make_client
 
 
 def test_request_counts(make_client, dynamodb, key):
-    """docs/protocol.md's table: a reader with no writer 3 requests, a writer with no reader 2, a release 1."""
+    """docs/protocol.md's table: a reader 3 requests; a writer after readers 3 (it reads them and takes the
+    mark off), a writer after that 1; a release 1."""
     rw = make_client(dynamodb).readers_writer(key)
     counter = RequestCounter(dynamodb)
     reader = rw.acquire_read(timeout=1)
-    assert dict(counter.calls) == {"BatchGetItem": 1, "UpdateItem": 1, "GetItem": 1}
+    assert dict(counter.calls) == {"BatchGetItem": 1, "UpdateItem": 2}  # the permit, then the mark
     counter.reset()
     reader.release()
     assert dict(counter.calls) == {"UpdateItem": 1}
     counter.reset()
     writer = rw.acquire_write(timeout=1)
-    assert dict(counter.calls) == {"UpdateItem": 1, "BatchGetItem": 1}
+    assert dict(counter.calls) == {"UpdateItem": 2, "BatchGetItem": 1}  # the grant, the readers, the mark off
     counter.reset()
     writer.release()
     assert dict(counter.calls) == {"UpdateItem": 1}
+    counter.reset()
+    rw.acquire_write(timeout=1).release()
+    assert dict(counter.calls) == {"UpdateItem": 2}  # no mark: no reader can be in
 
 
 def test_async_readers_and_writer(make_client, key, virtual_clock):

@@ -1,0 +1,136 @@
+"""The write item's mark that readers may hold permits: ``readersMayHold``, so a writer reads the set only then.
+
+A reader that won a permit sets the mark on the write item (a new random id
+each time) with the condition that no writer holds it; a writer's grant
+returns the whole item (``ALL_NEW``) and reads the reader set only when the
+mark is there or the grant cannot vouch for the item's past. Every write of
+ours to a lock item is an UpdateItem that leaves attributes it does not
+name alone, so grants, heartbeats and releases keep the mark; the AWS Java
+client ignores it (and its ``PutItem`` drops it, which the grant notices:
+see :meth:`ReadersSeen.at_grant`).
+
+Why a grant without the mark may skip the read (docs/protocol.md, "Readers
+and writers"): a reader keeps its permit only after its mark landed while
+no writer held the item (or the item did not exist). The mark goes away only
+by :func:`clear`, conditioned on the very id a writer saw at its grant, sent
+after that writer saw every reader gone: a reader that got in since wrote
+another id, and the clear fails. An item that vanished (TTL, a delete, the
+Java client's release) or was rewritten whole (the Java client's acquire)
+comes back without our fencing token, so the next grant seeds the token: such
+a grant, a takeover, or a grant recovered from a lost answer knows nothing,
+and reads; until it has seen the set empty, its release writes the mark.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from . import conditions, item
+from .expressions import Expressions, update_expression
+
+if TYPE_CHECKING:
+    from .item import Item, LockInfo
+    from .layout import LockId, TableLayout
+    from .writes import Stamp
+
+READERS_MAY_HOLD = "readersMayHold"
+
+
+def new_mark() -> str:
+    """A mark's value: random, so that a writer's clear names the very mark it saw."""
+    return str(uuid.uuid4())
+
+
+@dataclass(frozen=True)
+class ReadersSeen:
+    """What a writer's grant tells about the readers: ``known`` False means the item's past is unknown."""
+
+    mark: str | None  # the mark on the granted item (None: none)
+    known: bool
+
+    @property
+    def none_in(self) -> bool:
+        """No reader can be in: the item kept our attributes since the last writer that saw the set empty."""
+        return self.known and self.mark is None
+
+    @classmethod
+    def at_grant(cls, granted: Item, wall_ms: int, *, taken_over: bool) -> ReadersSeen:
+        """From the item a grant wrote (``ALL_NEW``) stamped at ``wall_ms``.
+
+        A token equal to ``wall_ms + 1`` was seeded by this grant: the item had no
+        token of ours (new, deleted, or rewritten by the Java client); ``wall_ms``
+        itself, a token that was not a number was overwritten. A takeover's
+        holder died between its grant and its drain. In all three cases the
+        mark may be missing while readers are in, so the grant knows nothing.
+        """
+        stored = granted.get(READERS_MAY_HOLD)
+        mark = stored.get("S") if isinstance(stored, dict) else None
+        if stored is not None and not isinstance(mark, str):
+            return cls(None, known=False)  # a mark of another shape: somebody else's, trust nothing
+        try:
+            token = int(granted[item.FENCING_TOKEN]["N"])
+        except (KeyError, TypeError, ValueError):
+            return cls(mark, known=False)
+        return cls(mark, known=not taken_over and token not in (wall_ms, wall_ms + 1))
+
+
+def reader_in(
+    layout: TableLayout, write_id: LockId, *, gate: LockInfo | None, expired: bool, stamp: Stamp
+) -> dict[str, Any]:
+    """A reader that won a permit marks the write item, if no writer holds it (else it gives the permit back).
+
+    ``gate``: the write item as the reader's round read it, judged free (None, released, or
+    ``expired``: its version stood for its lease). The mark is ``stamp.version``. Where the
+    round found no item, the mark comes with a released lock item in the Java client's format
+    (as if ``stamp``'s owner had held and released it; no token, so the next grant seeds one),
+    created only if there still is none: an UpdateItem of the mark alone would create an item
+    no client reads as a lock.
+    """
+    exprs = Expressions()
+    mark = f"{exprs.name(READERS_MAY_HOLD)} = {exprs.string(stamp.version)}"
+    key = exprs.name(layout.partition_key_name)
+    if gate is None:
+        sets = [
+            mark,
+            f"{exprs.name(item.OWNER_NAME)} = {exprs.string(stamp.owner_name)}",
+            f"{exprs.name(item.RECORD_VERSION_NUMBER)} = {exprs.string(new_mark())}",
+            f"{exprs.name(item.LEASE_DURATION)} = {exprs.string(str(round(stamp.lease_duration * 1000)))}",
+            conditions.released(exprs),
+        ]
+        if layout.ttl_attribute:
+            sets.append(f"{exprs.name(layout.ttl_attribute)} = {exprs.number(layout.ttl_seconds(stamp.wall_time, 0))}")
+        condition = f"attribute_not_exists({key})"
+    else:
+        sets = [mark]
+        free = [conditions.released(exprs)]
+        if expired:
+            free.append(conditions.version_is(exprs, gate.raw_version))
+        condition = f"attribute_exists({key}) AND ({' OR '.join(free)})"
+    return {
+        "TableName": layout.table_name,
+        "Key": layout.key(write_id),
+        "UpdateExpression": update_expression(sets, []),
+        "ConditionExpression": condition,
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        **exprs.params(),
+    }
+
+
+def clear(layout: TableLayout, write_id: LockId, mark: str) -> dict[str, Any]:
+    """A writer that saw every reader gone takes the mark off, if no reader marked the item since its grant."""
+    exprs = Expressions()
+    name = exprs.name(READERS_MAY_HOLD)
+    return {
+        "TableName": layout.table_name,
+        "Key": layout.key(write_id),
+        "UpdateExpression": f"REMOVE {name}",
+        "ConditionExpression": f"{name} = {exprs.string(mark)}",
+        **exprs.params(),
+    }
+
+
+def set_on_release(exprs: Expressions, mark: str) -> str:
+    """A release's SET clause that leaves the mark: a writer that never saw the set empty lets go of the item."""
+    return f"{exprs.name(READERS_MAY_HOLD)} = {exprs.string(mark)}"
