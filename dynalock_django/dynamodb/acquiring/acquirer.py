@@ -21,7 +21,6 @@ While the circuit breaker is open a wait ends at once (CircuitOpen).
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 import threading
@@ -32,18 +31,18 @@ from typing import TYPE_CHECKING, Any
 from .. import telemetry
 from ..aws import botocore_errors, deadlines
 from ..aws.store import Refused
-from ..clock import Instant, start_thread
+from ..clock import Instant
 from ..exceptions import CircuitOpen, DynamoDBError, DynamoDBUnavailable
 from ..leases.lease import Lease, LeaseClient
 from ..leases.lease_record import LeaseRecord
 from ..wire import item, permits, writes
-from ..wire.conditions import KeptAlive
 from ..wire.display import printable
 from ..wire.item import LockInfo
 from ..wire.readers_mark import ReadersSeen
 from ..wire.waiters import WAITERS, Waiter, parse_waiters
 from ..wire.writes import Stamp
 from .plan import Acquisition, UnansweredWrites, Write, late_answers_message, ran_out
+from .unanswered_cleanup import UnansweredCleanup
 
 if TYPE_CHECKING:
     from ..aws.store import LockStore
@@ -82,6 +81,7 @@ class Acquirer:
         self._refresh_period = refresh_period
         self._closed = closed
         self._ensure_open = ensure_open
+        self._unanswered = UnansweredCleanup(store, layout, clock)
 
     @telemetry.traced_acquire("dynalock.acquire")
     def acquire(self, lock_id: LockId, options: AcquireOptions, timeout: float | None) -> Lease:
@@ -344,34 +344,11 @@ class Acquirer:
 
     def clean_up(self, plan: Acquisition, options: AcquireOptions) -> None:
         """Release what unanswered writes may have left: now if the deadline allows, else in the background."""
-        if not plan.unanswered:
-            return
-        left = plan.seconds_left(self._clock.monotonic())
-        if left is None or left > 0:
-            with deadlines.within(left):
-                self.abandon(plan.lock_id, plan.unanswered, options)
-            return
-        in_background(self._clock, functools.partial(self.abandon, plan.lock_id, plan.unanswered.copy(), options))
-        plan.unanswered.clear()
+        self._unanswered.clean_up(plan, options)
 
     def abandon(self, lock_id: LockId, unanswered: UnansweredWrites, options: AcquireOptions) -> None:
         """Best effort: release versions we may have written but never heard back about."""
-        if not unanswered:
-            return
-        stamp = Stamp.new(options.owner_name, options.lease_duration, self._clock)
-        # Only this process knows these versions, whatever kind of lease they would have granted.
-        holding = KeptAlive(options.owner_name, unanswered.versions())
-        try:
-            self._store.update(writes.release(self._layout, lock_id, stamp, holding=holding))
-            logger.info("Released %r, written by an attempt whose answer was lost", lock_id[0])
-        except (Refused, DynamoDBError) as error:
-            logger.debug("Could not clean up unanswered writes to %r: %s", lock_id[0], error)
-        unanswered.clear()
-
-
-def in_background(clock: Clock, cleanup: Callable[[], None]) -> None:
-    """Run ``cleanup`` (a best-effort release) on a thread of its own: no caller waits for it."""
-    start_thread(clock, cleanup, "dynalock-cleanup")
+        self._unanswered.abandon(lock_id, unanswered, options)
 
 
 def _permit_index(key: str) -> int | None:

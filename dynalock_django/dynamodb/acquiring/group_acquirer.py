@@ -31,9 +31,9 @@ from ..clock import Instant
 from ..exceptions import CircuitOpen, DynamoDBError, DynamoDBUnavailable
 from ..wire import writes
 from ..wire.writes import Stamp
-from .acquirer import in_background
 from .group_plan import GroupAcquisition
 from .plan import ran_out
+from .unanswered_cleanup import in_background
 
 if TYPE_CHECKING:
     from ..aws.store import LockStore

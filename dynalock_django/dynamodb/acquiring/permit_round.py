@@ -36,7 +36,7 @@ from ..aws import botocore_errors, deadlines
 from ..aws.store import Refused
 from ..clock import Instant
 from ..exceptions import CircuitOpen, DynamoDBUnavailable, InvalidLockRequest, LockTimeout
-from ..wire import item, readers_mark
+from ..wire import item, writes
 from ..wire.display import printable
 from ..wire.item import describe_holder
 from ..wire.writes import Stamp
@@ -224,9 +224,7 @@ class PermitRound:
             lease.release(best_effort=True)
             return None
         stamp = Stamp.new(self.options.owner_name, self.options.lease_duration, self._clock)
-        mark = readers_mark.reader_in(
-            self._layout, self._gate, gate=self._gate_read, expired=self._gate_expired, stamp=stamp
-        )
+        mark = writes.reader_in(self._layout, self._gate, gate=self._gate_read, expired=self._gate_expired, stamp=stamp)
         try:
             with deadlines.within(self.seconds_left(self._clock.monotonic())):
                 self._store.update(mark)

@@ -309,3 +309,45 @@ def _queue_kept(exprs: Expressions) -> str:
 def _live(exprs: Expressions, lock_id: LockId) -> str:
     """``liveLockKey = key``: the item is in the sparse live-locks index until a release removes it."""
     return f"{exprs.name(item.LIVE_LOCK_KEY)} = {exprs.string(lock_id[0])}"
+
+
+def reader_in(
+    layout: TableLayout, write_id: LockId, *, gate: LockInfo | None, expired: bool, stamp: Stamp
+) -> dict[str, Any]:
+    """A reader that won a permit marks the write item, if no writer holds it (else it gives the permit back).
+
+    ``gate``: the write item as the reader's round read it, judged free (None, released, or
+    ``expired``: its version stood for its lease). The mark is ``stamp.version``. Where the
+    round found no item, the mark comes with a released lock item in the Java client's format
+    (as if ``stamp``'s owner had held and released it; no token, so the next grant seeds one),
+    created only if there still is none: an UpdateItem of the mark alone would create an item
+    no client reads as a lock.
+    """
+    exprs = Expressions()
+    mark = f"{exprs.name(marks.READERS_MAY_HOLD)} = {exprs.string(stamp.version)}"
+    key = exprs.name(layout.partition_key_name)
+    if gate is None:
+        sets = [
+            mark,
+            f"{exprs.name(item.OWNER_NAME)} = {exprs.string(stamp.owner_name)}",
+            f"{exprs.name(item.RECORD_VERSION_NUMBER)} = {exprs.string(marks.new_mark())}",
+            f"{exprs.name(item.LEASE_DURATION)} = {exprs.string(str(round(stamp.lease_duration * 1000)))}",
+            conditions.released(exprs),
+        ]
+        if layout.ttl_attribute:
+            sets.append(f"{exprs.name(layout.ttl_attribute)} = {exprs.number(layout.ttl_seconds(stamp.wall_time, 0))}")
+        condition = f"attribute_not_exists({key})"
+    else:
+        sets = [mark]
+        free = [conditions.released(exprs)]
+        if expired:
+            free.append(conditions.version_is(exprs, gate.raw_version))
+        condition = f"attribute_exists({key}) AND ({' OR '.join(free)})"
+    return {
+        "TableName": layout.table_name,
+        "Key": layout.key(write_id),
+        "UpdateExpression": update_expression(sets, []),
+        "ConditionExpression": condition,
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        **exprs.params(),
+    }
