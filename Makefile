@@ -39,14 +39,19 @@ $(NODE_STAMP): package.json package-lock.json
 LINT ?= lint docs
 ## First the tiers that run in this process on the in-process store (unit, protocol, django), on every core; then,
 ## one at a time, the tiers that start servers, browsers and processes; one coverage report for both.
+## TEST_PARTS=in-process or TEST_PARTS=servers runs one of the two (CI runs them so); IN_PROCESS_WORKERS, the first's cores.
 IN_PROCESS_TIERS = (unit or protocol or django) and not slow
+TEST_PARTS ?= in-process servers
+IN_PROCESS_WORKERS ?= auto
 test: $(LINT) $(STAMP) $(NODE_STAMP)
 	export COVERAGE_CORE="$${COVERAGE_CORE:-$$($(BIN)/python -c 'import sys; print("sysmon" if sys.version_info >= (3, 12) else "ctrace")')}"; \
 	status=0; \
-	$(BIN)/python -m pytest -n auto -m "$(IN_PROCESS_TIERS)" --cov --cov-report= --cov-fail-under=0 --durations=5 \
-		$(PYTEST_ARGS) || status=$$?; \
+	case " $(TEST_PARTS) " in *" in-process "*) \
+	$(BIN)/python -m pytest -n $(IN_PROCESS_WORKERS) -m "$(IN_PROCESS_TIERS)" --cov --cov-report= --cov-fail-under=0 \
+		--durations=5 $(PYTEST_ARGS) || status=$$?;; esac; \
+	case " $(TEST_PARTS) " in *" servers "*) \
 	$(BIN)/python -m pytest -m "not ($(IN_PROCESS_TIERS))" --cov --cov-append --cov-report=term --durations=15 \
-		$(PYTEST_ARGS) || status=$$?; \
+		$(PYTEST_ARGS) || status=$$?;; esac; \
 	exit $$status
 
 ## The minute-by-minute loop: the unit, protocol, stores and django tiers, every test that takes a store on the
