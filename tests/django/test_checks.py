@@ -146,6 +146,7 @@ def test_the_e006_hint_says_what_to_change(configured):
     assert "below 5" in message.hint
 
 
+@pytest.mark.django_db  # Django 6's check asks the database whether it has JSON fields (the app's BeatSends)
 def test_plain_check_never_calls_dynamodb(configured):
     client_module.close_client()
     with override_settings(DYNALOCK={**configured, "ENDPOINT_URL": "http://127.0.0.1:9"}):
