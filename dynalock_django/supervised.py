@@ -36,6 +36,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 
+from .child_exit import wait_for_exit
 from .dynamodb import printable
 from .exceptions import ConfigurationError
 
@@ -192,7 +193,7 @@ class SupervisedCommand:
         """
         # Exited but not reaped: its pid, which is its group's id, cannot be reused meanwhile.
         process = self.process
-        os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOWAIT)
+        wait_for_exit(process.pid)  # signals keep their handlers meanwhile, whichever thread takes them
         self.signal_group(signal.SIGKILL)  # nothing it started may outlive it (and the lease); the sentinel too
         code = process.wait()
         if self._sentinel is not None:

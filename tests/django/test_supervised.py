@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
+import time
 
 from dynalock_django.supervised import SupervisedCommand
 
@@ -27,3 +29,29 @@ def test_stopping_before_the_start_stops_the_command_as_soon_as_it_runs():
     command.start()
     assert command.wait() == 128 + signal.SIGTERM
     assert command.stopped
+
+
+def test_a_signal_another_thread_takes_while_the_runner_waits_is_still_passed_on_at_once():
+    # The kernel gives a process's signal to any thread that lets it through; Python runs the handler in the
+    # main thread only. Here the main thread blocks SIGINT, so only the thread below can take it: a wait that
+    # does not wake for it lets the command run to its natural end with the signal never passed on.
+    command = SupervisedCommand(COMMAND, fencing_token=1, grace_period=1)
+    started = threading.Event()
+
+    def interrupt_once_waiting() -> None:
+        started.wait()
+        time.sleep(0.2)  # inside the wait (waiting longer only tests less, never fails)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    taker = threading.Thread(target=interrupt_once_waiting)  # made before the mask: it lets SIGINT through
+    taker.start()
+    with command.forwarding_signals():
+        command.start()
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            started.set()
+            code = command.wait()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    taker.join()
+    assert code == 128 + signal.SIGINT

@@ -22,7 +22,7 @@ from dynalock_django.leader import EXIT_LEASE_LOST
 from dynalock_django.locks import lock_key
 from dynalock_django.supervised import FENCING_TOKEN_ENV
 
-from ...dynamodb_support import HEARTBEAT, LEASE, PATIENCE
+from ...dynamodb_support import PATIENCE
 from ..processes import ROOT, is_running, manage_py_environment, wait_for
 
 pytestmark = [pytest.mark.processes, pytest.mark.uses_dynalock]
@@ -56,6 +56,18 @@ def ticker(tmp_path):
 
 # A runner's start and end (Django's, under coverage on a loaded machine) may be slow: waiting longer is never unsafe.
 STARTED = 4 * PATIENCE
+
+# The runners' lease: each renewal has RUNNER_LEASE - RUNNER_HEARTBEAT to succeed while the runner starts
+# its command (Python processes under coverage, on a loaded machine); the suite's 1 s lease left 0.75 s,
+# and a runner that took over lost its lease while its command started.
+RUNNER_LEASE = 3.0
+RUNNER_HEARTBEAT = 0.5
+
+
+def runner_environment(dynalock, **extra):
+    """A runner's environment: the test project's settings, the runners' lease (``extra`` may change it)."""
+    lease = {"DYNALOCK_LEASE_DURATION": str(RUNNER_LEASE), "DYNALOCK_HEARTBEAT_PERIOD": str(RUNNER_HEARTBEAT)}
+    return manage_py_environment(dynalock, "testproject.settings", **{**lease, **extra})
 
 
 @pytest.fixture
@@ -91,17 +103,17 @@ def test_sigkill_of_the_runner_kills_its_command_before_anyone_else_can_start_th
     dynalock, start_runner, ticker, tmp_path, max_clock_skew
 ):
     extra = {} if max_clock_skew is None else {"DYNALOCK_MAX_CLOCK_SKEW": max_clock_skew}
-    env = manage_py_environment(dynalock, "testproject.settings", **extra)
+    env = runner_environment(dynalock, **extra)
     first, second = tmp_path / "a.ticks", tmp_path / "b.ticks"
     runner_a = start_runner(env, "nightly", sys.executable, str(ticker), "a", str(first), "25")
     wait_for(lambda: ticks(first), STARTED)
     runner_b = start_runner(env, "nightly", sys.executable, str(ticker), "b", str(second), "0.5")
-    time.sleep(2 * HEARTBEAT)  # b is waiting: a keeps renewing
+    time.sleep(2 * RUNNER_HEARTBEAT)  # b is waiting: a keeps renewing
     assert not ticks(second)
 
     runner_a.send_signal(signal.SIGKILL)
     runner_a.wait()
-    assert runner_b.wait(timeout=10 * LEASE + STARTED) == 0
+    assert runner_b.wait(timeout=10 * RUNNER_LEASE + STARTED) == 0
 
     a_ticks, b_ticks = ticks(first), ticks(second)
     assert b_ticks, "the next runner's command never ran"
@@ -112,7 +124,7 @@ def test_sigkill_of_the_runner_kills_its_command_before_anyone_else_can_start_th
 
 def start_with_a_background_child(dynalock, start_runner, ticker, tmp_path):
     """A runner whose command (a shell) leaves one ticker in the background and becomes another; both ticking."""
-    env = manage_py_environment(dynalock, "testproject.settings")
+    env = runner_environment(dynalock)
     foreground, background = tmp_path / "fg.ticks", tmp_path / "bg.ticks"
     script = f"{sys.executable} {ticker} bg {background} 60 & exec {sys.executable} {ticker} fg {foreground} 60"
     runner = start_runner(env, "nightly", "sh", "-c", script)
@@ -131,8 +143,9 @@ def test_sigkill_of_the_runner_kills_what_its_command_started_in_the_background_
 
     # Both gone well within the lease that must pass before anyone else may start: the background one
     # (no parent-death signal of its own) by the group's sentinel.
-    wait_for(lambda: not is_running(ticks(background)[0][0]) and not is_running(ticks(foreground)[0][0]), LEASE)
-    assert max(at for _, _, at in ticks(background)) < killed + LEASE
+    gone = lambda: not is_running(ticks(background)[0][0]) and not is_running(ticks(foreground)[0][0])  # noqa: E731
+    wait_for(gone, RUNNER_LEASE)
+    assert max(at for _, _, at in ticks(background)) < killed + RUNNER_LEASE
 
 
 def test_sigterm_to_the_runner_stops_the_commands_whole_group_then_releases(dynalock, start_runner, ticker, tmp_path):
@@ -150,7 +163,7 @@ def test_sigterm_to_the_runner_stops_the_commands_whole_group_then_releases(dyna
 def test_what_the_command_leaves_behind_in_its_group_is_killed_before_the_lease_is_released(
     dynalock, start_runner, ticker, tmp_path
 ):
-    env = manage_py_environment(dynalock, "testproject.settings")
+    env = runner_environment(dynalock)
     background = tmp_path / "bg.ticks"
     # The command ends as soon as what it leaves behind has ticked once (a Python start under coverage on a
     # loaded machine can take longer than any fixed sleep).
@@ -164,7 +177,7 @@ def test_what_the_command_leaves_behind_in_its_group_is_killed_before_the_lease_
 
 
 def test_sigint_is_passed_on_to_the_command(dynalock, start_runner, tmp_path):
-    env = manage_py_environment(dynalock, "testproject.settings")
+    env = runner_environment(dynalock)
     started = tmp_path / "started"
     script = f"import pathlib, time; pathlib.Path({str(started)!r}).touch(); time.sleep(60)"
     runner = start_runner(env, "nightly", sys.executable, "-c", script)
@@ -186,9 +199,7 @@ def process_state(pid):
 def test_ctrl_z_stops_the_command_with_the_runner_and_fg_resumes_it_while_the_lease_holds(
     dynalock, start_runner, ticker, tmp_path
 ):
-    env = manage_py_environment(
-        dynalock, "testproject.settings", DYNALOCK_LEASE_DURATION="30", DYNALOCK_HEARTBEAT_PERIOD="2"
-    )
+    env = runner_environment(dynalock, DYNALOCK_LEASE_DURATION="30", DYNALOCK_HEARTBEAT_PERIOD="2")
     path = tmp_path / "a.ticks"
     runner = start_runner(env, "nightly", sys.executable, str(ticker), "a", str(path), "60")
     wait_for(lambda: ticks(path), STARTED)
@@ -213,16 +224,14 @@ def test_ctrl_z_stops_the_command_with_the_runner_and_fg_resumes_it_while_the_le
 def test_a_continue_after_the_lease_ran_out_ends_the_command_without_resuming_it(
     dynalock, start_runner, ticker, tmp_path
 ):
-    env = manage_py_environment(
-        dynalock, "testproject.settings", DYNALOCK_LEASE_DURATION="1", DYNALOCK_HEARTBEAT_PERIOD="0.25"
-    )
+    env = runner_environment(dynalock)
     path = tmp_path / "a.ticks"
     runner = start_runner(env, "nightly", sys.executable, str(ticker), "a", str(path), "60")
     wait_for(lambda: ticks(path), STARTED)
     command = ticks(path)[0][0]
     runner.send_signal(signal.SIGTSTP)
     wait_for(lambda: process_state(runner.pid) == "T" and process_state(command) == "T", PATIENCE)
-    time.sleep(2.0)  # past the lease: another runner may hold it by now
+    time.sleep(RUNNER_LEASE + RUNNER_HEARTBEAT)  # past the lease: another runner may hold it by now
 
     continued = time.monotonic()
     runner.send_signal(signal.SIGCONT)
@@ -234,7 +243,7 @@ def test_a_continue_after_the_lease_ran_out_ends_the_command_without_resuming_it
 
 
 def test_a_command_run_from_a_terminal_reads_dev_null_and_is_told(dynalock, tmp_path):
-    env = manage_py_environment(dynalock, "testproject.settings")
+    env = runner_environment(dynalock)
     read = tmp_path / "read"
     script = f"import pathlib, sys; pathlib.Path({str(read)!r}).write_text(repr(sys.stdin.read()))"
     controller, terminal = os.openpty()
@@ -271,7 +280,7 @@ def test_a_command_run_from_a_terminal_reads_dev_null_and_is_told(dynalock, tmp_
     ],
 )
 def test_bad_arguments_get_a_clear_error_and_exit_code_2(dynalock, arguments, message):
-    env = manage_py_environment(dynalock, "testproject.settings")
+    env = runner_environment(dynalock)
     finished = subprocess.run(
         [sys.executable, "manage.py", "dynalock", "run", "nightly", *arguments],
         cwd=ROOT,
