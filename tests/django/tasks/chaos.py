@@ -105,6 +105,10 @@ class Framework:
     def after_worker_killed(self, worker: Worker) -> None:
         """What the framework's operator does about a dead worker's task (nothing, when its queue does it)."""
 
+    def queue_state(self) -> str:
+        """What the queue holds, for a run that did not settle."""
+        return ""
+
     def close(self) -> None:
         """Stop what the framework started besides its workers."""
 
@@ -132,6 +136,16 @@ class CeleryFramework(Framework):
         self.driver("enqueued", name, id=task_id, probe=probe)  # before: a quick worker may record it first
         task = self.pair_task if name in LIMITS else self.task
         self.sender.send_task(task, args=(name, seconds, flaky), task_id=task_id)
+
+    def queue_state(self) -> str:
+        import redis
+
+        client = redis.Redis.from_url(self.env[BROKER])
+        try:
+            queued, unacked, lock = client.llen("celery"), client.hlen("unacked"), client.ttl("unacked_mutex")
+        finally:
+            client.close()
+        return f"{queued} queued, {unacked} unacknowledged, kombu's restore lock expires in {lock} s (-2: free)"
 
     def close(self) -> None:
         self.sender.close()
@@ -252,8 +266,9 @@ class ChaosRun:
             going = [run for run in task_runs(events) if run.outcome == "unfinished"]
             if not missing and not going:
                 return
-            if time.monotonic() > deadline:
-                return  # the report names what is missing
+            if time.monotonic() > deadline:  # the report names what is missing; the test's output, the queue
+                print(f"not settled after {SETTLE:g} s: {self.framework.queue_state()}", file=sys.stderr)
+                return
             time.sleep(0.2)
 
     def kill_the_last_workers_mid_task(self) -> float:
