@@ -1,0 +1,183 @@
+"""This process's seats in the lines of code waiters: one entry per key in the lock item's ``line``, however many wait.
+
+The threads and coroutines of one client that wait for the same key take
+turns (:mod:`.turns`); whichever has the turn looks for all of them, and its
+plan (:mod:`.plan`) keeps the process's one :class:`Seat` in the key's line.
+The seat outlives the turn: a waiter that gives up hands its turn, and the
+place in the line, to the next waiter of the process. A grant takes the seat
+out of the line in the same write; when the last waiter of the process gives
+up, the seat leaves the line (:meth:`Seats.vacate`).
+
+How often a waiter looks (:class:`LineTiming`) follows the client's
+``refresh_period``: the head of the line reads often, so a released lock is
+taken at once; the others look rarely, each look a refresh of their entry,
+which is what keeps them in line: an entry not refreshed for the window
+holds nobody's place, so a waiter killed in line is passed over within it.
+docs/operations.md states the periods, and what they cost a minute.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import random
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..aws import deadlines
+from ..aws.store import Refused
+from ..clock import Instant
+from ..exceptions import DynamoDBError
+from ..wire import queue_writes, waiters
+from .unanswered_cleanup import in_background
+
+if TYPE_CHECKING:
+    from ..aws.store import LockStore
+    from ..clock import Clock
+    from ..wire.item import LockInfo
+    from ..wire.layout import LockId, TableLayout
+    from .plan import Acquisition, Join
+
+logger = logging.getLogger("dynalock_django.acquire")
+
+Jitter = Callable[[float, float], float]
+
+# The head's look, at most this far apart (or refresh_period, if shorter): what a hand-off waits.
+HEAD_LOOK_SECONDS = 0.1
+# The others' looks, and every waiter's refreshes, are this many refresh periods apart at most.
+LINE_LOOK_PERIODS = 2.0
+# An entry stays in line this many refresh periods after its last refresh (five looks of the rarest).
+WINDOW_PERIODS = 10.0
+
+
+@dataclass(frozen=True)
+class LineTiming:
+    """How often waiters in a line look, and how long an entry stays in line without a refresh (seconds)."""
+
+    head_look: float
+    line_look: float
+    window: float
+
+    @classmethod
+    def for_refresh_period(cls, refresh_period: float) -> LineTiming:
+        return cls(
+            head_look=min(refresh_period, HEAD_LOOK_SECONDS),
+            line_look=LINE_LOOK_PERIODS * refresh_period,
+            window=WINDOW_PERIODS * refresh_period,
+        )
+
+    def pause(self, *, head: bool, jitter: Jitter = random.uniform) -> float:
+        """The next pause between looks: from half the period to all of it, so waiters do not look in step."""
+        return (self.head_look if head else self.line_look) * jitter(0.5, 1.0)
+
+
+class Seat:
+    """This process's entry in one key's line; only the waiter whose turn it is touches it."""
+
+    def __init__(self, name: str) -> None:
+        self.waiter_id = uuid.uuid4().hex  # new for every seat: a leave in the background never takes a later one
+        self.name = name
+        self.joined = False
+        self.refreshed_at = -float("inf")  # monotonic: when a join or refresh of ours last landed
+
+    def landed(self, started: float) -> None:
+        """A join or refresh sent at ``started`` was written: the entry is in line, seen then."""
+        self.joined, self.refreshed_at = True, started
+
+    def saw(self, place: waiters.Place) -> None:
+        """A look showed where the entry stands: gone (taken out, or stale) means out of line."""
+        self.joined = place.joined
+
+    def refresh_due(self, now: float, timing: LineTiming) -> bool:
+        return self.joined and now - self.refreshed_at >= timing.line_look
+
+
+class Seats:
+    """Per key, the seat this process keeps in its line while any of its waiters waits, and the writes that keep it."""
+
+    def __init__(
+        self, store: LockStore, layout: TableLayout, clock: Clock, *, owner_name: Callable[[], str], timing: LineTiming
+    ) -> None:
+        self._store = store
+        self._layout = layout
+        self._clock = clock
+        self._owner_name = owner_name
+        self.timing = timing
+        self._mutex = threading.Lock()
+        self._seats: dict[LockId, Seat] = {}
+
+    def seat(self, lock_id: LockId) -> Seat:
+        with self._mutex:
+            seat = self._seats.get(lock_id)
+            if seat is None:
+                seat = self._seats[lock_id] = Seat(self._owner_name())
+            return seat
+
+    def vacate(self, plan: Acquisition) -> None:
+        """The last waiter of this process gave up: forget its seat, and take its entry out of the line.
+
+        Now if the deadline allows, else in the background: a waiter that stays in line after it gave
+        up would be waited for by the others until its window ends.
+        """
+        seat = plan.seat
+        if seat is None:
+            return
+        with self._mutex:
+            if self._seats.get(plan.lock_id) is seat:
+                del self._seats[plan.lock_id]
+        if not seat.joined:
+            return
+        leave = functools.partial(self._leave, plan.lock_id, seat.waiter_id)
+        left = plan.seconds_left(self._clock.monotonic())
+        if left is None or left > 0:
+            with deadlines.within(left):
+                leave()
+        else:
+            in_background(self._clock, leave)
+
+    def join(self, plan: Acquisition, step: Join) -> None:
+        """Join the line (start it, on an item without one), taking out the entries found stale."""
+        seat = self._seat_of(plan)
+        started, wall_ms = self._clock.monotonic(), int(self._clock.time() * 1000)
+        entry = waiters.entry(seat.name, wall_ms, self.timing.window)
+        if step.line.is_map:
+            request = queue_writes.join(
+                self._layout, plan.lock_id, seat.waiter_id, entry, step.line.stale, waiters.LINE
+            )
+        else:
+            request = queue_writes.start(self._layout, plan.lock_id, seat.waiter_id, entry, waiters.LINE)
+        self._send(plan, request, started)
+
+    def refresh(self, plan: Acquisition) -> None:
+        """Keep our entry in line (refused when it is not there any more: the plan joins again)."""
+        seat = self._seat_of(plan)
+        started, wall_ms = self._clock.monotonic(), int(self._clock.time() * 1000)
+        request = queue_writes.refresh(
+            self._layout, plan.lock_id, seat.waiter_id, wall_ms, waiters.LINE, self.timing.window
+        )
+        self._send(plan, request, started)
+
+    def _send(self, plan: Acquisition, request: dict[str, Any], started: float) -> None:
+        current: LockInfo | None
+        try:
+            current, written = self._layout.parse(self._store.update(request)), True
+        except Refused as refused:
+            current, written = refused.current, False
+        plan.wrote_line(current, Instant.read(self._clock), written=written, started=started)
+
+    def _leave(self, lock_id: LockId, waiter_id: str) -> None:
+        try:
+            self._store.update(queue_writes.leave(self._layout, lock_id, waiter_id, waiters.LINE))
+        except Refused:
+            pass  # not in line any more (taken out as stale): nothing to take out
+        except DynamoDBError as error:
+            # Its window ends it: the others pass over an entry nobody refreshes.
+            logger.debug("Could not take %r out of the line of %r: %s", waiter_id, lock_id[0], error)
+
+    @staticmethod
+    def _seat_of(plan: Acquisition) -> Seat:
+        assert plan.seat is not None  # only a plan with a seat asks to join or refresh
+        return plan.seat
