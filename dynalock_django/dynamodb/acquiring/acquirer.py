@@ -28,7 +28,7 @@ import logging
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .. import telemetry
 from ..aws import botocore_errors, deadlines
@@ -37,7 +37,7 @@ from ..clock import Instant
 from ..exceptions import CircuitOpen, DynamoDBError, DynamoDBUnavailable
 from ..leases.lease import Lease, LeaseClient
 from ..leases.lease_record import LeaseRecord
-from ..wire import item, permits, writes
+from ..wire import item, permits
 from ..wire.display import printable
 from ..wire.item import LockInfo
 from ..wire.readers_mark import ReadersSeen
@@ -125,16 +125,13 @@ class Acquirer:
 
     def held_here(self, plan: Acquisition) -> None:
         """The deadline came while another holder of this client, or a waiter before us, had the lock's turn."""
-        holder = self._holdings.holder(plan.lock_id)
-        if holder is None:  # a waiter before us is still waiting for it: the holder is the one it saw
-            observed = self._observations.get(plan.lock_id)
-            holder = observed.info if observed is not None else None
-        plan.held_locally(holder)
+        observed = self._observations.get(plan.lock_id)  # a waiter before us still waits: the holder it saw
+        plan.held_locally(self._holdings.holder(plan.lock_id) or (observed.info if observed is not None else None))
 
     def left_turn(self, plan: Acquisition, lease: Lease | None) -> None:
-        """A waiter whose turn it was is done: the last of this process to give up takes its seat out of line."""
+        """A waiter is done: the last of this process to give up takes the process's seat out of the line."""
         if lease is None and not self._turns.others_waiting(plan.lock_id):
-            self.seats.vacate(plan)
+            self.seats.vacate(plan.lock_id, plan.seconds_left(self._clock.monotonic()))
 
     @telemetry.traced_acquire("dynalock.acquire")
     def try_acquire(self, lock_id: LockId, options: AcquireOptions) -> Lease | None:
@@ -180,21 +177,7 @@ class Acquirer:
 
         ``readers_seen``: what the granted item says of a readers-writer lock's readers (None: unknown).
         """
-        record = LeaseRecord(
-            self._clock,
-            key=lock_id[0],
-            sort_key=lock_id[1],
-            owner_name=options.owner_name,
-            version=version,
-            fencing_token=fencing_token,
-            data=options.data,
-            lease_duration=options.lease_duration,
-            valid_from=started,
-            acquired_at=datetime.fromtimestamp(self._clock.time(), tz=UTC),
-            keep_alive=options.keep_alive,
-            waiters=waiters,
-            permit=_permit_index(lock_id[0]) if options.permits is not None else None,
-        )
+        record = _granted_record(self._clock, lock_id, version, fencing_token, started, options, waiters)
         record.telemetry = telemetry.lease_granted(lock_id[0], taken_over=taken_over)
         record.readers_seen = readers_seen
         lease = Lease(self._client, record)
@@ -245,11 +228,9 @@ class Acquirer:
         with deadlines.within(plan.seconds_left(now)):
             if isinstance(step, Write):
                 return self._write(plan, step, options)
-            if isinstance(step, Join):
-                self.seats.join(plan, step)
-                return None
-            if isinstance(step, Refresh):
-                self.seats.refresh(plan)
+            if isinstance(step, Join | Refresh):
+                line = step.line if isinstance(step, Join) else None
+                plan.wrote_line(*self.seats.send(plan.lock_id, plan.seat, line))
                 return None
             current = self._store.read(plan.lock_id)
         started = plan.unanswered.landed_in(current, options.owner_name)
@@ -263,26 +244,11 @@ class Acquirer:
         plan.found(current, Instant.read(self._clock))
         return None
 
-    def request(self, lock_id: LockId, step: Write, stamp: Stamp, options: AcquireOptions) -> dict[str, Any]:
-        """The conditional acquire write ``step`` calls for, stamped ``stamp`` (alone or in a transaction)."""
-        return writes.acquire(
-            self._layout,
-            lock_id,
-            stamp,
-            data=options.data,
-            observed=step.observed,
-            may_take_over=step.may_take_over,
-            pending=list(step.unanswered),
-            permits=options.permits,
-            line=step.line,
-            me=step.me,
-        )
-
     def _write(self, plan: Acquisition, step: Write, options: AcquireOptions) -> Lease | None:
         """One conditional write that takes the lock if it is free, released, expired or ours."""
         stamp = Stamp.new(options.owner_name, options.lease_duration, self._clock)
         try:
-            granted = self._store.update(self.request(plan.lock_id, step, stamp, options))
+            granted = self._store.update(step.request(self._layout, plan.lock_id, stamp, options))
         except Refused as refused:
             current = refused.current
             seen = Instant.read(self._clock)
@@ -383,6 +349,32 @@ class Acquirer:
     def abandon(self, lock_id: LockId, unanswered: UnansweredWrites, options: AcquireOptions) -> None:
         """Best effort: release versions we may have written but never heard back about."""
         self._unanswered.abandon(lock_id, unanswered, options)
+
+
+def _granted_record(
+    clock: Clock,
+    lock_id: LockId,
+    version: str,
+    fencing_token: int,
+    started: float,
+    options: AcquireOptions,
+    waiters: tuple[Waiter, ...],
+) -> LeaseRecord:
+    return LeaseRecord(
+        clock,
+        key=lock_id[0],
+        sort_key=lock_id[1],
+        owner_name=options.owner_name,
+        version=version,
+        fencing_token=fencing_token,
+        data=options.data,
+        lease_duration=options.lease_duration,
+        valid_from=started,
+        acquired_at=datetime.fromtimestamp(clock.time(), tz=UTC),
+        keep_alive=options.keep_alive,
+        waiters=waiters,
+        permit=_permit_index(lock_id[0]) if options.permits is not None else None,
+    )
 
 
 def _permit_index(key: str) -> int | None:

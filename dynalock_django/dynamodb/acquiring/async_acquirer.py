@@ -73,8 +73,8 @@ class AsyncAcquirer:
                 if plan.unanswered:  # cleaned up now if the deadline allows, else in the background
                     with contextlib.suppress(ClientClosed):  # best effort, as the sync path's: closing ends it
                         await self._calls.run(functools.partial(self._acquirer.clean_up, plan, options))
-                if plan.seat is not None:
-                    with contextlib.suppress(ClientClosed):
+                if lease is None and not trying and not self._turns.others_waiting(lock_id):
+                    with contextlib.suppress(ClientClosed):  # the last to give up takes the seat out of line
                         await self._calls.run(functools.partial(self._acquirer.left_turn, plan, lease))
             if lease is not None:
                 return lease

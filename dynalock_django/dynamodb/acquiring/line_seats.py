@@ -25,25 +25,25 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..aws import deadlines
 from ..aws.store import Refused
-from ..clock import Instant
+from ..clock import Instant, start_thread
 from ..exceptions import DynamoDBError
 from ..wire import queue_writes, waiters
-from .unanswered_cleanup import in_background
 
 if TYPE_CHECKING:
     from ..aws.store import LockStore
     from ..clock import Clock
     from ..wire.item import LockInfo
     from ..wire.layout import LockId, TableLayout
-    from .plan import Acquisition, Join
 
 logger = logging.getLogger("dynalock_django.acquire")
 
 Jitter = Callable[[float, float], float]
+# What a join or refresh showed: the item after it (or as found, if refused), when, whether written, and sent when.
+LineAnswer = tuple["LockInfo | None", Instant, bool, float]
 
 # The head's look, at most this far apart (or refresh_period, if shorter): what a hand-off waits.
 HEAD_LOOK_SECONDS = 0.1
@@ -116,57 +116,44 @@ class Seats:
                 seat = self._seats[lock_id] = Seat(self._owner_name())
             return seat
 
-    def vacate(self, plan: Acquisition) -> None:
-        """The last waiter of this process gave up: forget its seat, and take its entry out of the line.
+    def vacate(self, lock_id: LockId, seconds_left: float | None) -> None:
+        """The last waiter of this process gave up: forget the key's seat, and take its entry out of the line.
 
-        Now if the deadline allows, else in the background: a waiter that stays in line after it gave
-        up would be waited for by the others until its window ends.
+        Now if the deadline allows (``seconds_left``), else in the background: a waiter that stays in
+        line after it gave up would be waited for by the others until its window ends.
         """
-        seat = plan.seat
-        if seat is None:
-            return
         with self._mutex:
-            if self._seats.get(plan.lock_id) is seat:
-                del self._seats[plan.lock_id]
-        if not seat.joined:
+            seat = self._seats.pop(lock_id, None)
+        if seat is None or not seat.joined:
             return
-        leave = functools.partial(self._leave, plan.lock_id, seat.waiter_id)
-        left = plan.seconds_left(self._clock.monotonic())
-        if left is None or left > 0:
-            with deadlines.within(left):
+        leave = functools.partial(self._leave, lock_id, seat.waiter_id)
+        if seconds_left is None or seconds_left > 0:
+            with deadlines.within(seconds_left):
                 leave()
         else:
-            in_background(self._clock, leave)
+            start_thread(self._clock, leave, "dynalock-leave-line")  # no caller waits for it
 
-    def join(self, plan: Acquisition, step: Join) -> None:
-        """Join the line (start it, on an item without one), taking out the entries found stale."""
-        seat = self._seat_of(plan)
+    def send(self, lock_id: LockId, seat: Seat | None, line: waiters.Place | None) -> LineAnswer:
+        """Join the line as ``line`` was read (starting it, on an item without one; taking out the entries
+        found stale), or, with ``line`` None, refresh our entry (refused when it is not there any more)."""
+        assert seat is not None  # only a plan with a seat joins or refreshes
         started, wall_ms = self._clock.monotonic(), int(self._clock.time() * 1000)
-        entry = waiters.entry(seat.name, wall_ms, self.timing.window)
-        if step.line.is_map:
-            request = queue_writes.join(
-                self._layout, plan.lock_id, seat.waiter_id, entry, step.line.stale, waiters.LINE
+        if line is None:
+            request = queue_writes.refresh(
+                self._layout, lock_id, seat.waiter_id, wall_ms, waiters.LINE, self.timing.window
             )
+        elif line.is_map:
+            entry = waiters.entry(seat.name, wall_ms, self.timing.window)
+            request = queue_writes.join(self._layout, lock_id, seat.waiter_id, entry, line.stale, waiters.LINE)
         else:
-            request = queue_writes.start(self._layout, plan.lock_id, seat.waiter_id, entry, waiters.LINE)
-        self._send(plan, request, started)
-
-    def refresh(self, plan: Acquisition) -> None:
-        """Keep our entry in line (refused when it is not there any more: the plan joins again)."""
-        seat = self._seat_of(plan)
-        started, wall_ms = self._clock.monotonic(), int(self._clock.time() * 1000)
-        request = queue_writes.refresh(
-            self._layout, plan.lock_id, seat.waiter_id, wall_ms, waiters.LINE, self.timing.window
-        )
-        self._send(plan, request, started)
-
-    def _send(self, plan: Acquisition, request: dict[str, Any], started: float) -> None:
+            entry = waiters.entry(seat.name, wall_ms, self.timing.window)
+            request = queue_writes.start(self._layout, lock_id, seat.waiter_id, entry, waiters.LINE)
         current: LockInfo | None
         try:
             current, written = self._layout.parse(self._store.update(request)), True
         except Refused as refused:
             current, written = refused.current, False
-        plan.wrote_line(current, Instant.read(self._clock), written=written, started=started)
+        return current, Instant.read(self._clock), written, started
 
     def _leave(self, lock_id: LockId, waiter_id: str) -> None:
         try:
@@ -176,8 +163,3 @@ class Seats:
         except DynamoDBError as error:
             # Its window ends it: the others pass over an entry nobody refreshes.
             logger.debug("Could not take %r out of the line of %r: %s", waiter_id, lock_id[0], error)
-
-    @staticmethod
-    def _seat_of(plan: Acquisition) -> Seat:
-        assert plan.seat is not None  # only a plan with a seat asks to join or refresh
-        return plan.seat

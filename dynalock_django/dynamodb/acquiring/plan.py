@@ -37,17 +37,20 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..exceptions import LockTimeout
+from ..wire import writes
 from ..wire.item import describe_holder
 from ..wire.waiters import NO_LINE, Place, place_in_line
 
 if TYPE_CHECKING:
     from ..clock import Instant
     from ..exceptions import DynamoDBError
+    from ..options import AcquireOptions
     from ..wire.item import LockInfo
-    from ..wire.layout import LockId
+    from ..wire.layout import LockId, TableLayout
+    from ..wire.writes import Stamp
     from .line_seats import LineTiming, Seat
     from .observations import Observations
 
@@ -76,6 +79,21 @@ class Write:
     unanswered: tuple[str, ...]  # versions of ours that may have landed: finding one means the lock is ours
     line: Place = NO_LINE  # the line as last read: the write takes the lock only if it is our turn
     me: str | None = None  # our entry in that line, if we are in it
+
+    def request(self, layout: TableLayout, lock_id: LockId, stamp: Stamp, options: AcquireOptions) -> dict[str, Any]:
+        """The conditional acquire write this step calls for, stamped ``stamp`` (alone or in a transaction)."""
+        return writes.acquire(
+            layout,
+            lock_id,
+            stamp,
+            data=options.data,
+            observed=self.observed,
+            may_take_over=self.may_take_over,
+            pending=list(self.unanswered),
+            permits=options.permits,
+            line=self.line,
+            me=self.me,
+        )
 
 
 @dataclass(frozen=True)
@@ -148,7 +166,7 @@ class Acquisition:
         *,
         refresh_period: float,
         deadline: float | None,
-        jitter: Jitter = random.uniform,
+        jitter: Jitter | None = None,
         seat: Seat | None = None,
         timing: LineTiming | None = None,
     ) -> None:
@@ -162,7 +180,7 @@ class Acquisition:
         self.error: DynamoDBError | None = None  # why the last attempt failed, if it did
         self._observations = observations
         self._refresh_period = refresh_period
-        self._jitter = jitter
+        self._jitter = jitter or random.uniform  # looked up now, so a test may fix the jitter
         self._write_next = True  # False while the last look says: held, and not ours to take yet
         self._join_next = False  # the last look says: wait, and we are not in the line
         self._refused_joins = 0  # joins refused in a row (a full line): then join again only at the next look
@@ -218,7 +236,7 @@ class Acquisition:
             return Read()
         return Refresh() if self.place.ahead or seat.refresh_due(now, timing) else Read()
 
-    def wrote_line(self, current: LockInfo | None, seen: Instant, *, written: bool, started: float) -> None:
+    def wrote_line(self, current: LockInfo | None, seen: Instant, written: bool, started: float) -> None:
         """A join or refresh sent at ``started`` was ``written`` (or refused), and showed ``current`` at ``seen``."""
         if written and self.seat is not None:
             self.seat.landed(started)
