@@ -10,7 +10,8 @@ up, the seat leaves the line (:meth:`Seats.vacate`).
 
 How often a waiter looks (:class:`LineTiming`) follows the client's
 ``refresh_period``: the head of the line reads often, so a released lock is
-taken at once; the others look rarely, each look a refresh of their entry,
+taken at once, and so does the next, so it is ready when the head's turn
+ends; the others look rarely, each look a refresh of their entry,
 which is what keeps them in line: an entry not refreshed for the window
 holds nobody's place, so a waiter killed in line is passed over within it.
 docs/operations.md states the periods, and what they cost a minute.
@@ -45,12 +46,17 @@ Jitter = Callable[[float, float], float]
 # What a join or refresh showed: the item after it (or as found, if refused), when, whether written, and sent when.
 LineAnswer = tuple["LockInfo | None", Instant, bool, float]
 
-# The head's look, at most this far apart (or refresh_period, if shorter): what a hand-off waits.
+# The looks of the head and of the one after it (so that it is ready when the head's turn ends), at most
+# this far apart (or refresh_period, if shorter): what a hand-off waits.
 HEAD_LOOK_SECONDS = 0.1
+# How many waiters from the front of the line look that often: the head and the next.
+QUICK_LOOKERS = 2
 # The others' looks, and every waiter's refreshes, are this many refresh periods apart at most.
 LINE_LOOK_PERIODS = 2.0
-# An entry stays in line this many refresh periods after its last refresh (five looks of the rarest).
+# An entry stays in line this many refresh periods after its last refresh (five looks of the rarest), and
+# at least MIN_WINDOW_SECONDS: a loaded machine's late answers do not cost a live waiter its place.
 WINDOW_PERIODS = 10.0
+MIN_WINDOW_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -66,12 +72,17 @@ class LineTiming:
         return cls(
             head_look=min(refresh_period, HEAD_LOOK_SECONDS),
             line_look=LINE_LOOK_PERIODS * refresh_period,
-            window=WINDOW_PERIODS * refresh_period,
+            window=max(WINDOW_PERIODS * refresh_period, MIN_WINDOW_SECONDS),
         )
 
-    def pause(self, *, head: bool, jitter: Jitter = random.uniform) -> float:
+    @staticmethod
+    def looks_quickly(ahead: int) -> bool:
+        """A waiter with ``ahead`` live waiters before it in line looks often: the head, and the next."""
+        return ahead < QUICK_LOOKERS
+
+    def pause(self, *, quick: bool, jitter: Jitter = random.uniform) -> float:
         """The next pause between looks: from half the period to all of it, so waiters do not look in step."""
-        return (self.head_look if head else self.line_look) * jitter(0.5, 1.0)
+        return (self.head_look if quick else self.line_look) * jitter(0.5, 1.0)
 
 
 class Seat:

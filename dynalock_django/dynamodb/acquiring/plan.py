@@ -230,11 +230,12 @@ class Acquisition:
         return Write(observed, may_take_over, self.unanswered.versions(), self.place, me)
 
     def _look(self, now: float) -> Step:
-        """The head reads (and refreshes its entry now and then); the others' every look is a refresh."""
+        """The head and the next read (and refresh their entries now and then); the others' every look is a refresh."""
         seat, timing = self.seat, self.timing
         if seat is None or timing is None or not seat.joined:
             return Read()
-        return Refresh() if self.place.ahead or seat.refresh_due(now, timing) else Read()
+        quick = timing.looks_quickly(self.place.ahead)
+        return Refresh() if not quick or seat.refresh_due(now, timing) else Read()
 
     def wrote_line(self, current: LockInfo | None, seen: Instant, written: bool, started: float) -> None:
         """A join or refresh sent at ``started`` was ``written`` (or refused), and showed ``current`` at ``seen``."""
@@ -334,12 +335,14 @@ class Acquisition:
         return delay
 
     def _line_delay(self, now: float) -> float:
-        """A waiter with a seat: join at once; then the head looks often (and in time to take over), others rarely."""
+        """A waiter with a seat: join at once; then the head and the next look often (the head in time to take
+        over), the others rarely."""
         assert self.timing is not None
         if self._join_next and self._refused_joins < 2:  # one refusal: the line changed as we joined
             return 0.0
         head = self.place.joined and not self.place.ahead
-        delay = self.timing.pause(head=head, jitter=self._jitter)
+        quick = self.place.joined and self.timing.looks_quickly(self.place.ahead)
+        delay = self.timing.pause(quick=quick, jitter=self._jitter)
         observation = self._observations.get(self.lock_id)
         if head and observation is not None and observation.takeover_at >= now:
             delay = min(delay, observation.takeover_at - now + 0.001)

@@ -14,13 +14,18 @@ from typing import Any
 import pytest
 
 from dynalock_django.dynamodb import LockClient, LockTimeout, VirtualClock
-from dynalock_django.dynamodb.acquiring.line_seats import HEAD_LOOK_SECONDS, LINE_LOOK_PERIODS, WINDOW_PERIODS
+from dynalock_django.dynamodb.acquiring.line_seats import (
+    HEAD_LOOK_SECONDS,
+    LINE_LOOK_PERIODS,
+    MIN_WINDOW_SECONDS,
+    WINDOW_PERIODS,
+)
 from dynalock_django.dynamodb.wire.waiters import LINE, parse_waiters
 
 from ...dynamodb_support import REFRESH, RequestCounter
 from ...java_client import JavaLockClient
 
-WINDOW = WINDOW_PERIODS * REFRESH
+WINDOW = max(WINDOW_PERIODS * REFRESH, MIN_WINDOW_SECONDS)
 
 
 def line_of(client: LockClient, key: str) -> list[str]:
