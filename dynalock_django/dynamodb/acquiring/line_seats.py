@@ -84,6 +84,11 @@ class LineTiming:
         """The next pause between looks: from half the period to all of it, so waiters do not look in step."""
         return (self.head_look if quick else self.line_look) * jitter(0.5, 1.0)
 
+    def backoff(self, failures: int, jitter: Jitter = random.uniform) -> float:
+        """The pause after ``failures`` looks in a row that failed (throttled, unanswered): doubling from the
+        quick period up to the rare one, jittered, so that throttled waiters do not come back in step."""
+        return min(self.line_look, self.head_look * 2.0 ** min(failures, 30)) * jitter(0.5, 1.0)
+
 
 class Seat:
     """This process's entry in one key's line; only the waiter whose turn it is touches it."""

@@ -184,6 +184,7 @@ class Acquisition:
         self._write_next = True  # False while the last look says: held, and not ours to take yet
         self._join_next = False  # the last look says: wait, and we are not in the line
         self._refused_joins = 0  # joins refused in a row (a full line): then join again only at the next look
+        self._failures_in_a_row = 0  # attempts that failed since the last answer: a seat's look backs off
         self._last: Literal["held", "queued", "free", "failed"] | None = None
         self._attempts = 0
         self._unheld_in_a_row = 0  # attempts since the lock was last found held
@@ -247,6 +248,7 @@ class Acquisition:
     def found(self, current: LockInfo | None, seen: Instant) -> None:
         """A refused write or a read found ``current`` (None: no item) at ``seen``."""
         self._attempts += 1
+        self._failures_in_a_row = 0
         self.error = None
         self._answered_late = False
         me = self.seat.waiter_id if self.seat is not None else None
@@ -289,6 +291,7 @@ class Acquisition:
     def failed(self, error: DynamoDBError) -> None:
         """An attempt failed (DynamoDB unavailable): wait, then read, unless a write of ours may have landed."""
         self._attempts += 1
+        self._failures_in_a_row += 1
         self.error = error
         self._answered_late = False
         self._write_next, self._last, self._takeable_in_a_row = bool(self.unanswered), "failed", 0
@@ -326,7 +329,7 @@ class Acquisition:
         late_past_deadline = self._answered_late and self.deadline is not None and now >= self.deadline
         if self.retry_at_once and not late_past_deadline:
             return 0.0
-        delay = self._line_delay(now) if self.seat is not None and self.error is None else self._poll_delay(now)
+        delay = self._line_delay(now) if self.seat is not None else self._poll_delay(now)
         if self.deadline is not None:
             left = self.deadline - now
             if left <= 0:
@@ -338,6 +341,8 @@ class Acquisition:
         """A waiter with a seat: join at once; then the head and the next look often (the head in time to take
         over), the others rarely."""
         assert self.timing is not None
+        if self.error is not None:
+            return self.timing.backoff(self._failures_in_a_row, jitter=self._jitter)
         if self._join_next and self._refused_joins < 2:  # one refusal: the line changed as we joined
             return 0.0
         head = self.place.joined and not self.place.ahead
