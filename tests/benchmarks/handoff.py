@@ -5,8 +5,10 @@
 Per store: a waiter in another process (it joined the lock's line; the release comes at a random
 moment of its looks), a waiter thread of the releasing process, and python-dynamodb-lock's waiter in
 another process on the same table (its keys; it polls every ``--pdl-retry`` seconds), when it is
-installed (``pip install python-dynamodb-lock``). A round trip (one consistent GetItem) is measured
-on the same store, so a hand-off reads in round trips too. Prints one table; times are this machine's.
+installed (``pip install python-dynamodb-lock``). A hand-off is timed from the moment the release
+returns (the lock is free) to the moment the waiter's acquire returns (it holds it). A round trip (one
+consistent GetItem) is measured on the same store, so a hand-off reads in round trips too. Prints one
+table; times are this machine's.
 """
 
 from __future__ import annotations
@@ -96,8 +98,8 @@ def to_other_process(endpoint_url: str, table_name: str, rounds: int) -> list[fl
         keys.put(key)
         until(lambda key=key: len(parse_waiters(holder.get(key, sort_key="-").raw_line)) == 1)
         time.sleep(random.uniform(0.0, 0.2))  # the release at any moment of the waiter's looks
-        released = time.monotonic()
         lease.release()
+        released = time.monotonic()
         delays.append((granted.get(timeout=30) - released) * 1000)
     keys.put(None)
     worker.join(30)
@@ -122,8 +124,8 @@ def to_same_process(endpoint_url: str, table_name: str, rounds: int) -> list[flo
         thread = threading.Thread(target=wait)
         thread.start()
         time.sleep(0.05)
-        released = time.monotonic()
         lease.release()
+        released = time.monotonic()
         thread.join(30)
         delays.append((got[0] - released) * 1000)
     shared.close()
@@ -141,8 +143,8 @@ def pdl_to_other_process(endpoint_url: str, table_name: str, rounds: int, retry:
         lock = holder.acquire_lock(key)
         keys.put(key)
         time.sleep(0.3 + random.uniform(0.0, retry))  # it asked once and sleeps between polls
-        released = time.monotonic()
         holder.release_lock(lock)
+        released = time.monotonic()
         delays.append((granted.get(timeout=30) - released) * 1000)
     keys.put(None)
     worker.join(30)
