@@ -85,26 +85,53 @@ def pdl_installed() -> bool:
     return True
 
 
-def to_other_process(endpoint_url: str, table_name: str, rounds: int) -> list[float]:
-    """Milliseconds from a release to the grant to a waiter process that joined the line."""
-    holder = client(endpoint_url, table_name)
+def timed_handoffs(
+    rounds: int,
+    waiting: tuple[Any, ...],
+    take: Callable[[str], Any],
+    ready: Callable[[str], None],
+    give: Callable[[Any], Any],
+) -> list[float]:
+    """Milliseconds from each release (``give`` returned) to the grant the waiter process ``waiting`` reports.
+
+    ``waiting``: its target and first arguments (it gets the keys and reports on two queues); each round
+    ``take`` holds a new key, the waiter is sent it, ``ready`` waits until it waits, ``give`` releases.
+    """
     keys, granted = spawn.Queue(), spawn.Queue()
-    worker = spawn.Process(target=ours_waiting, args=(endpoint_url, table_name, keys, granted))
+    worker = spawn.Process(target=waiting[0], args=(*waiting[1:], keys, granted))
     worker.start()
     delays = []
     for _ in range(rounds):
         key = unique("handoff")
-        lease = holder.acquire(key, sort_key="-")
+        held = take(key)
         keys.put(key)
-        until(lambda key=key: len(parse_waiters(holder.get(key, sort_key="-").raw_line)) == 1)
-        time.sleep(random.uniform(0.0, 0.2))  # the release at any moment of the waiter's looks
-        lease.release()
+        ready(key)
+        give(held)
         released = time.monotonic()
         delays.append((granted.get(timeout=30) - released) * 1000)
     keys.put(None)
     worker.join(30)
-    holder.close()
     return delays
+
+
+def to_other_process(endpoint_url: str, table_name: str, rounds: int) -> list[float]:
+    """Milliseconds from a release to the grant to a waiter process that joined the line."""
+    holder = client(endpoint_url, table_name)
+
+    def ready(key: str) -> None:
+        until(lambda: len(parse_waiters(holder.get(key, sort_key="-").raw_line)) == 1)
+        time.sleep(random.uniform(0.0, 0.2))  # the release at any moment of the waiter's looks
+
+    try:
+        return timed_handoffs(
+            rounds,
+            (ours_waiting, endpoint_url, table_name),
+            lambda key: holder.acquire(key, sort_key="-"),
+            ready,
+            lambda lease: lease.release(),
+        )
+    finally:
+        holder.close()
 
 
 def to_same_process(endpoint_url: str, table_name: str, rounds: int) -> list[float]:
@@ -134,22 +161,16 @@ def to_same_process(endpoint_url: str, table_name: str, rounds: int) -> list[flo
 
 def pdl_to_other_process(endpoint_url: str, table_name: str, rounds: int, retry: float) -> list[float]:
     holder = pdl_client(endpoint_url, table_name)
-    keys, granted = spawn.Queue(), spawn.Queue()
-    worker = spawn.Process(target=pdl_waiting, args=(endpoint_url, table_name, retry, keys, granted))
-    worker.start()
-    delays = []
-    for _ in range(rounds):
-        key = unique("pdl")
-        lock = holder.acquire_lock(key)
-        keys.put(key)
-        time.sleep(0.3 + random.uniform(0.0, retry))  # it asked once and sleeps between polls
-        holder.release_lock(lock)
-        released = time.monotonic()
-        delays.append((granted.get(timeout=30) - released) * 1000)
-    keys.put(None)
-    worker.join(30)
-    holder.close()
-    return delays
+    try:
+        return timed_handoffs(
+            rounds,
+            (pdl_waiting, endpoint_url, table_name, retry),
+            holder.acquire_lock,
+            lambda _: time.sleep(0.3 + random.uniform(0.0, retry)),  # it asked once and sleeps between polls
+            holder.release_lock,
+        )
+    finally:
+        holder.close()
 
 
 def round_trip(endpoint_url: str, table_name: str, rounds: int) -> float:
