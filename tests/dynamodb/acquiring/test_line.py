@@ -150,17 +150,31 @@ def fixed_jitter(monkeypatch: pytest.MonkeyPatch) -> Callable[[float], None]:
 
 
 def wait_for_a_held_key(
-    make_client: Callable[..., LockClient], key: str, clock: VirtualClock, *, threads: int, seconds: float
+    make_client: Callable[..., LockClient],
+    key: str,
+    clock: VirtualClock,
+    *,
+    threads: int,
+    seconds: float,
+    ahead: int = 0,
 ) -> dict[str, Any]:
-    """Requests one client's ``threads`` waiters send while they wait ``seconds`` for a key held all along."""
+    """Requests one client's ``threads`` waiters send while they wait ``seconds`` for a key held all along,
+    behind ``ahead`` other processes' waiters in line."""
     holder = make_client(clock=clock, lease_duration=120.0, heartbeat_period=30.0)  # nobody may take it over
     lease = holder.acquire(key)
+    others = [make_client(clock=clock, refresh_period=1.0) for _ in range(ahead)]
+    started = [
+        start_waiter(clock, timing_out(lambda other=other: other.acquire(key, timeout=seconds + 2))) for other in others
+    ]
+    clock.advance(0.01)  # they joined first
     counted = make_client(clock=clock, refresh_period=1.0)  # the default's pace, as docs/operations.md states it
     counter = RequestCounter(counted.dynamodb)
-    started = [start_waiter(clock, timing_out(lambda: counted.acquire(key, timeout=seconds))) for _ in range(threads)]
-    run_until_done(clock, started, seconds=seconds + 1, step=1.0)
+    mine = [start_waiter(clock, timing_out(lambda: counted.acquire(key, timeout=seconds))) for _ in range(threads)]
+    run_until_done(clock, mine, seconds=seconds + 1, step=1.0)
+    calls = dict(counter.calls)
+    run_until_done(clock, started, seconds=3, step=1.0)
     lease.release()
-    return dict(counter.calls)
+    return calls
 
 
 def test_the_head_reads_as_often_as_docs_say(make_client, key, virtual_clock, fixed_jitter):
@@ -172,6 +186,15 @@ def test_the_head_reads_as_often_as_docs_say(make_client, key, virtual_clock, fi
     refreshes = calls["UpdateItem"] - 3
     assert 60 / (LINE_LOOK_PERIODS * 1.0 + HEAD_LOOK_SECONDS) - 1 <= refreshes <= 60 / (LINE_LOOK_PERIODS * 1.0)
     assert calls["GetItem"] + calls["UpdateItem"] - 3 == pytest.approx(60 / HEAD_LOOK_SECONDS, abs=2)
+
+
+def test_the_third_in_line_refreshes_its_entry_as_docs_say(make_client, key, virtual_clock, fixed_jitter):
+    fixed_jitter(1.0)
+    calls = wait_for_a_held_key(make_client, key, virtual_clock, threads=1, seconds=20.0, ahead=2)
+    # The refused write, the join and the leave; between them a look every 2 s, each a refresh of its entry
+    # (docs/operations.md: 30 UpdateItems a minute; a third of a minute here), and no read.
+    assert calls.get("GetItem", 0) == 0
+    assert calls["UpdateItem"] - 3 == pytest.approx(20 / (LINE_LOOK_PERIODS * 1.0), abs=1)
 
 
 def test_fifty_threads_of_one_process_cost_what_one_waiter_costs(make_client, key, virtual_clock, fixed_jitter):
