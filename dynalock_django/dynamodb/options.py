@@ -155,7 +155,6 @@ class CallChecks:
             item.PERMITS: {"N": "999"},
             readers_mark.READERS_MAY_HOLD: {"S": version},
             waiters.WAITERS: waiters.largest_queue(),
-            waiters.LINE: waiters.largest_queue(),
         }
         if self._layout.ttl_attribute:
             largest[self._layout.ttl_attribute] = {"N": "9" * 11}

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..aws import deadlines
+from ..aws import botocore_errors, deadlines
 from ..aws.store import Refused
 from ..clock import Instant, start_thread
 from ..exceptions import DynamoDBError
@@ -97,6 +97,7 @@ class Seat:
         self.waiter_id = uuid.uuid4().hex  # new for every seat: a leave in the background never takes a later one
         self.name = name
         self.joined = False
+        self.unjoinable = False  # DynamoDB refused our entry (no room on the item): wait outside the line
         self.refreshed_at = -float("inf")  # monotonic: when a join or refresh of ours last landed
 
     def landed(self, started: float) -> None:
@@ -169,6 +170,14 @@ class Seats:
             current, written = self._layout.parse(self._store.update(request)), True
         except Refused as refused:
             current, written = refused.current, False
+        except DynamoDBError as error:
+            if line is None or not botocore_errors.refused_as_invalid(error):
+                raise
+            # No room on the item for our entry (a lock whose data comes near DynamoDB's 400 KB item limit; the
+            # data budget counts the admin's queue, not this line): this process waits outside the line.
+            logger.info("Waiting for %r outside its line, which DynamoDB refused to add to: %s", lock_id[0], error)
+            seat.unjoinable = True
+            current, written = self._store.read(lock_id), False
         return current, Instant.read(self._clock), written, started
 
     def _leave(self, lock_id: LockId, waiter_id: str) -> None:

@@ -272,7 +272,7 @@ class Acquisition:
             self._write_next, self._last, self._takeable_in_a_row = True, "free", 0
             self._unheld_in_a_row += 1
         waiting = self._last in ("held", "queued")
-        self._join_next = self.seat is not None and waiting and not self.place.joined
+        self._join_next = self.seat is not None and not self.seat.unjoinable and waiting and not self.place.joined
 
     def answered_too_late(self, version: str, started: float) -> None:
         """A write of ours sent at ``started`` stored ``version``, but its answer came after its lease ran out.

@@ -107,6 +107,12 @@ def throttling_reason(error: BaseException) -> str:
     return error_code(error) or type(error).__name__
 
 
+def refused_as_invalid(error: DynamoDBError) -> bool:
+    """DynamoDB refused the request as invalid (ValidationException), as it refuses a write that would take
+    the item past its 400 KB: nothing was written, and the same request would be refused again."""
+    return error.original is not None and error_code(error.original) == "ValidationException"
+
+
 def may_have_landed(error: DynamoDBError) -> bool:
     """A write that failed with ``error`` may have been applied all the same (its answer was lost)."""
     return error.original is not None and is_transient(error.original)

@@ -22,7 +22,7 @@ from dynalock_django.dynamodb.acquiring.line_seats import (
 )
 from dynalock_django.dynamodb.wire.waiters import LINE, parse_waiters
 
-from ...dynamodb_support import REFRESH, RequestCounter
+from ...dynamodb_support import REFRESH, RequestCounter, error_response
 from ...java_client import JavaLockClient
 
 WINDOW = max(WINDOW_PERIODS * REFRESH, MIN_WINDOW_SECONDS)
@@ -237,3 +237,25 @@ def test_a_java_client_that_does_not_know_the_line_can_take_a_released_lock(
     assert holder_info is not None
     assert line_of(holder, key) == []
     run_until_done(virtual_clock, [thread], seconds=2)
+
+
+def test_a_waiter_whose_entry_dynamodb_refuses_waits_outside_the_line(make_client, dynamodb, key, virtual_clock):
+    """A join DynamoDB refuses as invalid (no room on an item whose data nears 400 KB) is no failure of the wait."""
+    holder = make_client(clock=virtual_clock)
+    lease = holder.acquire(key)
+    waiter = make_client(dynamodb, clock=virtual_clock)
+
+    def refuse_joins(request: Any, **_: Any) -> Any:
+        if b'"window"' in request.body:  # a new entry of the line: a join, or the start of a line
+            return error_response("ValidationException", 400, "Item size has exceeded the maximum allowed size")
+        return None
+
+    dynamodb.meta.events.register_first("before-send.dynamodb.UpdateItem", refuse_joins)
+    got: list[int] = []
+    thread = start_waiter(virtual_clock, lambda: got.append(waiter.acquire(key, timeout=30).fencing_token))
+    virtual_clock.advance(1.0)
+    assert line_of(holder, key) == []
+    lease.release()
+    run_until_done(virtual_clock, [thread], seconds=5)
+    assert got
+    assert got[0] > lease.fencing_token
