@@ -28,7 +28,7 @@ from .clock import SYSTEM_CLOCK, Clock, Instant
 from .counted.client_methods import CountedMethods
 from .group_methods import GroupMethods
 from .leases.heartbeat import DEFAULT_RENEWAL_WORKERS
-from .leases.lease import Lease, LostCallback
+from .leases.lease import Lease, LostCallback, detached_handle
 from .listing import ListingMethods
 from .options import CallChecks, check_client_options, check_renewal_workers, default_owner_name
 from .process_state import ProcessState
@@ -299,8 +299,8 @@ class LockClient(AsyncMethods, GroupMethods, CountedMethods, TableMethods, Listi
         validation.check_name("owner_name", owner_name)
         validation.check_fencing_token(fencing_token)
         duration = self.call_checks.lease_duration(lease_duration, keep_alive=False)
-        return self.process_state.acquirer.handle(
-            lock_id, owner_name=owner_name, fencing_token=fencing_token, lease_duration=duration
+        return detached_handle(
+            self, self.clock, lock_id, owner_name=owner_name, fencing_token=fencing_token, lease_duration=duration
         )
 
     @property

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 from .acquiring.acquirer import Acquirer
 from .acquiring.async_acquirer import AsyncAcquirer
 from .acquiring.group_acquirer import GroupAcquirer
+from .acquiring.line_seats import LineTiming, Seats
 from .acquiring.observations import Observations
 from .acquiring.operator_actions import OperatorActions
 from .acquiring.turns import Turns
@@ -37,6 +38,7 @@ class ClientSettings(LeaseClient, Protocol):
     heartbeat_period: float
     renewal_workers: int
     refresh_period: float
+    owner_name: str
     delete_on_release: bool
     max_clock_skew: float | None
 
@@ -63,6 +65,15 @@ class ProcessState:
             clock=clock,
             name=f"dynalock-heartbeat-{layout.table_name}",
         )
+        # One look per key for all this client's waiters, and one seat in the key's line for the process.
+        self.turns = Turns(clock)
+        self.seats = Seats(
+            store,
+            layout,
+            clock,
+            owner_name=lambda: client.owner_name,
+            timing=LineTiming.for_refresh_period(client.refresh_period),
+        )
         self.acquirer = Acquirer(
             client=client,
             store=store,
@@ -74,6 +85,8 @@ class ProcessState:
             refresh_period=client.refresh_period,
             closed=self.closed,
             ensure_open=self.ensure_open,
+            turns=self.turns,
+            seats=self.seats,
         )
         self.group_acquirer = GroupAcquirer(
             acquirer=self.acquirer,
@@ -90,7 +103,6 @@ class ProcessState:
         self.operator = OperatorActions(store, layout, clock, self.holdings, self.acquirer)
         # Coroutines: a few threads for their requests (built per process, so a forked child has its own).
         self.calls = CallThreads(name=f"dynalock-call-{layout.table_name}")
-        self.turns = Turns(clock)
         self.async_acquirer = AsyncAcquirer(
             acquirer=self.acquirer,
             group_acquirer=self.group_acquirer,

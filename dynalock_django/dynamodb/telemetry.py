@@ -115,7 +115,9 @@ if ENABLED:
         "dynalock.takeovers", unit="{lock}", description="Locks this process took over from a holder that stopped."
     )
     _requests = _meter.create_counter(
-        "dynalock.requests", unit="{request}", description="DynamoDB requests, by operation and result."
+        "dynalock.requests",
+        unit="{request}",
+        description="DynamoDB requests, by operation and result (throttled ones also by reason).",
     )
     _tasks_skipped = _meter.create_counter(
         "dynalock.tasks.skipped", unit="{run}", description="Run-once task runs skipped: another run held the key."
@@ -310,10 +312,13 @@ def lease_ended(holding: Holding | None, lost: LostCause | None = None, *, relea
         _release_failed.add(1, holding.attributes)
 
 
-def request(operation: str, result: RequestResult) -> None:
-    """One DynamoDB request (``operation`` as DynamoDB names it) ended with ``result``."""
+def request(operation: str, result: RequestResult, reason: str | None = None) -> None:
+    """One DynamoDB request (``operation`` as DynamoDB names it) ended with ``result`` (throttled: for ``reason``)."""
     if ENABLED:
-        _requests.add(1, {"dynalock.operation": operation, "dynalock.result": result})
+        attributes = {"dynalock.operation": operation, "dynalock.result": result}
+        if reason is not None:
+            attributes["dynalock.reason"] = reason
+        _requests.add(1, attributes)
 
 
 def task_skipped(task: str) -> None:

@@ -18,6 +18,7 @@ BENCHMARKS = [
     "telemetry",
     "recovery",
     "bad_day",
+    "handoff",
 ]
 
 

@@ -130,3 +130,15 @@ def take_permits(endpoint_url: str, table_name: str, name: str, permits: int, ro
         intervals.append((held_from, held_until, lease.permit, lease.fencing_token, os.getpid(), still_held))
     client.close()
     results.put(intervals)
+
+
+def wait_in_line(endpoint_url: str, table_name: str, key: str, number: int, results: Any) -> None:
+    """Wait for the lock (joining its line), hold it a moment, release it; report when, with which token."""
+    client = patient_client(endpoint_url, table_name)
+    lease = client.acquire(key, timeout=120)
+    held_from = time.monotonic()
+    time.sleep(0.01)
+    held_until = time.monotonic()
+    released = lease.release(best_effort=True)
+    results.put((held_from, held_until, lease.fencing_token, number, released))
+    client.close()

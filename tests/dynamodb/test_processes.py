@@ -12,14 +12,15 @@ import time
 import pytest
 
 from dynalock_django.dynamodb import LockTimeout
+from dynalock_django.dynamodb.wire.waiters import parse_waiters
 
-from ..dynamodb_support import HEARTBEAT, LEASE
+from ..dynamodb_support import HEARTBEAT, LEASE, wait_for
 from ..worker_processes import worker_context
 from . import processes
 
 pytestmark = pytest.mark.processes
 
-PROCESSES, ROUNDS = 8, 50
+PROCESSES, ROUNDS = 8, 12
 forkserver = worker_context()
 
 
@@ -47,6 +48,34 @@ def test_eight_processes_never_overlap_and_lose_no_update(endpoint_url, table_na
     assert all(earlier < later for earlier, later in itertools.pairwise(tokens))
     assert len({pid for _, _, _, pid, _ in intervals}) == PROCESSES
     assert all(released for *_, released in intervals)
+
+
+def test_processes_waiting_in_line_get_the_lock_in_the_order_they_joined(endpoint_url, table_name, key, make_client):
+    """The line is first come, first served across processes; an arrival after the release waits behind it."""
+    holder = make_client()
+    lease = holder.acquire(key)
+    results = forkserver.Queue()
+    workers = []
+    for number in range(PROCESSES):
+        workers.append(
+            forkserver.Process(target=processes.wait_in_line, args=(endpoint_url, table_name, key, number, results))
+        )
+        workers[-1].start()
+        wait_for(lambda count=number + 1: len(line_of(holder, key)) == count, 60)  # joined, in this order
+    lease.release()
+    assert holder.try_acquire(key) is None  # an arrival after the release: the line goes first
+    granted = sorted(collect(results, workers))
+
+    assert [number for _, _, _, number, _ in granted] == list(range(PROCESSES))
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(granted))  # no overlap
+    tokens = [token for _, _, token, _, _ in granted]
+    assert all(earlier < later for earlier, later in itertools.pairwise(tokens))
+    assert all(released for *_, released in granted)
+
+
+def line_of(client, key):
+    info = client.get(key)
+    return parse_waiters(info.raw_line) if info is not None else ()
 
 
 def collect(results, workers, timeout=300.0):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import threading
 import time
 
@@ -19,7 +20,7 @@ from opentelemetry.trace import StatusCode
 from dynalock_django.dynamodb import DynamoDBUnavailable, LockLost, LockNotAcquired, LockTimeout
 from dynalock_django.dynamodb.leases.lease import record_of
 
-from ..dynamodb_support import LEASE, FaultInjector, make_dynamodb, unique
+from ..dynamodb_support import LEASE, FaultInjector, RequestCounter, make_dynamodb, unique
 from ..otel_support import described_as_their_keys, recorded
 
 
@@ -174,6 +175,37 @@ def test_throttling_is_counted_and_an_unavailable_acquire_is_an_error_span(otel,
     (span,) = otel.spans("dynalock.acquire")
     assert span.status.status_code is StatusCode.ERROR
     assert span.attributes["dynalock.outcome"] == "unavailable"
+
+
+def test_a_throttled_waiter_backs_off_and_each_throttled_request_is_counted_with_its_reason(
+    otel, make_client, dynamodb, key, virtual_clock, monkeypatch
+):
+    monkeypatch.setattr(random, "uniform", lambda low, high: high)  # every pause its whole period
+    holder = make_client(clock=virtual_clock, lease_duration=60.0, heartbeat_period=15.0)
+    lease = holder.acquire(key)
+    waiter = make_client(dynamodb, clock=virtual_clock, refresh_period=1.0)
+    faults, counter = FaultInjector(dynamodb), RequestCounter(dynamodb)
+    reasons = [{"reason": "TableReadKeyRangeThroughputExceeded", "resource": "arn:aws:dynamodb:::table/t"}]
+    faults.fail("GetItem", "ProvisionedThroughputExceededException", 400, times=-1, ThrottlingReasons=reasons)
+
+    def wait() -> None:
+        with pytest.raises(DynamoDBUnavailable):  # what failed last ends a wait that saw nothing else
+            waiter.acquire(key, timeout=10.0)
+
+    thread = threading.Thread(target=wait)
+    virtual_clock.follow(thread)
+    thread.start()
+    while thread.is_alive():
+        virtual_clock.advance(1.0)
+    lease.release()
+
+    # The head of the line would read every 0.1 s (100 reads in 10 s); throttled, it backs off, doubling
+    # its pause from 0.2 s up to the rare look's 2 s, anew after each refresh of its entry (a write,
+    # answered, every 2 s): 0.2 + 0.4 + 0.8 + ... three or four reads in 2 s.
+    assert counter.calls["GetItem"] <= 20
+    counted = otel.collect().of("dynalock.requests", dynalock__operation="GetItem", dynalock__result="throttled")
+    assert {point.attributes["dynalock.reason"] for point in counted} == {"TableReadKeyRangeThroughputExceeded"}
+    assert sum(point.value for point in counted) == counter.calls["GetItem"]
 
 
 def test_a_group_acquire_is_one_span_for_all_its_keys(otel, make_client, key):

@@ -3,8 +3,10 @@
 Request budget: an uncontended acquire is one conditional UpdateItem that
 also issues the fencing token; a refused one carries the holder's item
 (one consistent GetItem more only on endpoints that do not return it).
-Waiting costs consistent GetItems; threads of one client waiting for each
-other send nothing. Writes whose answer was lost are resolved by their
+Waiting joins the lock's line (one UpdateItem), then costs the head's
+consistent GetItems and every waiter's refreshes (:mod:`.line_seats`); threads
+of one client waiting for the same key, or for each other, take turns and send
+nothing but the one look (:mod:`.turns`). Writes whose answer was lost are resolved by their
 version (a later write's condition, or one read), and released on the way
 out when they cannot be.
 
@@ -21,12 +23,12 @@ While the circuit breaker is open a wait ends at once (CircuitOpen).
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import math
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .. import telemetry
 from ..aws import botocore_errors, deadlines
@@ -35,13 +37,13 @@ from ..clock import Instant
 from ..exceptions import CircuitOpen, DynamoDBError, DynamoDBUnavailable
 from ..leases.lease import Lease, LeaseClient
 from ..leases.lease_record import LeaseRecord
-from ..wire import item, permits, writes
+from ..wire import item, permits
 from ..wire.display import printable
 from ..wire.item import LockInfo
 from ..wire.readers_mark import ReadersSeen
 from ..wire.waiters import WAITERS, Waiter, parse_waiters
 from ..wire.writes import Stamp
-from .plan import Acquisition, UnansweredWrites, Write, late_answers_message, ran_out
+from .plan import Acquisition, Join, Refresh, UnansweredWrites, Write, late_answers_message, ran_out
 from .unanswered_cleanup import UnansweredCleanup
 
 if TYPE_CHECKING:
@@ -51,7 +53,9 @@ if TYPE_CHECKING:
     from ..leases.holdings import Holdings
     from ..options import AcquireOptions
     from ..wire.layout import LockId, TableLayout
+    from .line_seats import Seats
     from .observations import Observations
+    from .turns import Turns
 
 logger = logging.getLogger("dynalock_django.acquire")
 
@@ -70,6 +74,8 @@ class Acquirer:
         refresh_period: float,
         closed: threading.Event,
         ensure_open: Callable[[], None],
+        turns: Turns,
+        seats: Seats,
     ) -> None:
         self._client = client
         self._store = store
@@ -81,28 +87,51 @@ class Acquirer:
         self._refresh_period = refresh_period
         self._closed = closed
         self._ensure_open = ensure_open
+        self._turns = turns
+        self.seats = seats
         self._unanswered = UnansweredCleanup(store, layout, clock)
 
     @telemetry.traced_acquire("dynalock.acquire")
     def acquire(self, lock_id: LockId, options: AcquireOptions, timeout: float | None) -> Lease:
         deadline = None if timeout is None else self._clock.monotonic() + timeout
-        plan = self.plan(lock_id, deadline)
-        try:
-            while True:
-                self._ensure_open()
-                if not self._holdings.wait_until_free(lock_id, deadline):
-                    plan.held_locally(self._holdings.holder(lock_id))
-                    break
-                lease = self.attempt_while_waiting(plan, options)
-                if lease is not None:
-                    return lease
-                delay = plan.delay(self._clock.monotonic())
-                if delay is None:
-                    break
-                self._clock.wait(self._closed, delay)
-        finally:
-            self.clean_up(plan, options)
+        trying = timeout == 0  # a try (the admin's): no turn to wait for, no line to join
+        with contextlib.nullcontext(True) if trying else self._turns.in_thread(lock_id, deadline) as my_turn:
+            plan, lease = self.plan(lock_id, deadline, waiting=my_turn and not trying), None
+            try:
+                if my_turn:
+                    lease = self._wait(plan, options, deadline)
+                else:
+                    self.held_here(plan)
+            finally:
+                self.clean_up(plan, options)
+                self.left_turn(plan, lease)
+            if lease is not None:
+                return lease
         raise plan.gave_up(timeout)
+
+    def _wait(self, plan: Acquisition, options: AcquireOptions, deadline: float | None) -> Lease | None:
+        while True:
+            self._ensure_open()
+            if not self._holdings.wait_until_free(plan.lock_id, deadline):
+                plan.held_locally(self._holdings.holder(plan.lock_id))
+                return None
+            lease = self.attempt_while_waiting(plan, options)
+            if lease is not None:
+                return lease
+            delay = plan.delay(self._clock.monotonic())
+            if delay is None:
+                return None
+            self._clock.wait(self._closed, delay)
+
+    def held_here(self, plan: Acquisition) -> None:
+        """The deadline came while another holder of this client, or a waiter before us, had the lock's turn."""
+        observed = self._observations.get(plan.lock_id)  # a waiter before us still waits: the holder it saw
+        plan.held_locally(self._holdings.holder(plan.lock_id) or (observed.info if observed is not None else None))
+
+    def left_turn(self, plan: Acquisition, lease: Lease | None) -> None:
+        """A waiter is done: the last of this process to give up takes the process's seat out of the line."""
+        if lease is None and not self._turns.others_waiting(plan.lock_id):
+            self.seats.vacate(plan.lock_id, plan.seconds_left(self._clock.monotonic()))
 
     @telemetry.traced_acquire("dynalock.acquire")
     def try_acquire(self, lock_id: LockId, options: AcquireOptions) -> Lease | None:
@@ -148,21 +177,7 @@ class Acquirer:
 
         ``readers_seen``: what the granted item says of a readers-writer lock's readers (None: unknown).
         """
-        record = LeaseRecord(
-            self._clock,
-            key=lock_id[0],
-            sort_key=lock_id[1],
-            owner_name=options.owner_name,
-            version=version,
-            fencing_token=fencing_token,
-            data=options.data,
-            lease_duration=options.lease_duration,
-            valid_from=started,
-            acquired_at=datetime.fromtimestamp(self._clock.time(), tz=UTC),
-            keep_alive=options.keep_alive,
-            waiters=waiters,
-            permit=_permit_index(lock_id[0]) if options.permits is not None else None,
-        )
+        record = _granted_record(self._clock, lock_id, version, fencing_token, started, options, waiters)
         record.telemetry = telemetry.lease_granted(lock_id[0], taken_over=taken_over)
         record.readers_seen = readers_seen
         lease = Lease(self._client, record)
@@ -181,25 +196,17 @@ class Acquirer:
             logger.debug("Acquired %r (token %d)", lock_id[0], fencing_token)
         return lease
 
-    def handle(self, lock_id: LockId, *, owner_name: str, fencing_token: int, lease_duration: float) -> Lease:
-        """A lease on a detached lock granted elsewhere; nothing is known about it until it is renewed."""
-        record = LeaseRecord(
-            self._clock,
-            key=lock_id[0],
-            sort_key=lock_id[1],
-            owner_name=owner_name,
-            version=None,
-            fencing_token=fencing_token,
-            data=None,
-            lease_duration=lease_duration,
-            valid_from=-math.inf,
-            acquired_at=None,
-            keep_alive=False,
+    def plan(self, lock_id: LockId, deadline: float | None, *, waiting: bool = False) -> Acquisition:
+        """The plan of one acquire; ``waiting`` (a wait's, whose turn it is): with the process's seat in the line."""
+        seat = self.seats.seat(lock_id) if waiting else None
+        return Acquisition(
+            lock_id,
+            self._observations,
+            refresh_period=self._refresh_period,
+            deadline=deadline,
+            seat=seat,
+            timing=self.seats.timing,
         )
-        return Lease(self._client, record)
-
-    def plan(self, lock_id: LockId, deadline: float | None) -> Acquisition:
-        return Acquisition(lock_id, self._observations, refresh_period=self._refresh_period, deadline=deadline)
 
     def attempt_while_waiting(self, plan: Acquisition, options: AcquireOptions) -> Lease | None:
         """An attempt of a wait: DynamoDB being unavailable is told to the plan (it backs off), not raised.
@@ -221,6 +228,10 @@ class Acquirer:
         with deadlines.within(plan.seconds_left(now)):
             if isinstance(step, Write):
                 return self._write(plan, step, options)
+            if isinstance(step, Join | Refresh):
+                line = step.line if isinstance(step, Join) else None
+                plan.wrote_line(*self.seats.send(plan.lock_id, plan.seat, line))
+                return None
             current = self._store.read(plan.lock_id)
         started = plan.unanswered.landed_in(current, options.owner_name)
         if started is not None:  # a write of ours whose answer was lost landed: the lock is ours since it started
@@ -233,24 +244,11 @@ class Acquirer:
         plan.found(current, Instant.read(self._clock))
         return None
 
-    def request(self, lock_id: LockId, step: Write, stamp: Stamp, options: AcquireOptions) -> dict[str, Any]:
-        """The conditional acquire write ``step`` calls for, stamped ``stamp`` (alone or in a transaction)."""
-        return writes.acquire(
-            self._layout,
-            lock_id,
-            stamp,
-            data=options.data,
-            observed=step.observed,
-            may_take_over=step.may_take_over,
-            pending=list(step.unanswered),
-            permits=options.permits,
-        )
-
     def _write(self, plan: Acquisition, step: Write, options: AcquireOptions) -> Lease | None:
         """One conditional write that takes the lock if it is free, released, expired or ours."""
         stamp = Stamp.new(options.owner_name, options.lease_duration, self._clock)
         try:
-            granted = self._store.update(self.request(plan.lock_id, step, stamp, options))
+            granted = self._store.update(step.request(self._layout, plan.lock_id, stamp, options))
         except Refused as refused:
             current = refused.current
             seen = Instant.read(self._clock)
@@ -296,6 +294,8 @@ class Acquirer:
         A lease counts from when its write was sent. One whose answer came after it ran out is not
         granted: its item is told to the plan as an unanswered write's, which the next write accepts.
         """
+        if plan.seat is not None:
+            plan.seat.joined = False  # the write that landed took our entry out of the line, granted or not
         if ran_out(started, options.lease_duration, self._clock.monotonic()):
             logger.info(
                 "DynamoDB answered a write taking %s after its %gs lease had run out: not granted, trying again",
@@ -349,6 +349,32 @@ class Acquirer:
     def abandon(self, lock_id: LockId, unanswered: UnansweredWrites, options: AcquireOptions) -> None:
         """Best effort: release versions we may have written but never heard back about."""
         self._unanswered.abandon(lock_id, unanswered, options)
+
+
+def _granted_record(
+    clock: Clock,
+    lock_id: LockId,
+    version: str,
+    fencing_token: int,
+    started: float,
+    options: AcquireOptions,
+    waiters: tuple[Waiter, ...],
+) -> LeaseRecord:
+    return LeaseRecord(
+        clock,
+        key=lock_id[0],
+        sort_key=lock_id[1],
+        owner_name=options.owner_name,
+        version=version,
+        fencing_token=fencing_token,
+        data=options.data,
+        lease_duration=options.lease_duration,
+        valid_from=started,
+        acquired_at=datetime.fromtimestamp(clock.time(), tz=UTC),
+        keep_alive=options.keep_alive,
+        waiters=waiters,
+        permit=_permit_index(lock_id[0]) if options.permits is not None else None,
+    )
 
 
 def _permit_index(key: str) -> int | None:

@@ -61,19 +61,23 @@ class AsyncAcquirer:
     @telemetry.traced_acquire("dynalock.acquire")
     async def acquire(self, lock_id: LockId, options: AcquireOptions, timeout: float | None) -> Lease:
         deadline = None if timeout is None else self._clock.monotonic() + timeout
-        plan = self._acquirer.plan(lock_id, deadline)
-        try:
-            async with self._turns.turn(lock_id, deadline) as my_turn:
+        trying = timeout == 0  # a try: no line to join (the turn ends it at once, if another coroutine has it)
+        async with self._turns.turn(lock_id, deadline) as my_turn:
+            plan, lease = self._acquirer.plan(lock_id, deadline, waiting=my_turn and not trying), None
+            try:
                 if not my_turn:
-                    self._held_here(plan)
+                    self._acquirer.held_here(plan)
                 else:
                     lease = await self._wait_and_attempt(plan, options, deadline)
-                    if lease is not None:
-                        return lease
-        finally:
-            if plan.unanswered:  # cleaned up now if the deadline allows, else in the background
-                with contextlib.suppress(ClientClosed):  # best effort, as the sync path's: closing ends it
-                    await self._calls.run(functools.partial(self._acquirer.clean_up, plan, options))
+            finally:
+                if plan.unanswered:  # cleaned up now if the deadline allows, else in the background
+                    with contextlib.suppress(ClientClosed):  # best effort, as the sync path's: closing ends it
+                        await self._calls.run(functools.partial(self._acquirer.clean_up, plan, options))
+                if lease is None and not trying and not self._turns.others_waiting(lock_id):
+                    with contextlib.suppress(ClientClosed):  # the last to give up takes the seat out of line
+                        await self._calls.run(functools.partial(self._acquirer.left_turn, plan, lease))
+            if lease is not None:
+                return lease
         raise plan.gave_up(timeout)
 
     async def _wait_and_attempt(
@@ -81,7 +85,7 @@ class AsyncAcquirer:
     ) -> Lease | None:
         while True:
             if not await self._turns.wait_until_free(self._holdings, plan.lock_id, deadline):
-                self._held_here(plan)
+                self._acquirer.held_here(plan)
                 return None
             self._ensure_open()  # a closing client ends the wait above, too
             lease = await self._calls.run(
@@ -93,14 +97,6 @@ class AsyncAcquirer:
             if delay is None:
                 return None
             await pause(self._clock, delay)
-
-    def _held_here(self, plan: Acquisition) -> None:
-        """The deadline came while another holder of this client, or a coroutine before us, had the lock."""
-        holder = self._holdings.holder(plan.lock_id)
-        if holder is None:  # a coroutine before us is still waiting for it: the holder is the one it saw
-            observed = self._observations.get(plan.lock_id)
-            holder = observed.info if observed is not None else None
-        plan.held_locally(holder)
 
     async def try_acquire(self, lock_id: LockId, options: AcquireOptions) -> Lease | None:
         return await self._calls.run(

@@ -182,7 +182,7 @@ class GroupAcquirer:
         steps = plan.writes(chunk, self._clock.monotonic())
         stamps = [Stamp.new(options.owner_name, options.lease_duration, self._clock) for _ in chunk]
         requests = [
-            writes.in_transaction(self._acquirer.request(lock_id, step, stamp, options))
+            writes.in_transaction(step.request(self._layout, lock_id, stamp, options))
             for lock_id, stamp, step in zip(chunk, stamps, steps, strict=True)
         ]
         try:

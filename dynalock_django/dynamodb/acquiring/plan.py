@@ -24,6 +24,12 @@ A write whose answer came only after the lease it would grant had run out
 (:func:`ran_out`; counted from when the write was sent) grants nothing: it
 is counted as a write whose answer was lost, since it is stored, and the
 next write, sent at once, accepts it and takes the lock with a lease of its own.
+
+A waiting acquire keeps its process's seat in the lock's line (:mod:`.line_seats`):
+found held, it joins; a lock released, or a holder that may be taken over, goes
+to the line's first live waiter, so arrivals (and try_acquire, which never
+joins) wait behind it (:func:`.queue_writes.grant_terms` is the condition). The
+head reads often, the others' looks are refreshes of their entries, rarely.
 """
 
 from __future__ import annotations
@@ -31,16 +37,21 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..exceptions import LockTimeout
+from ..wire import writes
 from ..wire.item import describe_holder
+from ..wire.waiters import NO_LINE, Place, place_in_line
 
 if TYPE_CHECKING:
     from ..clock import Instant
     from ..exceptions import DynamoDBError
+    from ..options import AcquireOptions
     from ..wire.item import LockInfo
-    from ..wire.layout import LockId
+    from ..wire.layout import LockId, TableLayout
+    from ..wire.writes import Stamp
+    from .line_seats import LineTiming, Seat
     from .observations import Observations
 
 # The first poll comes quickly (most locks are held briefly), then backs off
@@ -66,6 +77,23 @@ class Write:
     observed: LockInfo | None
     may_take_over: bool
     unanswered: tuple[str, ...]  # versions of ours that may have landed: finding one means the lock is ours
+    line: Place = NO_LINE  # the line as last read: the write takes the lock only if it is our turn
+    me: str | None = None  # our entry in that line, if we are in it
+
+    def request(self, layout: TableLayout, lock_id: LockId, stamp: Stamp, options: AcquireOptions) -> dict[str, Any]:
+        """The conditional acquire write this step calls for, stamped ``stamp`` (alone or in a transaction)."""
+        return writes.acquire(
+            layout,
+            lock_id,
+            stamp,
+            data=options.data,
+            observed=self.observed,
+            may_take_over=self.may_take_over,
+            pending=list(self.unanswered),
+            permits=options.permits,
+            line=self.line,
+            me=self.me,
+        )
 
 
 @dataclass(frozen=True)
@@ -73,7 +101,19 @@ class Read:
     """Read the lock: it is held and not ours to take yet."""
 
 
-Step = Write | Read
+@dataclass(frozen=True)
+class Join:
+    """Join the lock's line (one write, which shows the item as a read would): it is held, or others wait first."""
+
+    line: Place  # as last read: a map to add to, or none yet; its stale entries make room
+
+
+@dataclass(frozen=True)
+class Refresh:
+    """Keep our entry in line (one write, which shows the item as a read would)."""
+
+
+Step = Write | Read | Join | Refresh
 
 
 class UnansweredWrites:
@@ -126,18 +166,26 @@ class Acquisition:
         *,
         refresh_period: float,
         deadline: float | None,
-        jitter: Jitter = random.uniform,
+        jitter: Jitter | None = None,
+        seat: Seat | None = None,
+        timing: LineTiming | None = None,
     ) -> None:
         self.lock_id = lock_id
+        self.seat = seat  # this process's seat in the line, for a wait (with its timing); None: never joins
+        self.timing = timing
+        self.place = NO_LINE  # where we stood in the line at the last look
         self.deadline = deadline
         self.unanswered = UnansweredWrites()
         self.holder: LockInfo | None = None  # the last holder found in the way
         self.error: DynamoDBError | None = None  # why the last attempt failed, if it did
         self._observations = observations
         self._refresh_period = refresh_period
-        self._jitter = jitter
+        self._jitter = jitter or random.uniform  # looked up now, so a test may fix the jitter
         self._write_next = True  # False while the last look says: held, and not ours to take yet
-        self._last: Literal["held", "free", "failed"] | None = None
+        self._join_next = False  # the last look says: wait, and we are not in the line
+        self._refused_joins = 0  # joins refused in a row (a full line): then join again only at the next look
+        self._failures_in_a_row = 0  # attempts that failed since the last answer: a seat's look backs off
+        self._last: Literal["held", "queued", "free", "failed"] | None = None
         self._attempts = 0
         self._unheld_in_a_row = 0  # attempts since the lock was last found held
         self._takeable_in_a_row = 0  # attempts in a row that found a holder we could take over at once
@@ -161,8 +209,8 @@ class Acquisition:
 
     @property
     def found_held(self) -> bool:
-        """The last attempt found the lock held (by someone else, or by an item we may not take)."""
-        return self._last == "held"
+        """The last attempt found the lock held (by someone else, or by an item we may not take), or others first."""
+        return self._last in ("held", "queued")
 
     def seconds_left(self, now: float) -> float | None:
         """Until the deadline (negative once passed; None: no deadline)."""
@@ -172,18 +220,41 @@ class Acquisition:
         if len(self.unanswered) >= MAX_UNANSWERED:
             return Read()  # resolve what landed before the condition grows any further
         observation = self._observations.get(self.lock_id)
-        # The takeover rule; with nothing observed there is no holder to take over.
-        may_take_over = observation is not None and observation.may_take_over(now)
-        if not self._write_next and observation is not None and not may_take_over:
-            return Read()
+        # The takeover rule; with nothing observed there is no holder to take over. The line's first goes first.
+        may_take_over = observation is not None and observation.may_take_over(now) and not self.place.ahead
+        waiting = observation is not None or self._last == "queued"
+        if not self._write_next and waiting and not may_take_over:
+            return Join(self.place) if self._join_next else self._look(now)
         # Held at the last look but not observed (evicted from the cache): the write finds out.
-        return Write(observation.info if observation else None, may_take_over, self.unanswered.versions())
+        me = self.seat.waiter_id if self.seat is not None and self.place.joined else None
+        observed = observation.info if observation else None
+        return Write(observed, may_take_over, self.unanswered.versions(), self.place, me)
+
+    def _look(self, now: float) -> Step:
+        """The head and the next read (and refresh their entries now and then); the others' every look is a refresh."""
+        seat, timing = self.seat, self.timing
+        if seat is None or timing is None or not seat.joined:
+            return Read()
+        quick = timing.looks_quickly(self.place.ahead)
+        return Refresh() if not quick or seat.refresh_due(now, timing) else Read()
+
+    def wrote_line(self, current: LockInfo | None, seen: Instant, written: bool, started: float) -> None:
+        """A join or refresh sent at ``started`` was ``written`` (or refused), and showed ``current`` at ``seen``."""
+        if written and self.seat is not None:
+            self.seat.landed(started)
+        self.found(current, seen)
+        self._refused_joins = 0 if written else self._refused_joins + 1
 
     def found(self, current: LockInfo | None, seen: Instant) -> None:
         """A refused write or a read found ``current`` (None: no item) at ``seen``."""
         self._attempts += 1
+        self._failures_in_a_row = 0
         self.error = None
         self._answered_late = False
+        me = self.seat.waiter_id if self.seat is not None else None
+        self.place = NO_LINE if current is None else place_in_line(current.raw_line, me, seen.wall)
+        if self.seat is not None:
+            self.seat.saw(self.place)
         stored_version = current.record_version_number if current is not None else None
         self.unanswered.keep_only(stored_version)
         if self.unanswered:  # a write of ours landed: the next write's condition accepts it
@@ -192,11 +263,16 @@ class Acquisition:
         elif current is not None and self._observations.saw(self.lock_id, current, seen):
             self.holder, self._write_next, self._last, self._unheld_in_a_row = current, False, "held", 0
             observation = self._observations.get(self.lock_id)
-            takeable = observation is not None and observation.may_take_over(seen.monotonic)
+            takeable = observation is not None and observation.may_take_over(seen.monotonic) and not self.place.ahead
             self._takeable_in_a_row = self._takeable_in_a_row + 1 if takeable else 0
+        elif self.place.ahead:  # released, but it is the turn of a waiter in line before us
+            self.holder, self._write_next, self._last = current, False, "queued"
+            self._unheld_in_a_row = self._takeable_in_a_row = 0
         else:
             self._write_next, self._last, self._takeable_in_a_row = True, "free", 0
             self._unheld_in_a_row += 1
+        waiting = self._last in ("held", "queued")
+        self._join_next = self.seat is not None and not self.seat.unjoinable and waiting and not self.place.joined
 
     def answered_too_late(self, version: str, started: float) -> None:
         """A write of ours sent at ``started`` stored ``version``, but its answer came after its lease ran out.
@@ -215,6 +291,7 @@ class Acquisition:
     def failed(self, error: DynamoDBError) -> None:
         """An attempt failed (DynamoDB unavailable): wait, then read, unless a write of ours may have landed."""
         self._attempts += 1
+        self._failures_in_a_row += 1
         self.error = error
         self._answered_late = False
         self._write_next, self._last, self._takeable_in_a_row = bool(self.unanswered), "failed", 0
@@ -228,6 +305,12 @@ class Acquisition:
         """What a wait that ended without the lock raises: the last failure, or who held the lock."""
         if self.error is not None:
             return self.error
+        if self._last == "queued" and self.holder is not None and self.holder.is_released:
+            return LockTimeout(
+                f"Timed out after {timeout:g}s waiting for lock {self.lock_id[0]!r}: it was released, and "
+                f"{self.place.ahead} process(es) waiting in its line before us go first.",
+                self.holder,
+            )
         if self._last == "free" and self.late_answers:
             why = late_answers_message(self.late_answers)
             return LockTimeout(f"Timed out after {timeout:g}s taking lock {self.lock_id[0]!r}: {why}", None)
@@ -246,12 +329,28 @@ class Acquisition:
         late_past_deadline = self._answered_late and self.deadline is not None and now >= self.deadline
         if self.retry_at_once and not late_past_deadline:
             return 0.0
-        delay = self._poll_delay(now)
+        delay = self._line_delay(now) if self.seat is not None else self._poll_delay(now)
         if self.deadline is not None:
             left = self.deadline - now
             if left <= 0:
                 return None
             delay = min(delay, left)
+        return delay
+
+    def _line_delay(self, now: float) -> float:
+        """A waiter with a seat: join at once; then the head and the next look often (the head in time to take
+        over), the others rarely."""
+        assert self.timing is not None
+        if self.error is not None:
+            return self.timing.backoff(self._failures_in_a_row, jitter=self._jitter)
+        if self._join_next and self._refused_joins < 2:  # one refusal: the line changed as we joined
+            return 0.0
+        head = self.place.joined and not self.place.ahead
+        quick = self.place.joined and self.timing.looks_quickly(self.place.ahead)
+        delay = self.timing.pause(quick=quick, jitter=self._jitter)
+        observation = self._observations.get(self.lock_id)
+        if head and observation is not None and observation.takeover_at >= now:
+            delay = min(delay, observation.takeover_at - now + 0.001)
         return delay
 
     def _poll_delay(self, now: float) -> float:

@@ -1,14 +1,17 @@
-"""Coroutines of one client waiting for each other on their event loop: no thread blocks, nothing is sent.
+"""Waiters of one client waiting for each other: one at a time goes after a key, the others send nothing.
 
-Two rules keep a thousand coroutines waiting for one key cheap:
+Two rules keep a thousand waiters of one process for one key as cheap as one:
 
-- Turns: of the coroutines of one event loop that want the same key, one at
-  a time goes after it (reads, writes, waits for a local holder); the others
-  queue on an ``asyncio.Lock``, first come, first served. Without it each
-  release would wake them all to race for the key, a request each.
+- Turns: of the threads and coroutines of one client that wait for the same
+  key, one at a time goes after it (reads, writes, keeps the process's seat
+  in the key's line: :mod:`.line_seats`, waits for a local holder); the others
+  wait for their turn, first come, first served, a thread on its clock, a
+  coroutine on its event loop (no thread blocks). Without it each would look
+  on its own, a request each, and each release would wake them all to race.
 - The coroutine whose turn it is waits for a lease of this client to end on
   an ``asyncio.Event``, set through ``call_soon_threadsafe`` from whichever
-  thread ends the lease (a release, the heartbeat, a closing client).
+  thread ends the lease (a release, the heartbeat, a closing client); a
+  thread waits in :meth:`.Holdings.wait_until_free`.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -26,39 +30,65 @@ if TYPE_CHECKING:
     from ..wire.layout import LockId
 
 
-@dataclass
-class _Queue:
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    users: int = 0  # coroutines in the queue or holding the turn: at 0 the queue is dropped
+@dataclass(eq=False)
+class _Ticket:
+    wake: Callable[[], None]  # from any thread: the turn is this waiter's now
+    given: bool = False
 
 
 class Turns:
-    """Per event loop and key, whose turn it is to go after the key."""
+    """Per key, whose turn it is to go after the key, among this client's threads and coroutines."""
 
     def __init__(self, clock: Clock) -> None:
         self._clock = clock
-        self._mutex = threading.Lock()  # a client may serve several event loops, each in its thread
-        self._queues: dict[tuple[asyncio.AbstractEventLoop, LockId], _Queue] = {}
+        self._mutex = threading.Lock()
+        self._lines: dict[LockId, deque[_Ticket]] = {}
+
+    @contextlib.contextmanager
+    def in_thread(self, lock_id: LockId, deadline: float | None) -> Iterator[bool]:
+        """Hold the key's turn for the block, from a thread; yields False when the deadline came first."""
+        given = threading.Event()
+        ticket = _Ticket(given.set)
+        try:
+            got = self._enter(lock_id, ticket)
+            while not got:
+                left = self._left(deadline)
+                if left is not None and left <= 0:
+                    break
+                self._clock.wait(given, left)
+                got = self._given(ticket, deadline)
+            yield got
+        finally:
+            self._leave(lock_id, ticket)
 
     @contextlib.asynccontextmanager
     async def turn(self, lock_id: LockId, deadline: float | None) -> AsyncIterator[bool]:
-        """Hold the key's turn for the block; yields False when the deadline came first."""
-        place = (asyncio.get_running_loop(), lock_id)
-        with self._mutex:
-            queue = self._queues.setdefault(place, _Queue())
-            queue.users += 1
+        """Hold the key's turn for the block, from a coroutine; yields False when the deadline came first."""
+        loop = asyncio.get_running_loop()
+        given = asyncio.Event()
+
+        def wake() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits there any more
+                loop.call_soon_threadsafe(given.set)
+
+        ticket = _Ticket(wake)
         try:
-            got = await self._within(queue.lock, deadline)
-            try:
-                yield got
-            finally:
-                if got:
-                    queue.lock.release()
+            got = self._enter(lock_id, ticket)
+            if not got:
+                left = self._left(deadline)
+                if left is None or left > 0:
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(left):
+                            await given.wait()
+                got = self._given(ticket, deadline)
+            yield got
         finally:
-            with self._mutex:
-                queue.users -= 1
-                if not queue.users:
-                    del self._queues[place]
+            self._leave(lock_id, ticket)
+
+    def others_waiting(self, lock_id: LockId) -> int:
+        """How many of this client's waiters for the key wait for a turn after the one that has it."""
+        with self._mutex:
+            return max(0, len(self._lines.get(lock_id, ())) - 1)
 
     async def wait_until_free(self, holdings: Holdings, lock_id: LockId, deadline: float | None) -> bool:
         """Wait while another holder of this client has the lock; False at the deadline."""
@@ -80,16 +110,30 @@ class Turns:
                     async with asyncio.timeout(left):
                         await ended.wait()
 
-    async def _within(self, lock: asyncio.Lock, deadline: float | None) -> bool:
+    def _enter(self, lock_id: LockId, ticket: _Ticket) -> bool:
+        with self._mutex:
+            line = self._lines.setdefault(lock_id, deque())
+            line.append(ticket)
+            ticket.given = len(line) == 1
+            return ticket.given
+
+    def _given(self, ticket: _Ticket, deadline: float | None) -> bool:
+        """The turn came; past the deadline it is passed on instead (no request starts after a deadline)."""
         left = self._left(deadline)
-        if left is not None and left <= 0 and lock.locked():
-            return False
-        try:
-            async with asyncio.timeout(left):
-                await lock.acquire()
-        except TimeoutError:
-            return False
-        return True
+        with self._mutex:
+            return ticket.given and (left is None or left > 0)
+
+    def _leave(self, lock_id: LockId, ticket: _Ticket) -> None:
+        with self._mutex:
+            line = self._lines[lock_id]
+            line.remove(ticket)
+            following = line[0] if line and ticket.given else None
+            if following is not None:
+                following.given = True
+            if not line:
+                del self._lines[lock_id]
+        if following is not None:
+            following.wake()
 
     def _left(self, deadline: float | None) -> float | None:
         return None if deadline is None else deadline - self._clock.monotonic()

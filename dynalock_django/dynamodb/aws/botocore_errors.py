@@ -92,6 +92,27 @@ def is_throttled(error: BaseException) -> bool:
     return code in THROTTLING_CODES and code != "TransactionInProgressException"
 
 
+def throttling_reason(error: BaseException) -> str:
+    """Why DynamoDB throttled the request: the first of the answer's throttling reasons (such as
+    ``TableWriteKeyRangeThroughputExceeded``: what, read or write, and which limit), where it carries
+    them; else the error's code. Few values either way: fit for a metric's attribute."""
+    if isinstance(error, ClientError):
+        # ThrottlingException names the field in camel case, the older exceptions in Pascal case.
+        for field in ("ThrottlingReasons", "throttlingReasons"):
+            reasons = error.response.get(field)
+            first = reasons[0] if isinstance(reasons, list) and reasons else None
+            reason = first.get("reason") if isinstance(first, dict) else None
+            if isinstance(reason, str) and reason.isalnum():
+                return reason[:100]
+    return error_code(error) or type(error).__name__
+
+
+def refused_as_invalid(error: DynamoDBError) -> bool:
+    """DynamoDB refused the request as invalid (ValidationException), as it refuses a write that would take
+    the item past its 400 KB: nothing was written, and the same request would be refused again."""
+    return error.original is not None and error_code(error.original) == "ValidationException"
+
+
 def may_have_landed(error: DynamoDBError) -> bool:
     """A write that failed with ``error`` may have been applied all the same (its answer was lost)."""
     return error.original is not None and is_transient(error.original)

@@ -72,7 +72,7 @@ def _counted(operation: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
                 answer = method(*args, **kwargs)
             except Exception as error:
                 if error.__cause__ is not None:
-                    telemetry.request(operation, _result_of(error))
+                    telemetry.request(operation, *_result_of(error))
                 raise
             telemetry.request(operation, "ok")
             return answer
@@ -369,8 +369,11 @@ def _is_missing_index(error: BaseException) -> bool:
     return live_index.is_missing_index_error(str(error.response.get("Error", {}).get("Message", "")))
 
 
-def _result_of(error: Exception) -> telemetry.RequestResult:
+def _result_of(error: Exception) -> tuple[telemetry.RequestResult, str | None]:
+    """How a request ended, and, throttled, why (DynamoDB's throttling reason, or the error's code)."""
     if isinstance(error, Refused | Cancelled):
-        return "condition_failed"
+        return "condition_failed", None
     original = error.original if isinstance(error, DynamoDBError) else None
-    return "throttled" if original is not None and botocore_errors.is_throttled(original) else "error"
+    if original is not None and botocore_errors.is_throttled(original):
+        return "throttled", botocore_errors.throttling_reason(original)
+    return "error", None

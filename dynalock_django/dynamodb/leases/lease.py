@@ -8,6 +8,7 @@ conditioned on, their lock, who hears when it ends) is a
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from datetime import datetime
 from types import TracebackType
@@ -18,6 +19,7 @@ from .block_end import release_at_block_end
 from .lease_record import LeaseRecord, State
 
 if TYPE_CHECKING:
+    from ..clock import Clock
     from ..wire.item import LockInfo
     from ..wire.layout import LockId
     from ..wire.waiters import Waiter
@@ -202,3 +204,23 @@ class Lease:
 def record_of(lease: Lease) -> LeaseRecord:
     """The protocol's side of ``lease``: for the lease writes, the heartbeat and the holdings, not for holders."""
     return lease._record
+
+
+def detached_handle(
+    client: LeaseClient, clock: Clock, lock_id: LockId, *, owner_name: str, fencing_token: int, lease_duration: float
+) -> Lease:
+    """A lease on a detached lock granted elsewhere; nothing is known about it until it is renewed."""
+    record = LeaseRecord(
+        clock,
+        key=lock_id[0],
+        sort_key=lock_id[1],
+        owner_name=owner_name,
+        version=None,
+        fencing_token=fencing_token,
+        data=None,
+        lease_duration=lease_duration,
+        valid_from=-math.inf,
+        acquired_at=None,
+        keep_alive=False,
+    )
+    return Lease(client, record)

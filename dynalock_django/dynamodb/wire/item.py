@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from .waiters import WAITERS, Waiter, parse_waiters
+from .waiters import LINE, WAITERS, Waiter, parse_waiters
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
@@ -106,6 +106,8 @@ class LockInfo:
     raw_waiters: Any = field(default=None, repr=False, compare=False)
     # A permit of a counted lock: how many permits its set has (None: a plain lock's item).
     permits: int | None = None
+    # The line of processes waiting in ``acquire`` as stored (None: none), whatever its shape (see waiters.py).
+    raw_line: Any = field(default=None, repr=False, compare=False)
 
     @property
     def is_malformed(self) -> bool:
@@ -178,6 +180,7 @@ def parse_item(item: Item, partition_key_name: str, sort_key_name: str | None) -
         waiters=parse_waiters(item.get(WAITERS)),
         raw_waiters=item.get(WAITERS),
         permits=permits,
+        raw_line=item.get(LINE),
     )
 
 

@@ -37,9 +37,9 @@ def first_bite(stale: Sequence[Stale]) -> list[Stale]:
     return bite
 
 
-def pruned(exprs: Expressions, stale: Sequence[Stale]) -> tuple[list[str], list[str]]:
-    """The REMOVE paths and the condition terms (all must hold) of a write taking out ``stale``."""
-    queue = exprs.name(WAITERS)
+def pruned(exprs: Expressions, stale: Sequence[Stale], attribute: str = WAITERS) -> tuple[list[str], list[str]]:
+    """The REMOVE paths and the condition terms (all must hold) of a write taking out ``stale`` (of ``attribute``)."""
+    queue = exprs.name(attribute)
     removes: list[str] = []
     terms: list[str] = []
     for entry in stale:

@@ -10,6 +10,11 @@ is no longer in line. Anything read here may have been written by someone
 else: an entry that is not well-formed is skipped, and names are cut to
 :data:`MAX_NAME_CHARS`. Entries that hold no live waiter (:func:`stale_entries`)
 are taken out by the writes that read them (:mod:`.queue_pruning`).
+
+Code waiting in ``acquire`` keeps a line of its own beside it, ``line``, with
+the same entries and rules and a short window of its own (the acquiring
+wing's :mod:`.line_seats` says how short): one entry per waiting process, and
+:func:`place_in_line` tells a waiter whether anyone live stands before it.
 """
 
 from __future__ import annotations
@@ -22,9 +27,14 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
 WAITERS = "waiters"
+# The line of processes waiting in ``acquire``: the same entries, one per process (see :func:`place_in_line`).
+LINE = "line"
 NAME = "name"
 SINCE = "since"
 SEEN = "seen"
+# Milliseconds an entry stays in line after ``seen``, on a line entry only: each waiter says its own, as
+# it refreshes at a pace of its own. At most LIVE_SECONDS, so no entry holds a place for longer.
+WINDOW = "window"
 
 # The queue's length: an ask is refused beyond it. It bounds the item's size
 # (:func:`largest_queue` is counted in the data budget) and what every renewal returns.
@@ -50,12 +60,13 @@ class Waiter:
     name: str
     since: float
     seen: float
+    window: float = LIVE_SECONDS  # seconds it stays in line after ``seen`` (its own, or the queue's)
 
     def is_live(self, now: float) -> bool:
-        """Refreshed within :data:`LIVE_SECONDS` of ``now`` (epoch seconds, the reader's wall clock)."""
+        """Refreshed within its window of ``now`` (epoch seconds, the reader's wall clock)."""
         # Either way: an entry "seen" far in the future (a hostile item, a clock far ahead) is no
         # waiter, or it would hold the line for ever.
-        return abs(now - self.seen) <= LIVE_SECONDS
+        return abs(now - self.seen) <= self.window
 
 
 @dataclass(frozen=True)
@@ -94,10 +105,13 @@ def stale_entries(value: Any, now: float) -> tuple[Stale, ...]:
     return tuple(stale for waiter_id, stored in entries if (stale := _stale(waiter_id, stored, now)) is not None)
 
 
-def entry(name: str, wall_ms: int) -> AttributeValueTypeDef:
-    """A new entry, as stored: asked and seen now."""
-    now = {"N": str(wall_ms)}
-    return {"M": {NAME: {"S": name[:MAX_NAME_CHARS]}, SINCE: now, SEEN: now}}
+def entry(name: str, wall_ms: int, window: float | None = None) -> AttributeValueTypeDef:
+    """A new entry, as stored: asked and seen now (``window``: a line entry's own, in seconds)."""
+    now: AttributeValueTypeDef = {"N": str(wall_ms)}
+    fields: dict[str, AttributeValueTypeDef] = {NAME: {"S": name[:MAX_NAME_CHARS]}, SINCE: now, SEEN: now}
+    if window is not None:
+        fields[WINDOW] = {"N": str(round(window * 1000))}
+    return {"M": fields}
 
 
 def _waiter(waiter_id: Any, stored: Any) -> Waiter | None:
@@ -112,7 +126,16 @@ def _waiter(waiter_id: Any, stored: Any) -> Waiter | None:
         return None
     if len(waiter_id.encode("utf-8", "surrogatepass")) > MAX_WAITER_ID_BYTES:
         return None
-    return Waiter(waiter_id, name[:MAX_NAME_CHARS], int(since) / 1000.0, int(seen) / 1000.0)
+    return Waiter(waiter_id, name[:MAX_NAME_CHARS], int(since) / 1000.0, int(seen) / 1000.0, _window(fields))
+
+
+def _window(fields: Any) -> float:
+    """An entry's own window (a line entry's), at most :data:`LIVE_SECONDS`; the queue's when it has none."""
+    stored = fields.get(WINDOW)
+    text = stored.get("N") if isinstance(stored, dict) else None
+    if not isinstance(text, str) or not _DIGITS.fullmatch(text):
+        return LIVE_SECONDS
+    return min(int(text) / 1000.0, LIVE_SECONDS)
 
 
 def _stale(waiter_id: Any, stored: Any, now: float) -> Stale | None:
@@ -140,5 +163,43 @@ def largest_queue() -> AttributeValueTypeDef:
     """The largest queue an item can carry, as stored: for the item-size budget."""
     longest_name = "\U0001f600" * MAX_NAME_CHARS  # four bytes a character in UTF-8
     return {
-        "M": {f"{number:0{MAX_WAITER_ID_BYTES}d}": entry(longest_name, 10**15 - 1) for number in range(MAX_WAITERS)}
+        "M": {
+            f"{number:0{MAX_WAITER_ID_BYTES}d}": entry(longest_name, 10**15 - 1, LIVE_SECONDS)
+            for number in range(MAX_WAITERS)
+        }
     }
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where one waiter (or an arrival, not in it) stands in a line as read: see :func:`place_in_line`."""
+
+    joined: bool  # its own entry is there and live
+    ahead: int  # live entries before it; for an arrival, every live entry
+    stale: tuple[Stale, ...]  # entries that hold nobody's place: the write that takes the lock takes them out
+    size: int  # entries as stored, live or not
+    is_map: bool  # the line is a map (a join adds to it), or there is none, or it is not one (a join starts one)
+
+
+NO_LINE = Place(joined=False, ahead=0, stale=(), size=0, is_map=False)
+
+
+def place_in_line(value: Any, me: str | None, now: float) -> Place:
+    """Where ``me`` (None: an arrival) stands in the line stored in ``value``, read at ``now``; never fails.
+
+    First come, first served by ``since`` (the joiner's wall clock), then id. Own entry gone or
+    gone stale: not joined, and behind every live entry, as an arrival is.
+    """
+    try:
+        entries = value["M"]
+    except (KeyError, TypeError, AttributeError):
+        return NO_LINE
+    if not isinstance(entries, dict):
+        return NO_LINE
+    live = [waiter for waiter in parse_waiters(value) if waiter.is_live(now)]
+    mine = next((waiter for waiter in live if waiter.waiter_id == me), None)
+    if mine is None:
+        ahead = len(live)
+    else:
+        ahead = sum((waiter.since, waiter.waiter_id) < (mine.since, mine.waiter_id) for waiter in live)
+    return Place(mine is not None, ahead, stale_entries(value, now), len(entries), True)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from . import conditions, item, waiters
+from . import conditions, item, queue_writes, waiters
 from . import readers_mark as marks
 from .conditions import Detached, Holding
 from .expressions import Expressions, update_expression
@@ -68,6 +68,8 @@ def acquire(
     may_take_over: bool,
     pending: list[str],
     permits: int | None = None,
+    line: waiters.Place = waiters.NO_LINE,
+    me: str | None = None,
 ) -> dict[str, Any]:
     """Take the lock if it is free or released, and issue the next fencing token.
 
@@ -79,16 +81,21 @@ def acquire(
     may have written already (answers lost); finding one means the lock is ours.
     ``permits``: the item is a permit of a set of that many (permits.py); an
     item of a set of another count refuses the write.
+    ``line``: the line of waiters as read, and ``me``, this process's entry in it: a released or
+    expired lock goes to the line's first live waiter, not past it (:func:`.queue_writes.grant_terms`).
     """
     exprs = Expressions()
     bad_token = observed is not None and observed.bad_fencing_token
+    gate, unline = queue_writes.grant_terms(exprs, line, me)
     if observed is not None and bad_token:
-        same_item = conditions.version_is(exprs, observed.raw_version)
+        same_item = f"{conditions.version_is(exprs, observed.raw_version)} AND {gate}"
         condition = same_item if may_take_over else f"{same_item} AND {conditions.released(exprs)}"
     else:
-        free = [f"attribute_not_exists({exprs.name(layout.partition_key_name)})", conditions.released(exprs)]
+        free = [f"{conditions.released(exprs)} AND {gate}"]
+        if not unline:  # a new item has no line to take paths out of
+            free.insert(0, f"attribute_not_exists({exprs.name(layout.partition_key_name)})")
         if observed is not None and may_take_over:
-            free.append(conditions.version_is(exprs, observed.raw_version))
+            free.append(f"{conditions.version_is(exprs, observed.raw_version)} AND {gate}")
         if pending:
             free.append(f"({conditions.owned_version(exprs, stamp.owner_name, pending)})")
         token, number = exprs.name(item.FENCING_TOKEN), exprs.string("N")
@@ -102,7 +109,7 @@ def acquire(
         "TableName": layout.table_name,
         "Key": layout.key(lock_id),
         "UpdateExpression": _grant_update(
-            exprs, layout, lock_id, stamp, data=data, overwrite_token=bad_token, counted=counted
+            exprs, layout, lock_id, stamp, data=data, overwrite_token=bad_token, counted=counted, unline=unline
         ),
         "ConditionExpression": condition,
         "ReturnValues": "ALL_NEW",
@@ -250,6 +257,7 @@ def _grant_update(
     overwrite_token: bool,
     dequeue: Sequence[str] = (),
     counted: Sequence[str] = (),
+    unline: Sequence[str] = (),
 ) -> str:
     """Everything a grant writes: the stamp, the next fencing token, ``data``, the live mark and no release mark.
 
@@ -257,6 +265,7 @@ def _grant_update(
     incremented; the grant replaces it (only ever conditioned on that very item).
     The queue stays (started empty if there was none, so an ask finds it),
     less the ``dequeue`` waiters. ``counted``: a permit's count, set on every grant of a permit.
+    ``unline``: paths into the line of code waiters this grant takes out (the taker, stale entries).
     """
     token = exprs.name(item.FENCING_TOKEN)
     if overwrite_token:
@@ -266,7 +275,7 @@ def _grant_update(
         # item was deleted (by TTL or delete_on_release) and recreated.
         token_update = f"{token} = if_not_exists({token}, {exprs.number(stamp.wall_ms)}) + {exprs.number(1)}"
     sets = [*_stamp_sets(exprs, layout, stamp, acquired=True), token_update, _live(exprs, lock_id), *counted]
-    removes = [exprs.name(item.IS_RELEASED), exprs.name(item.RELEASED_BY)]
+    removes = [exprs.name(item.IS_RELEASED), exprs.name(item.RELEASED_BY), *unline]
     if dequeue:
         removes.extend(f"{exprs.name(waiters.WAITERS)}.{exprs.name(waiter_id)}" for waiter_id in dequeue)
     else:

@@ -145,7 +145,9 @@ def test_waiters_poll_with_reads_not_writes(make_client, dynamodb, key):
     waiter = make_client(dynamodb)
     with pytest.raises(LockTimeout):
         waiter.acquire(key, timeout=0.6)
-    assert counter.calls["UpdateItem"] == 1
-    # polls back off from 20 ms doubling up to refresh_period=0.1 s: a handful in 0.6 s, never a storm
+    # The refused write and the join of the line; then, at the head of it, a refresh of its entry every
+    # line period (twice refresh_period: 0.2 s), and the leave when it gives up (perhaps after this count).
+    assert 2 <= counter.calls["UpdateItem"] <= 2 + 3 + 1
+    # The head's looks are reads 0.05 to 0.1 s apart (refresh_period, at most 0.1 s): a handful, never a storm
     assert 1 <= counter.calls["GetItem"] <= 30
     lease.release()

@@ -184,9 +184,11 @@ def test_a_takeover_answered_late_just_before_the_deadline_is_not_retried_past_i
     dead = make_client(clock=virtual_clock)
     dead.acquire(key)
     dead.close(release=False)  # never renewed, never released: a dead holder
-    client = make_client(dynamodb, clock=virtual_clock)
+    # Its entry in the line needs no refresh (a write) before the deadline: the writes that come late are takeovers.
+    client = make_client(dynamodb, clock=virtual_clock, refresh_period=1.0)
     answers = SlowAnswers(dynamodb, virtual_clock)
-    answers.late("UpdateItem", 0.0, *[LATE] * 5)  # the first refused write in time, then the takeover writes late
+    # The refused write and the join of the line in time, then the takeover writes late.
+    answers.late("UpdateItem", 0.0, 0.0, *[LATE] * 5)
     timeout = LEASE + 0.2 * LEASE
     started = virtual_clock.monotonic()
 
