@@ -370,3 +370,23 @@ def test_a_waiter_refreshes_its_entry_within_the_window_others_read_of_it(refres
     (read,) = parse_waiters({"M": {"id": entry("p", 0, timing.window)}})
     assert read.window == timing.window
     assert timing.line_look <= read.window / 5
+
+
+def test_a_thread_interrupted_as_its_join_lands_takes_its_entry_out(make_client, dynamodb, key):
+    """Ctrl-C (KeyboardInterrupt) during a join that landed: the wait ends, and its entry leaves the line with it."""
+    holder = make_client()
+    lease = holder.acquire(key)
+    waiter = make_client(dynamodb, owner_name="interrupted")
+
+    def interrupt_after_the_join(request: Any, **_: Any) -> Any:
+        if b'"window"' in request.body:
+            InMemoryDynamoDB().send(request)
+            raise KeyboardInterrupt
+        return None
+
+    dynamodb.meta.events.register_first("before-send.dynamodb.UpdateItem", interrupt_after_the_join)
+    with pytest.raises(KeyboardInterrupt):
+        waiter.acquire(key, timeout=30)
+    assert line_of(holder, key) == []
+    assert waiter.process_state.seats.waiting_keys() == set()
+    lease.release()
