@@ -102,7 +102,8 @@ class LineTiming:
 
 
 class Seat:
-    """This process's entry in one key's line; only the waiter whose turn it is touches it."""
+    """This process's entry in one key's line; only the waiter whose turn it is touches it (and, once the seat
+    is forgotten, the last waiter to depart, which takes it out of line)."""
 
     def __init__(self, name: str) -> None:
         self.waiter_id = uuid.uuid4().hex  # new for every seat: a leave in the background never takes a later one
