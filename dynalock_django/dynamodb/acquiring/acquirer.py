@@ -95,7 +95,11 @@ class Acquirer:
     def acquire(self, lock_id: LockId, options: AcquireOptions, timeout: float | None) -> Lease:
         deadline = None if timeout is None else self._clock.monotonic() + timeout
         trying = timeout == 0  # a try (the admin's): no turn to wait for, no line to join
-        with contextlib.nullcontext(True) if trying else self._turns.in_thread(lock_id, deadline) as my_turn:
+        with contextlib.ExitStack() as waiting:
+            my_turn = True
+            if not trying:  # the process's seat is kept until its last waiter is done, who takes it out of line
+                waiting.enter_context(self.seats.kept(lock_id, deadline))
+                my_turn = waiting.enter_context(self._turns.in_thread(lock_id, deadline))
             plan, lease = self.plan(lock_id, deadline, waiting=my_turn and not trying), None
             try:
                 if my_turn:
@@ -104,9 +108,8 @@ class Acquirer:
                     self.held_here(plan)
             finally:
                 self.clean_up(plan, options)
-                self.left_turn(plan, lease)
-            if lease is not None:
-                return lease
+        if lease is not None:
+            return lease
         raise plan.gave_up(timeout)
 
     def _wait(self, plan: Acquisition, options: AcquireOptions, deadline: float | None) -> Lease | None:
@@ -127,11 +130,6 @@ class Acquirer:
         """The deadline came while another holder of this client, or a waiter before us, had the lock's turn."""
         observed = self._observations.get(plan.lock_id)  # a waiter before us still waits: the holder it saw
         plan.held_locally(self._holdings.holder(plan.lock_id) or (observed.info if observed is not None else None))
-
-    def left_turn(self, plan: Acquisition, lease: Lease | None) -> None:
-        """A waiter is done: the last of this process to give up takes the process's seat out of the line."""
-        if lease is None and not self._turns.others_waiting(plan.lock_id):
-            self.seats.vacate(plan.lock_id, plan.seconds_left(self._clock.monotonic()))
 
     @telemetry.traced_acquire("dynalock.acquire")
     def try_acquire(self, lock_id: LockId, options: AcquireOptions) -> Lease | None:
@@ -295,7 +293,7 @@ class Acquirer:
         granted: its item is told to the plan as an unanswered write's, which the next write accepts.
         """
         if plan.seat is not None:
-            plan.seat.joined = False  # the write that landed took our entry out of the line, granted or not
+            plan.seat.taken_out()  # the write that landed took our entry out of the line, granted or not
         if ran_out(started, options.lease_duration, self._clock.monotonic()):
             logger.info(
                 "DynamoDB answered a write taking %s after its %gs lease had run out: not granted, trying again",

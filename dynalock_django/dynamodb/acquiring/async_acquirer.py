@@ -7,7 +7,9 @@ differs is only the waiting: a pause on the event loop between attempts
 (:func:`.clock.pause`: ``asyncio.sleep``, or a move of a virtual clock), and
 :mod:`.turns` while this client holds the lock, so a waiting
 coroutine costs no thread. A lease won by an attempt whose caller was
-cancelled meanwhile is released, not leaked.
+cancelled meanwhile is released, not leaked; a waiting coroutine cancelled
+while its attempt is in flight returns when the attempt does, so that only
+the waiter whose turn it is touches the process's seat in the line.
 """
 
 from __future__ import annotations
@@ -62,22 +64,29 @@ class AsyncAcquirer:
     async def acquire(self, lock_id: LockId, options: AcquireOptions, timeout: float | None) -> Lease:
         deadline = None if timeout is None else self._clock.monotonic() + timeout
         trying = timeout == 0  # a try: no line to join (the turn ends it at once, if another coroutine has it)
-        async with self._turns.turn(lock_id, deadline) as my_turn:
-            plan, lease = self._acquirer.plan(lock_id, deadline, waiting=my_turn and not trying), None
-            try:
-                if not my_turn:
-                    self._acquirer.held_here(plan)
-                else:
-                    lease = await self._wait_and_attempt(plan, options, deadline)
-            finally:
-                if plan.unanswered:  # cleaned up now if the deadline allows, else in the background
-                    with contextlib.suppress(ClientClosed):  # best effort, as the sync path's: closing ends it
-                        await self._calls.run(functools.partial(self._acquirer.clean_up, plan, options))
-                if lease is None and not trying and not self._turns.others_waiting(lock_id):
-                    with contextlib.suppress(ClientClosed):  # the last to give up takes the seat out of line
-                        await self._calls.run(functools.partial(self._acquirer.left_turn, plan, lease))
-            if lease is not None:
-                return lease
+        seats = self._acquirer.seats
+        if not trying:
+            seats.arrive(lock_id)  # the process's seat is kept until its last waiter departs
+        try:
+            async with self._turns.turn(lock_id, deadline) as my_turn:
+                plan, lease = self._acquirer.plan(lock_id, deadline, waiting=my_turn and not trying), None
+                try:
+                    if not my_turn:
+                        self._acquirer.held_here(plan)
+                    else:
+                        lease = await self._wait_and_attempt(plan, options, deadline)
+                finally:
+                    if plan.unanswered:  # cleaned up now if the deadline allows, else in the background
+                        with contextlib.suppress(ClientClosed):  # best effort, as the sync path's: closing ends it
+                            await self._calls.run(functools.partial(self._acquirer.clean_up, plan, options))
+        finally:
+            seat = None if trying else seats.depart(lock_id)
+            if seat is not None:  # the last waiter of the process takes the seat out of line, if it is there
+                with contextlib.suppress(ClientClosed):
+                    vacate = functools.partial(seats.vacate, lock_id, seat, deadline)
+                    await self._calls.run(vacate, even_if_cancelled=True)
+        if lease is not None:
+            return lease
         raise plan.gave_up(timeout)
 
     async def _wait_and_attempt(
@@ -88,8 +97,12 @@ class AsyncAcquirer:
                 self._acquirer.held_here(plan)
                 return None
             self._ensure_open()  # a closing client ends the wait above, too
+            # Cancelled meanwhile, the attempt (a join, say) is seen to its end before the turn and the seat
+            # go to another waiter, or out of line: one request, bounded by its time-out.
             lease = await self._calls.run(
-                functools.partial(self._acquirer.attempt_while_waiting, plan, options), if_abandoned=_release
+                functools.partial(self._acquirer.attempt_while_waiting, plan, options),
+                if_abandoned=_release,
+                finish_first=True,
             )
             if lease is not None:
                 return lease

@@ -4,27 +4,33 @@ The threads and coroutines of one client that wait for the same key take
 turns (:mod:`.turns`); whichever has the turn looks for all of them, and its
 plan (:mod:`.plan`) keeps the process's one :class:`Seat` in the key's line.
 The seat outlives the turn: a waiter that gives up hands its turn, and the
-place in the line, to the next waiter of the process. A grant takes the seat
-out of the line in the same write; when the last waiter of the process gives
-up, the seat leaves the line (:meth:`Seats.vacate`).
+place in the line, to the next waiter of the process. The seat lasts while
+any waiter of the process waits for the key (:meth:`Seats.arrive`,
+:meth:`Seats.depart`, counted under one mutex, so of waiters done together
+exactly one is the last). A grant takes the seat out of the line in the same
+write; when the last waiter is done, the process forgets the seat, and takes
+its entry out of the line if it may be there: joined, or a join sent whose
+answer never came (:meth:`Seats.vacate`).
 
 How often a waiter looks (:class:`LineTiming`) follows the client's
 ``refresh_period``: the head of the line reads often, so a released lock is
 taken at once, and so does the next, so it is ready when the head's turn
 ends; the others look rarely, each look a refresh of their entry,
 which is what keeps them in line: an entry not refreshed for the window
-holds nobody's place, so a waiter killed in line is passed over within it.
-docs/operations.md states the periods, and what they cost a minute.
+holds nobody's place, so a waiter killed in line is passed over within it
+(and one look of the waiter behind it). docs/operations.md states the periods,
+and what they cost a minute.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import random
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -51,12 +57,16 @@ LineAnswer = tuple["LockInfo | None", Instant, bool, float]
 HEAD_LOOK_SECONDS = 0.1
 # How many waiters from the front of the line look that often: the head and the next.
 QUICK_LOOKERS = 2
-# The others' looks, and every waiter's refreshes, are this many refresh periods apart at most.
+# The others' looks, and every waiter's refreshes, are this many refresh periods apart at most, and at most
+# a fifth of the window (LOOKS_PER_WINDOW).
 LINE_LOOK_PERIODS = 2.0
-# An entry stays in line this many refresh periods after its last refresh (five looks of the rarest), and
-# at least MIN_WINDOW_SECONDS: a loaded machine's late answers do not cost a live waiter its place.
+# An entry stays in line this many refresh periods after its last refresh, at least MIN_WINDOW_SECONDS (a
+# loaded machine's late answers do not cost a live waiter its place), and at most waiters.LIVE_SECONDS, the
+# longest window a reader grants an entry.
 WINDOW_PERIODS = 10.0
 MIN_WINDOW_SECONDS = 5.0
+# The rarest looker refreshes its entry at least this many times within its window.
+LOOKS_PER_WINDOW = 5.0
 
 
 @dataclass(frozen=True)
@@ -69,10 +79,11 @@ class LineTiming:
 
     @classmethod
     def for_refresh_period(cls, refresh_period: float) -> LineTiming:
+        window = min(max(WINDOW_PERIODS * refresh_period, MIN_WINDOW_SECONDS), waiters.LIVE_SECONDS)
         return cls(
             head_look=min(refresh_period, HEAD_LOOK_SECONDS),
-            line_look=LINE_LOOK_PERIODS * refresh_period,
-            window=max(WINDOW_PERIODS * refresh_period, MIN_WINDOW_SECONDS),
+            line_look=min(LINE_LOOK_PERIODS * refresh_period, window / LOOKS_PER_WINDOW),
+            window=window,
         )
 
     @staticmethod
@@ -91,14 +102,21 @@ class LineTiming:
 
 
 class Seat:
-    """This process's entry in one key's line; only the waiter whose turn it is touches it."""
+    """This process's entry in one key's line; only the waiter whose turn it is touches it (and, once the seat
+    is forgotten, the last waiter to depart, which takes it out of line)."""
 
     def __init__(self, name: str) -> None:
         self.waiter_id = uuid.uuid4().hex  # new for every seat: a leave in the background never takes a later one
         self.name = name
         self.joined = False
+        self.sent_join = False  # a join (or the start of a line) was sent, and no answer since showed the line
         self.unjoinable = False  # DynamoDB refused our entry (no room on the item): wait outside the line
         self.refreshed_at = -float("inf")  # monotonic: when a join or refresh of ours last landed
+
+    @property
+    def may_be_in_line(self) -> bool:
+        """Our entry may be in the line: joined, or a join sent whose answer was lost (it may have landed)."""
+        return self.joined or self.sent_join
 
     def landed(self, started: float) -> None:
         """A join or refresh sent at ``started`` was written: the entry is in line, seen then."""
@@ -106,7 +124,11 @@ class Seat:
 
     def saw(self, place: waiters.Place) -> None:
         """A look showed where the entry stands: gone (taken out, or stale) means out of line."""
-        self.joined = place.joined
+        self.joined, self.sent_join = place.joined, False
+
+    def taken_out(self) -> None:
+        """A write of ours took the lock (granted or not): it took our entry out of the line with it."""
+        self.joined = self.sent_join = False
 
     def refresh_due(self, now: float, timing: LineTiming) -> bool:
         return self.joined and now - self.refreshed_at >= timing.line_look
@@ -125,25 +147,60 @@ class Seats:
         self.timing = timing
         self._mutex = threading.Lock()
         self._seats: dict[LockId, Seat] = {}
+        self._waiters: dict[LockId, int] = {}  # per key, this process's waiters that have not departed
 
-    def seat(self, lock_id: LockId) -> Seat:
+    def arrive(self, lock_id: LockId) -> None:
+        """A waiter of this process starts waiting for the key: the process keeps the key's seat until it departs."""
         with self._mutex:
-            seat = self._seats.get(lock_id)
-            if seat is None:
-                seat = self._seats[lock_id] = Seat(self._owner_name())
-            return seat
+            if lock_id not in self._seats:
+                self._seats[lock_id] = Seat(self._owner_name())
+            self._waiters[lock_id] = self._waiters.get(lock_id, 0) + 1
 
-    def vacate(self, lock_id: LockId, seconds_left: float | None) -> None:
-        """The last waiter of this process gave up: forget the key's seat, and take its entry out of the line.
+    def depart(self, lock_id: LockId) -> Seat | None:
+        """A waiter is done, granted or not: if it is the last, the key's seat, forgotten (then :meth:`vacate` it).
 
-        Now if the deadline allows (``seconds_left``), else in the background: a waiter that stays in
-        line after it gave up would be waited for by the others until its window ends.
+        Counted under the mutex that forgets the seat: of waiters done together, exactly one is the last,
+        and a waiter arriving after it gets a new seat (a new id, which no leave of the old one takes out).
         """
         with self._mutex:
-            seat = self._seats.pop(lock_id, None)
-        if seat is None or not seat.joined:
+            self._waiters[lock_id] -= 1
+            if self._waiters[lock_id]:
+                return None
+            del self._waiters[lock_id]
+            return self._seats.pop(lock_id)
+
+    @contextlib.contextmanager
+    def kept(self, lock_id: LockId, deadline: float | None) -> Iterator[None]:
+        """A thread's wait: arrive, and on the way out depart (and vacate, the last out; ``deadline``: the wait's)."""
+        self.arrive(lock_id)
+        try:
+            yield
+        finally:
+            seat = self.depart(lock_id)
+            if seat is not None:
+                self.vacate(lock_id, seat, deadline)
+
+    def seat(self, lock_id: LockId) -> Seat:
+        """The key's seat, while a waiter of this process has arrived and not departed."""
+        with self._mutex:
+            return self._seats[lock_id]
+
+    def waiting_keys(self) -> frozenset[LockId]:
+        """The keys this process keeps a seat for: those some waiter of its still waits for."""
+        with self._mutex:
+            return frozenset(self._seats)
+
+    def vacate(self, lock_id: LockId, seat: Seat, deadline: float | None) -> None:
+        """The last waiter of this process is done: take ``seat``'s entry out of the line, if it may be there.
+
+        Now if the deadline allows, else in the background: a waiter that stays in line after it
+        gave up would be waited for by the others until its window ends. A leave that finds no
+        entry costs one refused write; a grant took the entry out already, and sends none.
+        """
+        if not seat.may_be_in_line:
             return
         leave = functools.partial(self._leave, lock_id, seat.waiter_id)
+        seconds_left = None if deadline is None else deadline - self._clock.monotonic()
         if seconds_left is None or seconds_left > 0:
             with deadlines.within(seconds_left):
                 leave()
@@ -155,6 +212,8 @@ class Seats:
         found stale), or, with ``line`` None, refresh our entry (refused when it is not there any more)."""
         assert seat is not None  # only a plan with a seat joins or refreshes
         started, wall_ms = self._clock.monotonic(), int(self._clock.time() * 1000)
+        if line is not None:
+            seat.sent_join = True  # from now on our entry may be in line, whether an answer comes or not
         if line is None:
             request = queue_writes.refresh(
                 self._layout, lock_id, seat.waiter_id, wall_ms, waiters.LINE, self.timing.window

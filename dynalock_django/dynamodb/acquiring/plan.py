@@ -184,6 +184,7 @@ class Acquisition:
         self._write_next = True  # False while the last look says: held, and not ours to take yet
         self._join_next = False  # the last look says: wait, and we are not in the line
         self._refused_joins = 0  # joins refused in a row (a full line): then join again only at the next look
+        self._joined_in_vain = False  # the last write to the line was written, yet shows us out of it
         self._failures_in_a_row = 0  # attempts that failed since the last answer: a seat's look backs off
         self._last: Literal["held", "queued", "free", "failed"] | None = None
         self._attempts = 0
@@ -244,6 +245,9 @@ class Acquisition:
             self.seat.landed(started)
         self.found(current, seen)
         self._refused_joins = 0 if written else self._refused_joins + 1
+        # Written, yet not in line as read (a line we cannot read as others do): joining again at once would
+        # only write again; the next join waits for the next look.
+        self._joined_in_vain = written and not self.place.joined
 
     def found(self, current: LockInfo | None, seen: Instant) -> None:
         """A refused write or a read found ``current`` (None: no item) at ``seen``."""
@@ -251,6 +255,7 @@ class Acquisition:
         self._failures_in_a_row = 0
         self.error = None
         self._answered_late = False
+        self._joined_in_vain = False
         me = self.seat.waiter_id if self.seat is not None else None
         self.place = NO_LINE if current is None else place_in_line(current.raw_line, me, seen.wall)
         if self.seat is not None:
@@ -343,7 +348,7 @@ class Acquisition:
         assert self.timing is not None
         if self.error is not None:
             return self.timing.backoff(self._failures_in_a_row, jitter=self._jitter)
-        if self._join_next and self._refused_joins < 2:  # one refusal: the line changed as we joined
+        if self._join_next and self._refused_joins < 2 and not self._joined_in_vain:  # one refusal: it changed
             return 0.0
         head = self.place.joined and not self.place.ahead
         quick = self.place.joined and self.timing.looks_quickly(self.place.ahead)

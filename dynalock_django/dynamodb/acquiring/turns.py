@@ -85,11 +85,6 @@ class Turns:
         finally:
             self._leave(lock_id, ticket)
 
-    def others_waiting(self, lock_id: LockId) -> int:
-        """How many of this client's waiters for the key wait for a turn after the one that has it."""
-        with self._mutex:
-            return max(0, len(self._lines.get(lock_id, ())) - 1)
-
     async def wait_until_free(self, holdings: Holdings, lock_id: LockId, deadline: float | None) -> bool:
         """Wait while another holder of this client has the lock; False at the deadline."""
         loop = asyncio.get_running_loop()

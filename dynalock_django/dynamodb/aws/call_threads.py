@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import threading
 from collections.abc import Callable
@@ -36,6 +37,7 @@ class CallThreads:
         *,
         if_abandoned: Callable[[T], object] | None = None,
         even_if_cancelled: bool = False,
+        finish_first: bool = False,
     ) -> T:
         """``call()`` on one of the threads; ``if_abandoned(result)`` runs there if the caller was cancelled meanwhile.
 
@@ -43,7 +45,10 @@ class CallThreads:
         handed to ``if_abandoned`` (to release it) instead of being lost. A
         call still queued is dropped when its caller is cancelled, unless
         ``even_if_cancelled`` (a release or a renewal: dropping it would leave
-        the lock held, by a lease nobody will release).
+        the lock held, by a lease nobody will release). ``finish_first``: a
+        caller cancelled while the call runs waits for its end (its own
+        deadline bounds it) before it is cancelled, so that what the call
+        touches is nobody else's until then.
         """
         try:
             # In the caller's context: its current span is the parent of the request's (OpenTelemetry).
@@ -56,6 +61,8 @@ class CallThreads:
         except asyncio.CancelledError:
             if if_abandoned is not None:
                 future.add_done_callback(lambda done: self._hand_back(done, if_abandoned))
+            if finish_first and not future.cancel():  # it has started (a queued call is dropped)
+                await _finished(future)
             raise
 
     def _hand_back(self, done: concurrent.futures.Future[T], if_abandoned: Callable[[T], object]) -> None:
@@ -71,3 +78,13 @@ class CallThreads:
     def shutdown(self) -> None:
         """No more calls; those already queued still run (a close may come from one of these threads)."""
         self._executor.shutdown(wait=False)
+
+
+async def _finished(future: concurrent.futures.Future[T]) -> None:
+    """Wait for a started call to end, whatever it ends with, through any further cancellation of the caller."""
+    ended = asyncio.wrap_future(future)
+    while not ended.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait({ended})
+    if not ended.cancelled():
+        ended.exception()  # retrieved: its failure is not the caller's any more (it was cancelled)

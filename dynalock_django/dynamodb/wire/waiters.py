@@ -92,8 +92,13 @@ def parse_waiters(value: Any) -> tuple[Waiter, ...]:
         entries = value["M"].items()
     except (KeyError, TypeError, AttributeError):
         return ()
+    return _first_asked_first(entries)[:MAX_WAITERS]
+
+
+def _first_asked_first(entries: Any) -> tuple[Waiter, ...]:
+    """Every well-formed entry of ``entries`` (a map's items), first asked first: none cut."""
     waiters = [waiter for waiter_id, entry in entries if (waiter := _waiter(waiter_id, entry)) is not None]
-    return tuple(sorted(waiters, key=lambda waiter: (waiter.since, waiter.waiter_id)))[:MAX_WAITERS]
+    return tuple(sorted(waiters, key=lambda waiter: (waiter.since, waiter.waiter_id)))
 
 
 def stale_entries(value: Any, now: float) -> tuple[Stale, ...]:
@@ -188,7 +193,9 @@ def place_in_line(value: Any, me: str | None, now: float) -> Place:
     """Where ``me`` (None: an arrival) stands in the line stored in ``value``, read at ``now``; never fails.
 
     First come, first served by ``since`` (the joiner's wall clock), then id. Own entry gone or
-    gone stale: not joined, and behind every live entry, as an arrival is.
+    gone stale: not joined, and behind every live entry, as an arrival is. Every live entry counts,
+    however many stale ones (a hostile or foreign line may hold more than :data:`MAX_WAITERS`)
+    joined before it.
     """
     try:
         entries = value["M"]
@@ -196,7 +203,7 @@ def place_in_line(value: Any, me: str | None, now: float) -> Place:
         return NO_LINE
     if not isinstance(entries, dict):
         return NO_LINE
-    live = [waiter for waiter in parse_waiters(value) if waiter.is_live(now)]
+    live = [waiter for waiter in _first_asked_first(entries.items()) if waiter.is_live(now)]
     mine = next((waiter for waiter in live if waiter.waiter_id == me), None)
     if mine is None:
         ahead = len(live)

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from dynalock_django.dynamodb import DynamoDBUnavailable, LockInfo
+from dynalock_django.dynamodb.acquiring.line_seats import LineTiming, Seat
 from dynalock_django.dynamodb.acquiring.observations import Observations
 from dynalock_django.dynamodb.acquiring.plan import (
     FIRST_POLL_SECONDS,
     MAX_UNANSWERED,
     Acquisition,
+    Join,
     Read,
     UnansweredWrites,
     Write,
 )
+from dynalock_django.dynamodb.wire.waiters import entry
 
 from ..fake_clock import TICK
 
@@ -234,3 +239,27 @@ def test_an_answer_showing_none_of_ours_forgets_them_all(clock, observations):
     acquisition.found(item("theirs"), clock.instant())
     assert not acquisition.unanswered
     assert acquisition.next_step(clock.now) == Read()  # held by them, not ours to take yet
+
+
+def test_a_join_written_that_still_shows_us_out_of_line_is_not_sent_again_at_once(clock, observations):
+    """A line that reads us out of it right after our join landed (a line others wrote otherwise): the next join
+    waits for the next look, and never makes a loop of writes."""
+    timing = LineTiming.for_refresh_period(REFRESH)
+    seat = Seat("me")
+    acquisition = Acquisition(
+        LOCK,
+        observations,
+        refresh_period=REFRESH,
+        deadline=None,
+        jitter=lambda low, high: high,
+        seat=seat,
+        timing=timing,
+    )
+    acquisition.found(item("v1"), clock.instant())
+    assert isinstance(acquisition.next_step(clock.now), Join)
+    assert acquisition.delay(clock.now) == 0.0  # found held, out of line: join at once
+    ours_seen_long_ago = {"M": {seat.waiter_id: entry("me", 0, timing.window)}}
+    answer = dataclasses.replace(item("v1"), raw_line=ours_seen_long_ago)
+    acquisition.wrote_line(answer, clock.instant(), True, clock.now)
+    assert isinstance(acquisition.next_step(clock.now), Join)
+    assert acquisition.delay(clock.now) == timing.line_look

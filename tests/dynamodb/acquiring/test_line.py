@@ -6,26 +6,26 @@ on it, and the test moves it (a waiter's look, a refresh, a window ends exactly 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import random
 import threading
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from botocore.exceptions import ReadTimeoutError
 
-from dynalock_django.dynamodb import LockClient, LockTimeout, VirtualClock
-from dynalock_django.dynamodb.acquiring.line_seats import (
-    HEAD_LOOK_SECONDS,
-    LINE_LOOK_PERIODS,
-    MIN_WINDOW_SECONDS,
-    WINDOW_PERIODS,
-)
-from dynalock_django.dynamodb.wire.waiters import LINE, parse_waiters
+from dynalock_django.dynamodb import DynamoDBUnavailable, InMemoryDynamoDB, LockClient, LockTimeout, VirtualClock
+from dynalock_django.dynamodb.acquiring.acquirer import Acquirer
+from dynalock_django.dynamodb.acquiring.line_seats import HEAD_LOOK_SECONDS, LINE_LOOK_PERIODS, LineTiming
+from dynalock_django.dynamodb.wire.waiters import LINE, entry, parse_waiters
 
 from ...dynamodb_support import REFRESH, RequestCounter, error_response
 from ...java_client import JavaLockClient
 
-WINDOW = max(WINDOW_PERIODS * REFRESH, MIN_WINDOW_SECONDS)
+TIMING = LineTiming.for_refresh_period(REFRESH)
+WINDOW = TIMING.window
 
 
 def line_of(client: LockClient, key: str) -> list[str]:
@@ -42,9 +42,11 @@ def start_waiter(clock: VirtualClock, target: Callable[[], object]) -> threading
     return thread
 
 
-def timing_out(acquire: Callable[[], object]) -> Callable[[], None]:
+def timing_out(acquire: Callable[[], object], error: type[Exception] = LockTimeout) -> Callable[[], None]:
+    """A wait that ends without the lock: by its deadline, or (``error``) by the failure of its last look."""
+
     def wait() -> None:
-        with pytest.raises(LockTimeout):
+        with pytest.raises(error):
             acquire()
 
     return wait
@@ -125,8 +127,8 @@ def test_a_head_that_stopped_looking_is_passed_over_within_its_window(
     virtual_clock.advance(WINDOW - 0.2)
     assert not got  # the killed head's place is kept while its window lasts
     run_until_done(virtual_clock, [thread], seconds=5)
-    # Within its window (counted from its last refresh), plus a look of the one after it.
-    assert WINDOW <= got[0] - killed_at <= WINDOW + LINE_LOOK_PERIODS * REFRESH + 0.05
+    # Within its window (counted from its last refresh), plus a look of the one after it (docs/guarantees.md).
+    assert WINDOW <= got[0] - killed_at <= WINDOW + TIMING.line_look + 0.05
 
 
 def test_try_acquire_never_joins_the_line(make_client, key):
@@ -259,3 +261,132 @@ def test_a_waiter_whose_entry_dynamodb_refuses_waits_outside_the_line(make_clien
     run_until_done(virtual_clock, [thread], seconds=5)
     assert got
     assert got[0] > lease.fencing_token
+
+
+def test_a_granted_wait_leaves_no_seat_behind(make_client, key, virtual_clock):
+    """A process forgets the seat of a key once its last waiter is done, granted or not."""
+    holder = make_client(clock=virtual_clock)
+    waiter = make_client(clock=virtual_clock, owner_name="waiter")
+    for number in range(3):
+        name = f"{key}-{number}"
+        lease = holder.acquire(name)
+        got: list[Any] = []
+        thread = start_waiter(virtual_clock, lambda name=name, got=got: got.append(waiter.acquire(name, timeout=30)))
+        virtual_clock.advance(0.05)
+        assert line_of(holder, name) == ["waiter"]
+        lease.release()
+        run_until_done(virtual_clock, [thread], seconds=5)
+        got[0].release()
+    assert waiter.process_state.seats.waiting_keys() == set()
+
+
+def test_a_join_whose_answer_was_lost_is_taken_out_when_the_waiter_gives_up(make_client, dynamodb, key, virtual_clock):
+    """A join that landed without an answer is an entry of ours all the same: giving up takes it out, or it
+    would head the line for a whole window, and nobody could take the released lock."""
+    holder = make_client(clock=virtual_clock)
+    lease = holder.acquire(key)
+    waiter = make_client(dynamodb, clock=virtual_clock, owner_name="ghost")
+    lost: list[int] = []
+
+    def lose_join_answers(request: Any, **_: Any) -> Any:
+        # Its joins (the first, and the last, sent at the deadline) land; their answers are lost.
+        if b'"window"' in request.body and len(lost) < 2:
+            lost.append(1)
+            InMemoryDynamoDB().send(request)
+            raise ReadTimeoutError(endpoint_url=f"injected:{request.url}")
+        return None
+
+    dynamodb.meta.events.register_first("before-send.dynamodb.UpdateItem", lose_join_answers)
+    thread = start_waiter(virtual_clock, timing_out(lambda: waiter.acquire(key, timeout=0.05), DynamoDBUnavailable))
+    run_until_done(virtual_clock, [thread], seconds=2)
+    assert len(lost) == 2  # both joins landed, and the waiter gave up without hearing of either
+    lease.release()
+    virtual_clock.advance(0.05)  # the give-up's leave (now or in the background) has had its time
+    assert line_of(holder, key) == []
+    assert make_client(clock=virtual_clock, owner_name="other").try_acquire(key) is not None
+
+
+def test_two_waiters_of_one_process_giving_up_together_take_the_seat_out_of_line(
+    make_client, key, virtual_clock, monkeypatch
+):
+    """Of two waiters of one process that give up together, one is the last out: it takes the entry out."""
+    holder = make_client(clock=virtual_clock)
+    lease = holder.acquire(key)
+    waiter = make_client(clock=virtual_clock, owner_name="gave-up")
+    both_done = threading.Barrier(2)
+    clean_up = Acquirer.clean_up
+
+    def clean_up_together(self: Acquirer, *args: Any) -> None:
+        clean_up(self, *args)
+        both_done.wait(5)  # both are done waiting before either leaves: each still sees the other
+
+    monkeypatch.setattr(Acquirer, "clean_up", clean_up_together)
+    threads = [start_waiter(virtual_clock, timing_out(lambda: waiter.acquire(key, timeout=1))) for _ in range(2)]
+    virtual_clock.advance(0.05)
+    assert line_of(holder, key) == ["gave-up"]
+    run_until_done(virtual_clock, threads, seconds=3)
+    assert waiter.process_state.seats.waiting_keys() == set()
+    assert line_of(holder, key) == []
+    lease.release()
+
+
+def test_a_coroutine_cancelled_while_its_join_is_in_flight_leaves_no_entry(make_client, dynamodb, key):
+    """A cancelled coroutine whose join is in flight waits for its answer (one read time-out at most) before
+    it gives up its turn, then takes the entry out: the join cannot land after the leave."""
+    holder = make_client()
+    lease = holder.acquire(key)
+    waiter = make_client(dynamodb, owner_name="cancelled")
+    joining, go_on = threading.Event(), threading.Event()
+
+    def hold_the_join(request: Any, **_: Any) -> Any:
+        if b'"window"' in request.body:
+            joining.set()
+            go_on.wait(5)  # the join is in flight
+        return None
+
+    dynamodb.meta.events.register_first("before-send.dynamodb.UpdateItem", hold_the_join)
+
+    async def cancel_while_joining() -> None:
+        task = asyncio.ensure_future(waiter.aacquire(key, timeout=30))
+        while not joining.is_set():
+            await asyncio.sleep(0.01)
+        task.cancel()
+        await asyncio.sleep(0.1)
+        assert not task.done()  # its turn, and its seat, are its own until the join is answered
+        go_on.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_while_joining())
+    lease.release()
+    assert line_of(holder, key) == []
+    assert make_client(owner_name="other").try_acquire(key) is not None
+
+
+@pytest.mark.parametrize("refresh_period", [0.01, 0.1, 1.0, 18.0, 100.0, 10_000.0])
+def test_a_waiter_refreshes_its_entry_within_the_window_others_read_of_it(refresh_period):
+    """However long refresh_period is, a waiter refreshes its entry several times within the window others read."""
+    timing = LineTiming.for_refresh_period(refresh_period)
+    (read,) = parse_waiters({"M": {"id": entry("p", 0, timing.window)}})
+    assert read.window == timing.window
+    assert timing.line_look <= read.window / 5
+
+
+def test_a_thread_interrupted_as_its_join_lands_takes_its_entry_out(make_client, dynamodb, key):
+    """Ctrl-C (KeyboardInterrupt) during a join that landed: the wait ends, and its entry leaves the line with it."""
+    holder = make_client()
+    lease = holder.acquire(key)
+    waiter = make_client(dynamodb, owner_name="interrupted")
+
+    def interrupt_after_the_join(request: Any, **_: Any) -> Any:
+        if b'"window"' in request.body:
+            InMemoryDynamoDB().send(request)
+            raise KeyboardInterrupt
+        return None
+
+    dynamodb.meta.events.register_first("before-send.dynamodb.UpdateItem", interrupt_after_the_join)
+    with pytest.raises(KeyboardInterrupt):
+        waiter.acquire(key, timeout=30)
+    assert line_of(holder, key) == []
+    assert waiter.process_state.seats.waiting_keys() == set()
+    lease.release()
