@@ -114,7 +114,14 @@ class FaultProxy:
                 pass
 
             def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                length = int(self.headers.get("Content-Length", 0))
+                body = self.rfile.read(length)
+                if len(body) < length:
+                    # Its sender went away mid-request (a worker killed as a workload ends). Forwarded, the cut
+                    # request would hold the endpoint, which serves one request at a time, until it gave up
+                    # waiting for the rest: every other client's requests timed out meanwhile.
+                    self.close_connection = True
+                    return
                 operation = self.headers.get("X-Amz-Target", "").rsplit(".", 1)[-1]
                 with proxy._lock:
                     proxy.request_sizes[operation].append(len(body))
