@@ -17,9 +17,11 @@ import threading
 from collections.abc import Callable, Sequence
 from types import TracebackType
 
+from .client import get_client
 from .dynamodb import Lease, printable, release_at_block_end
 from .locks import KeyLock, lock_key
 from .supervised import SupervisedCommand
+from .tasks.min_hold import hold_until
 
 logger = logging.getLogger("dynalock_django.leader")
 
@@ -71,7 +73,12 @@ class Leadership:
 
 
 def run_while_leader(
-    name: str, command: Sequence[str], *, timeout: float | None = None, grace_period: float = 10.0
+    name: str,
+    command: Sequence[str],
+    *,
+    timeout: float | None = None,
+    grace_period: float = 10.0,
+    min_hold: float | None = None,
 ) -> int:
     """Run ``command`` holding lease ``name``; its exit code, or EXIT_LEASE_LOST if the lease was lost.
 
@@ -79,7 +86,9 @@ def run_while_leader(
     group, told its fencing token, killed by the kernel if this process dies (Linux). A lost lease,
     or SIGTERM to this process, stops it (SIGTERM to its group, SIGKILL after ``grace_period``);
     the lease is released only once nothing of it runs. Stopped with this process (Ctrl-Z), it is
-    continued only while the lease holds, and otherwise killed (EXIT_LEASE_LOST).
+    continued only while the lease holds, and otherwise killed (EXIT_LEASE_LOST). With ``min_hold``, a
+    command that ended by itself keeps the lease (no longer renewed) until ``min_hold`` seconds after it
+    was granted, and this process waits that long before releasing it: once per schedule slot.
     """
     supervised: SupervisedCommand | None = None
 
@@ -100,6 +109,7 @@ def run_while_leader(
     # The command's status is its own: a release DynamoDB did not answer after it ended does not change
     # it (the lease, no longer renewed, frees itself within one lease; the failure is logged and counted).
     lease = leader.acquire()
+    started = get_client().clock.monotonic()
     try:
         supervised = SupervisedCommand(
             command, fencing_token=lease.fencing_token, grace_period=grace_period, still_held=still_held
@@ -109,6 +119,8 @@ def run_while_leader(
             if leader.lost.is_set():  # lost before the command started: the callback had nothing to stop
                 supervised.stop()
             code = supervised.wait()
+        if not supervised.stopped:  # told to stop (SIGTERM), this process lets go at once
+            hold_until(get_client(), lease, started=started, min_hold=min_hold)
     except BaseException as error:
         release_at_block_end(leader.release, error, [lease])
         raise

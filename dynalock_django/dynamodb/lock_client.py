@@ -27,6 +27,7 @@ from .aws.store import LockStore
 from .clock import SYSTEM_CLOCK, Clock, Instant
 from .counted.client_methods import CountedMethods
 from .group_methods import GroupMethods
+from .lease_methods import LeaseMethods
 from .leases.heartbeat import DEFAULT_RENEWAL_WORKERS
 from .leases.lease import Lease, LostCallback, detached_handle
 from .listing import ListingMethods
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
-class LockClient(AsyncMethods, GroupMethods, CountedMethods, TableMethods, ListingMethods, QueueMethods):
+class LockClient(AsyncMethods, GroupMethods, CountedMethods, TableMethods, ListingMethods, QueueMethods, LeaseMethods):
     """Advisory locks in a DynamoDB table, compatible with the AWS Java lock client.
 
     ``dynamodb`` is a boto3 DynamoDB client, or a zero-argument callable that makes one. Prefer the
@@ -191,18 +192,6 @@ class LockClient(AsyncMethods, GroupMethods, CountedMethods, TableMethods, Listi
         """
         with self.acquire(key, sort_key=sort_key, timeout=timeout, data=data, on_lost=on_lost) as lease:
             yield lease
-
-    def extend(self, lease: Lease, lease_duration: float | None = None) -> None:
-        """Renew ``lease`` now, optionally changing its lease duration; LockLost if it is gone.
-
-        A detached lease (``keep_alive=False``) is renewed even when this
-        object believes it ran out: its owner may renew late, and the write's
-        condition (owner and fencing token) decides whether it still holds it.
-        """
-        if lease_duration is not None:
-            lease_duration = self.call_checks.lease_duration(lease_duration, keep_alive=lease.keep_alive)
-        self.process_state.lease_writer.renew(lease, lease_duration)
-        self.process_state.heartbeat.wake()
 
     def release(self, lease: Lease, *, best_effort: bool = False) -> bool:
         """Release ``lease``; True when this call released it.

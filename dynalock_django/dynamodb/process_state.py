@@ -58,7 +58,7 @@ class ProcessState:
         self.lease_writer = LeaseWriter(store, layout, clock, self.holdings, delete_on_release=client.delete_on_release)
         self.heartbeat = Heartbeat(
             leases=self.holdings.leases,
-            renew=self.lease_writer.renew,
+            renew=self.lease_writer.renew_by_heartbeat,
             expire=self.lease_writer.expire,
             period=client.heartbeat_period,
             workers=client.renewal_workers,

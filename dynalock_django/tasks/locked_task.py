@@ -25,6 +25,7 @@ from ..exceptions import ConfigurationError, InvalidLockRequest, LockTimeout, Ta
 from ..payload import LockData
 from . import frameworks
 from .holder_watch import acquire_permit_unless_alive, acquire_unless_alive
+from .min_hold import check_min_hold, hold_until
 from .queue_markers import release_queued_marker
 from .task_keys import KeySpec, TaskKeys
 
@@ -56,6 +57,7 @@ class LockedTask:
         unique_while_queued: bool,
         queued_lease: float | None,
         limit: int = 1,
+        min_hold: float | None = None,
     ) -> None:
         self.function = function
         self.keys = TaskKeys(function, key, counted=limit > 1)
@@ -66,6 +68,7 @@ class LockedTask:
         self.unique_while_queued = unique_while_queued
         self.queued_lease = queued_lease
         self.limit = limit
+        self.min_hold = min_hold
 
     def __repr__(self) -> str:
         limit = f" limit={self.limit}" if self.limit > 1 else ""
@@ -82,6 +85,7 @@ class LockedTask:
         taken = self._take(key, run)
         if not isinstance(taken, Lease):
             return self._conflict(key, taken, run)
+        started = get_client().clock.monotonic()  # min_hold counts from the grant (a wait for the key is not the run)
         with taken:
             # The same signals as every other lock of the Django layer: audit and metrics see task runs too.
             signals.watch(taken)
@@ -91,6 +95,8 @@ class LockedTask:
                 return self.function(*args, **kwargs)
             finally:
                 _token.reset(reset)
+                # Failed or not, the run happened: a copy of its slot must not run it again.
+                hold_until(get_client(), taken, started=started, min_hold=self.min_hold)
 
     def _take(self, key: str, run: frameworks.TaskRun | None) -> Lease | LockInfo | None:
         client = get_client()
@@ -175,6 +181,7 @@ def lock_task(
     unique_while_queued: bool = False,
     queued_lease: float | None = None,
     limit: int = 1,
+    min_hold: float | None = None,
 ) -> Callable[[F], F]:
     """Run the decorated task function on one worker at a time per key (see docs/django/tasks.md).
 
@@ -184,10 +191,13 @@ def lock_task(
     Put it under the framework's decorator: ``@task`` / ``@app.task`` / ``@shared_task`` above, ``@lock_task()``
     below. ``on_conflict``: "skip" (return None, send ``task_skipped``), "raise" (TaskLocked) or "wait" (up
     to ``timeout`` seconds, then TaskLocked). ``unique_while_queued`` makes :func:`enqueue_unique` refuse a
-    second copy while one waits in the queue, for at most ``queued_lease`` seconds.
+    second copy while one waits in the queue, for at most ``queued_lease`` seconds. ``min_hold``: the key
+    stays held (no longer renewed, not released) until ``min_hold`` seconds after the run started, however
+    early it ends, so copies of one schedule slot fired on many hosts run once.
     """
     _check_options(on_conflict, timeout, lease_duration, unique_while_queued, queued_lease)
     _check_limit(limit)
+    check_min_hold(min_hold, where="lock_task(min_hold)")
 
     def decorate(function: F) -> F:
         _check_function(function)
@@ -200,6 +210,7 @@ def lock_task(
             unique_while_queued=unique_while_queued,
             queued_lease=queued_lease,
             limit=limit,
+            min_hold=min_hold,
         )
 
         @functools.wraps(function)

@@ -41,6 +41,24 @@ def test_run_while_leader_returns_the_commands_exit_code_and_releases():
     assert get_client().get("job").is_released
 
 
+def test_run_while_leader_with_min_hold_keeps_the_lease_until_then_after_a_short_command(other_holder):
+    seen = []
+
+    def look_after_the_command() -> None:
+        time.sleep(0.8)  # python -c pass has ended by now, or still runs: the key is held either way
+        seen.append(other_holder.get("job"))
+
+    looker = threading.Thread(target=look_after_the_command)
+    started = time.monotonic()
+    looker.start()
+    assert run_while_leader("job", [sys.executable, "-c", "pass"], min_hold=1.5) == 0
+    assert time.monotonic() - started >= 1.5  # the runner waited the hold out
+    looker.join()
+    assert seen[0] is not None
+    assert not seen[0].is_released
+    assert get_client().get("job").is_released  # then let go, for the next slot
+
+
 def test_run_while_leader_stops_the_command_soon_after_the_lease_is_lost(other_holder):
     def take_it_away():
         while (held := other_holder.get("job")) is None:

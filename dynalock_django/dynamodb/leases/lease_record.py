@@ -84,6 +84,8 @@ class LeaseRecord:
         # because an on_lost callback may release the lease it is told about.
         self.write_lock = threading.RLock()
         self.lost = threading.Event()
+        # LockClient.stop_renewing wrote its last renewal: the heartbeat leaves it alone (one may be queued already).
+        self.renewals_stopped = False
         # A renewal failed since the last that succeeded: running out now is DynamoDB's doing, not a pause.
         self.renewal_failed = False
         # What telemetry counts of this lease from its grant (None: not granted here, or no OpenTelemetry).

@@ -78,6 +78,21 @@ class LeaseWriter:
                 raise
             record.renewed(stamp.version, stamp.started, duration, queue)
 
+    def renew_by_heartbeat(self, lease: Lease) -> None:
+        """The heartbeat's :meth:`renew`: none after :meth:`renew_last` (a renewal planned before it may be queued)."""
+        record = record_of(lease)
+        with record.write_lock:
+            if not record.renewals_stopped:
+                self.renew(lease)
+
+    def renew_last(self, lease: Lease, lease_duration: float) -> None:
+        """:meth:`renew` with ``lease_duration``, then no more renewals: the lease stays held until it runs out."""
+        record = record_of(lease)
+        with record.write_lock:
+            self.renew(lease, lease_duration)
+            record.renewals_stopped = True
+            self._holdings.forget(lease)
+
     def _prune_queue(self, lock_id: LockId, stored: Any) -> None:
         """Take out the stale entries of the queue a detached lease's renewal returned (one more write, only then).
 

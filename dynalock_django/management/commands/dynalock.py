@@ -109,6 +109,14 @@ class Command(BaseCommand):
         run.add_argument(
             "--grace-period", type=_seconds, default=10.0, help="Seconds between SIGTERM and SIGKILL (default 10)."
         )
+        run.add_argument(
+            "--min-hold",
+            type=_min_hold,
+            default=None,
+            metavar="SECONDS",
+            help="Keep the lease (no longer renewed) until SECONDS after it was granted, however early the command "
+            "ends, and exit then: hosts starting the same schedule slot run it once.",
+        )
         run.add_argument("command", nargs="+", help="The command (after --).")
         run.set_defaults(method=self.run)
 
@@ -268,7 +276,16 @@ class Command(BaseCommand):
             raise CommandError(f"{error} Run the command again to release the new holding.") from error
         self.stdout.write(self.style.SUCCESS(f"Released {key!r} (was held by {printable(described['holder'])})."))
 
-    def run(self, *, name: str, command: list[str], timeout: float | None, grace_period: float, **_: Any) -> None:
+    def run(
+        self,
+        *,
+        name: str,
+        command: list[str],
+        timeout: float | None,
+        grace_period: float,
+        min_hold: float | None,
+        **_: Any,
+    ) -> None:
         if shutil.which(command[0]) is None:  # before taking the lease, for nothing
             raise CommandError(f"Cannot run {printable(command[0])!r}: {_not_runnable(command[0])}.", returncode=2)
         if command_input() is not None:
@@ -277,7 +294,7 @@ class Command(BaseCommand):
                 "group of its own, which the terminal would stop if it read from it. Pipe its input in instead."
             )
         try:
-            code = run_while_leader(name, command, timeout=timeout, grace_period=grace_period)
+            code = run_while_leader(name, command, timeout=timeout, grace_period=grace_period, min_hold=min_hold)
         except (FileNotFoundError, PermissionError) as error:  # gone between the check and the start
             raise CommandError(f"Cannot run {printable(command[0])!r}: {error.strerror}.", returncode=2) from error
         if code == EXIT_LEASE_LOST:
@@ -297,6 +314,14 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not math.isfinite(seconds) or seconds < 0:
         raise argparse.ArgumentTypeError(f"{text!r}: give a finite number of seconds, 0 or more")
+    return seconds
+
+
+def _min_hold(text: str) -> float:
+    """``--min-hold``: a finite number of seconds, more than 0."""
+    seconds = _seconds(text)
+    if seconds == 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seconds more than 0")
     return seconds
 
 

@@ -275,6 +275,7 @@ def test_a_command_run_from_a_terminal_reads_dev_null_and_is_told(dynalock, tmp_
         (["--grace-period", "-1", "--", "true"], "--grace-period: '-1': give a finite number of seconds"),
         (["--grace-period", "inf", "--", "true"], "--grace-period: 'inf': give a finite number of seconds"),
         (["--grace-period", "soon", "--", "true"], "'soon' is not a number of seconds"),
+        (["--min-hold", "0", "--", "true"], "--min-hold: '0': give a number of seconds more than 0"),
         (["--", "no-such-program-dynalock"], "Cannot run 'no-such-program-dynalock': not found on PATH."),
         (["--", "/no/such/program"], "Cannot run '/no/such/program': no such file."),
     ],
