@@ -36,6 +36,9 @@ DEFAULTS: dict[str, Any] = {
         "retries": {"mode": "standard", "total_max_attempts": 3},
     },
     "KEY_PREFIX": "",
+    # Put between KEY_PREFIX and every key: "auto" (django-tenants' schema when it is installed), None, or a
+    # dotted path to a callable of no argument returning the scope (key_scope.py).
+    "KEY_SCOPE": "auto",
     "CONTENTION_STATUS": 423,
     "DELETE_ON_RELEASE": False,
     # Edit locks of admin change pages, renewed by the browser tab every third of it. Long enough
@@ -117,6 +120,11 @@ class DynalockSettings:
     @property
     def KEY_PREFIX(self) -> str:
         return str(self._get("KEY_PREFIX"))
+
+    @property
+    def KEY_SCOPE(self) -> str | None:
+        value = self._get("KEY_SCOPE")
+        return None if value is None else str(value)
 
     @property
     def CONTENTION_STATUS(self) -> int:

@@ -1,5 +1,8 @@
 """Lock keys for model rows: ``KEY_PREFIX + "app_label.model_name:pk"``.
 
+With ``KEY_SCOPE`` (:mod:`.key_scope`), the current scope and ``|`` follow
+``KEY_PREFIX`` in every key made here: ``KEY_PREFIX + "tenant_a|app_label.model_name:pk"``.
+
 The label is the content type's natural key, so a key means the same row in
 every database and environment. Proxy models and multi-table-inheritance
 children lock their root model's key: they share its row. Primary key values
@@ -38,6 +41,7 @@ from django.db import models
 from .conf import dynalock_settings
 from .dynamodb import MAX_COUNTED_NAME_BYTES, MAX_PARTITION_KEY_BYTES, split_permit_key
 from .exceptions import InvalidLockRequest
+from .key_scope import key_head, split_scope
 
 _PK_SEPARATOR = ","
 _DIGEST_SEPARATOR = "#"  # quote() always encodes it, so it cannot occur in an encoded pk
@@ -54,7 +58,8 @@ class ParsedKey:
     UUID, an integer out of range), so no query is made for it.
 
     A counted lock's item reads as its set's key (``set_key``) does, with
-    ``counted`` its kind ("semaphore", "read") and ``permit`` its index.
+    ``counted`` its kind ("semaphore", "read") and ``permit`` its index. ``scope``: the key's
+    ``KEY_SCOPE`` ("" for none).
     """
 
     key: str
@@ -66,6 +71,7 @@ class ParsedKey:
     counted: str | None = None
     permit: int | None = None
     set_key: str | None = None
+    scope: str = ""
 
 
 def root_model(model: type[models.Model]) -> type[models.Model]:
@@ -85,7 +91,7 @@ def key_for_model(model: type[models.Model], pk: Any) -> str:
         raise InvalidLockRequest(f"{model!r} is not a Django model class; pass the model, e.g. Customer.")
     values = _pk_parts(model, pk)
     encoded = _PK_SEPARATOR.join(quote(value, safe="") for value in values)
-    return _fitting(f"{dynalock_settings.KEY_PREFIX}{model_label(model)}:", encoded)
+    return _fitting(f"{key_head()}{model_label(model)}:", encoded)
 
 
 def key_for_instance(instance: models.Model) -> str:
@@ -105,7 +111,7 @@ def key_for_name(name: str) -> str:
     """The key of a named lock (a job, a leader election)."""
     if not isinstance(name, str) or not name:
         raise InvalidLockRequest(f"A lock name must be a non-empty string, not {name!r}.")
-    return f"{dynalock_settings.KEY_PREFIX}{name}"
+    return f"{key_head()}{name}"
 
 
 def key_for_task(name: str, arguments: str, *, queued: bool = False, counted: bool = False) -> str:
@@ -118,7 +124,7 @@ def key_for_task(name: str, arguments: str, *, queued: bool = False, counted: bo
     """
     if not isinstance(name, str) or not name:
         raise InvalidLockRequest(f"A task's name must be a non-empty string, not {name!r}.")
-    head = f"{dynalock_settings.KEY_PREFIX}{'queued ' if queued else ''}{name}("
+    head = f"{key_head()}{'queued ' if queued else ''}{name}("
     return _fitting(head, f"{arguments})", MAX_COUNTED_NAME_BYTES if counted else MAX_PARTITION_KEY_BYTES)
 
 
@@ -141,8 +147,7 @@ def telemetry_attributes(key: str) -> dict[str, str]:
         if dynalock_settings.TRACE_KEYS:
             attributes["dynalock.key"] = key
         return attributes
-    prefix = dynalock_settings.KEY_PREFIX
-    body = key[len(prefix) :] if prefix and key.startswith(prefix) else key
+    body = _body(key)
     label, separator, _ = body.partition(":")
     if separator and _is_installed_label(label):
         attributes = {"dynalock.kind": "object", "dynalock.model": label}
@@ -175,20 +180,27 @@ def parse_key(key: str) -> ParsedKey:
     if counted is not None:
         set_key, kind, permit = counted
         return dataclasses.replace(parse_key(set_key), key=key, counted=kind, permit=permit, set_key=set_key)
-    prefix = dynalock_settings.KEY_PREFIX
-    body = key[len(prefix) :] if prefix and key.startswith(prefix) else key
+    split = split_scope(key)
+    scope, body = split if split is not None else ("", key)
     label, separator, encoded = body.partition(":")
     app_label, dot, model_name = label.partition(".")
     if not separator or not dot or not encoded:
-        return ParsedKey(key, None, None, None, body)
+        return ParsedKey(key, None, None, None, body, scope=scope)
     try:
         model: type[models.Model] | None = apps.get_model(app_label, model_name)
     except (LookupError, ValueError):
         model = None
     if _is_shortened(encoded):
-        return ParsedKey(key, label, model, None, None)
+        return ParsedKey(key, label, model, None, None, scope=scope)
     pk = tuple(unquote(part) for part in encoded.split(_PK_SEPARATOR))
-    return ParsedKey(key, label, model, pk, None, _object_pk(model, pk) if model is not None else None)
+    object_pk = _object_pk(model, pk) if model is not None else None
+    return ParsedKey(key, label, model, pk, None, object_pk, scope=scope)
+
+
+def _body(key: str) -> str:
+    """The key after ``KEY_PREFIX`` and its scope (the whole key when it is not under ``KEY_PREFIX``)."""
+    split = split_scope(key)
+    return key if split is None else split[1]
 
 
 def _fitting(head: str, encoded: str, limit: int = MAX_PARTITION_KEY_BYTES) -> str:

@@ -22,6 +22,7 @@ from django.utils.translation import gettext as _
 
 from .conf import dynalock_settings
 from .dynamodb import MAX_PERMITS, MAX_READERS, InvalidLockRequest, LockClient, LockInfo, PermitHolder, ScanPage
+from .key_scope import in_current_scope, key_head
 from .keys import ParsedKey, model_label, parse_key
 from .payload import LockData
 
@@ -118,12 +119,14 @@ def load_page(
 
     Held locks come from the live-locks index; ``show_all`` and ``other_clients`` scan the
     table (:func:`read_page`).
-    Only this project's keys (``KEY_PREFIX``) are read, unless ``ADMIN_SHOWS_ALL_KEYS``.
+    Only this project's keys (``KEY_PREFIX``) of the current ``KEY_SCOPE`` are read, unless
+    ``ADMIN_SHOWS_ALL_KEYS``: another tenant's locks are neither listed nor counted.
     """
-    scope = "" if dynalock_settings.ADMIN_SHOWS_ALL_KEYS else dynalock_settings.KEY_PREFIX
-    prefix = dynalock_settings.KEY_PREFIX + search if search else scope
+    show_all_keys = dynalock_settings.ADMIN_SHOWS_ALL_KEYS
+    head = key_head()
+    prefix = head + search if search else ("" if show_all_keys else head)
     if model is not None:
-        model_prefix = f"{dynalock_settings.KEY_PREFIX}{model_label(model)}:"
+        model_prefix = f"{head}{model_label(model)}:"
         prefix = prefix if prefix and prefix.startswith(model_prefix) else model_prefix
     page = read_page(
         client,
@@ -133,7 +136,8 @@ def load_page(
         include_released=show_all,
         other_clients=other_clients,
     )
-    rows = [describe(lock) for lock in page.locks]
+    # The public schema's prefix is every tenant's too: their scoped keys are left out here.
+    rows = [describe(lock) for lock in page.locks if show_all_keys or in_current_scope(lock.key)]
     counts = collections.Counter(row.state for row in rows)
     visible = [row for row in rows if show_all or row.state in ("held", "malformed")]
     if holder:

@@ -31,6 +31,7 @@ from django.views.decorators.http import require_http_methods, require_safe
 from ..client import get_client
 from ..conf import dynalock_settings
 from ..dynamodb import DynalockError, DynamoDBError, InvalidLockRequest, LockInfo, LockNotAcquired
+from ..key_scope import in_current_scope, key_head
 from ..live_lock_rows import LockRow, ModelFilter, describe, load_page, with_objects
 from ..models import FORCE_RELEASE_PERMISSION, Lock
 from .breadcrumbs import Crumb, breadcrumbs
@@ -125,7 +126,7 @@ class LiveLocksAdmin(_ModelAdmin):
         """Where the admin log links a lock to: the live-locks page, on that key."""
         if not self.has_view_permission(request):
             raise PermissionDenied
-        key, prefix = unquote(object_id), dynalock_settings.KEY_PREFIX
+        key, prefix = unquote(object_id), key_head()
         search = key[len(prefix) :] if key.startswith(prefix) else key
         return HttpResponseRedirect(f"{self._changelist_url()}?{urlencode({'q': search, 'status': 'all'})}")
 
@@ -232,7 +233,7 @@ def _holding(lock: LockInfo) -> tuple[str, str]:
 
 
 def _in_scope(key: str) -> bool:
-    return dynalock_settings.ADMIN_SHOWS_ALL_KEYS or key.startswith(dynalock_settings.KEY_PREFIX)
+    return dynalock_settings.ADMIN_SHOWS_ALL_KEYS or in_current_scope(key)
 
 
 def _logged_object(row: LockRow) -> Any:

@@ -31,6 +31,7 @@ from ...dynamodb import (
     TableNotReady,
     printable,
 )
+from ...key_scope import current_scope, in_current_scope, key_head, scope_path
 from ...keys import key_for_model, model_label
 from ...leader import EXIT_LEASE_LOST, run_while_leader
 from ...live_lock_rows import LockRow, describe_rows, read_counted, read_page
@@ -82,11 +83,13 @@ class Command(BaseCommand):
             "(scans the whole table).",
         )
         listing.add_argument("--json", action="store_true", dest="as_json", help="One JSON object per line.")
+        listing.add_argument("--all-scopes", action="store_true", help=_ALL_SCOPES_HELP)
         listing.add_argument("--page-size", type=int, default=100, help="Items read per DynamoDB request.")
         listing.set_defaults(method=self.list_locks)
 
         show = commands.add_parser("show", help="One lock: `show KEY` or `show APP.MODEL PK`.")
         show.add_argument("target", nargs="+", metavar="KEY | APP.MODEL PK")
+        show.add_argument("--all-scopes", action="store_true", help=_ALL_SCOPES_HELP)
         show.set_defaults(method=self.show)
 
         release = commands.add_parser("release", help="Force-release someone else's lock (recorded as yours).")
@@ -189,11 +192,13 @@ class Command(BaseCommand):
         other_clients: bool,
         as_json: bool,
         page_size: int,
+        all_scopes: bool,
         **_: Any,
     ) -> None:
-        prefix = None
+        scoped = scope_path() is not None and not all_scopes
+        prefix = key_head() if scoped else None
         if model:
-            prefix = f"{dynalock_settings.KEY_PREFIX}{model_label(_model(model))}:"
+            prefix = f"{key_head() if scoped else dynalock_settings.KEY_PREFIX}{model_label(_model(model))}:"
         client = get_client()
         if not as_json:
             self.stdout.write("  ".join(("KEY", "OBJECT", "HOLDER", "AGE", "LEASE", "TOKEN", "STATE")))
@@ -207,7 +212,8 @@ class Command(BaseCommand):
                 include_released=include_released,
                 other_clients=other_clients,
             )
-            for row in describe_rows(page.locks):  # one query per model on the page for the objects
+            locks = [lock for lock in page.locks if not scoped or in_current_scope(lock.key)]
+            for row in describe_rows(locks):  # one query per model on the page for the objects
                 described = _as_dict(row)
                 if as_json:
                     self.stdout.write(json.dumps(described))
@@ -221,13 +227,18 @@ class Command(BaseCommand):
         if not as_json:
             self.stdout.write(f"{count} lock(s)")
 
-    def show(self, *, target: list[str], **_: Any) -> None:
+    def show(self, *, target: list[str], all_scopes: bool, **_: Any) -> None:
         if len(target) == 2:
             key = key_for_model(_model(target[0]), target[1])
         elif len(target) == 1:
             key = target[0]
         else:
             raise CommandError("show takes a KEY, or APP.MODEL and PK.")
+        if scope_path() is not None and not all_scopes and not in_current_scope(key):
+            raise CommandError(
+                f"Key {key!r} is not of the current KEY_SCOPE ({current_scope() or 'none'}): add --all-scopes to "
+                "show it, or run the command in its tenant."
+            )
         lock = get_client().get(key)
         counted = read_counted(get_client(), key)
         if lock is None and not counted.permits and not counted.readers:
@@ -302,6 +313,9 @@ class Command(BaseCommand):
         sys.exit(code)
 
 
+_ALL_SCOPES_HELP = "Every KEY_SCOPE's locks, not only the current scope's (with KEY_SCOPE: a tenant's)."
+
+
 def _seconds(text: str) -> float:
     """A time option: a finite number of seconds, 0 or more.
 
@@ -355,6 +369,7 @@ def _as_dict(row: LockRow) -> dict[str, Any]:
     lock = row.lock
     return {
         "key": lock.key,
+        "scope": row.parsed.scope,
         "object": row.object_label or row.parsed.label,
         "holder": row.holder,
         "owner": lock.owner_name,
