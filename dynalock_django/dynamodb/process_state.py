@@ -15,6 +15,7 @@ from .acquiring.group_acquirer import GroupAcquirer
 from .acquiring.line_seats import LineTiming, Seats
 from .acquiring.observations import Observations
 from .acquiring.operator_actions import OperatorActions
+from .acquiring.parts import EngineParts
 from .acquiring.turns import Turns
 from .aws.call_threads import CallThreads
 from .exceptions import ClientClosed
@@ -74,45 +75,28 @@ class ProcessState:
             owner_name=lambda: client.owner_name,
             timing=LineTiming.for_refresh_period(client.refresh_period),
         )
-        self.acquirer = Acquirer(
+        # Coroutines: a few threads for their requests (built per process, so a forked child has its own).
+        self.calls = CallThreads(name=f"dynalock-call-{layout.table_name}")
+        self.parts = EngineParts(
             client=client,
             store=store,
             layout=layout,
             clock=clock,
+            refresh_period=client.refresh_period,
             observations=self.observations,
             holdings=self.holdings,
             heartbeat=self.heartbeat,
-            refresh_period=client.refresh_period,
-            closed=self.closed,
-            ensure_open=self.ensure_open,
+            lease_writer=self.lease_writer,
             turns=self.turns,
             seats=self.seats,
-        )
-        self.group_acquirer = GroupAcquirer(
-            acquirer=self.acquirer,
-            lease_writer=self.lease_writer,
-            observations=self.observations,
-            holdings=self.holdings,
-            store=store,
-            layout=layout,
-            clock=clock,
-            refresh_period=client.refresh_period,
+            calls=self.calls,
             closed=self.closed,
             ensure_open=self.ensure_open,
         )
+        self.acquirer = Acquirer(self.parts)
+        self.group_acquirer = GroupAcquirer(self.parts, self.acquirer)
         self.operator = OperatorActions(store, layout, clock, self.holdings, self.acquirer)
-        # Coroutines: a few threads for their requests (built per process, so a forked child has its own).
-        self.calls = CallThreads(name=f"dynalock-call-{layout.table_name}")
-        self.async_acquirer = AsyncAcquirer(
-            acquirer=self.acquirer,
-            group_acquirer=self.group_acquirer,
-            observations=self.observations,
-            holdings=self.holdings,
-            calls=self.calls,
-            turns=self.turns,
-            clock=clock,
-            ensure_open=self.ensure_open,
-        )
+        self.async_acquirer = AsyncAcquirer(self.parts, self.acquirer, self.group_acquirer)
         self.group_release = GroupRelease(self.lease_writer, self.calls)
 
     def ensure_open(self) -> None:

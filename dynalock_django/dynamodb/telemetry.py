@@ -168,6 +168,15 @@ class _Acquire:
             self.span.set_status(trace.StatusCode.ERROR, f"{type(error).__name__}: {error}")
 
 
+def _target(request: Any) -> Any:
+    """What an acquiring call is about: its lock id, or a group's lock ids (a list)."""
+    return list(request.lock_ids) if request.many else request.lock_id
+
+
+def _timeout(request: Any) -> Any:
+    return request.timeout
+
+
 def _start(name: str, target: Any) -> tuple[_Acquire, Any, contextvars.Token[bool]]:
     keys = _keys_of(target)
     attributes = _describe(keys)
@@ -183,7 +192,7 @@ def _start(name: str, target: Any) -> tuple[_Acquire, Any, contextvars.Token[boo
 
 
 def traced_acquire(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
-    """Measure an acquiring method ``(self, lock_id or lock_ids, options, [timeout])``, sync or async.
+    """Measure an acquiring method ``(self, request)`` (an :class:`.AcquireRequest`), sync or async.
 
     Opens span ``name`` around it (the requests it sends nest below), counts
     it pending while it runs, and records its duration by outcome: a lease or
@@ -198,7 +207,7 @@ def traced_acquire(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
 
             @functools.wraps(method)
             async def traced_coroutine(*args: P.args, **kwargs: P.kwargs) -> R:
-                acquire, scope, token = _start(name, args[1])
+                acquire, scope, token = _start(name, _target(args[1]))
                 result, error = None, None
                 try:
                     result = await method(*args, **kwargs)
@@ -208,14 +217,14 @@ def traced_acquire(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
                     raise
                 finally:
                     _in_operation.reset(token)
-                    acquire.end(result, error, args[3] if len(args) > 3 else None)
+                    acquire.end(result, error, _timeout(args[1]))
                     scope.__exit__(None, None, None)
 
             return traced_coroutine  # type: ignore[return-value]
 
         @functools.wraps(method)
         def traced(*args: P.args, **kwargs: P.kwargs) -> R:
-            acquire, scope, token = _start(name, args[1])
+            acquire, scope, token = _start(name, _target(args[1]))
             result, error = None, None
             try:
                 result = method(*args, **kwargs)
@@ -225,7 +234,7 @@ def traced_acquire(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
                 raise
             finally:
                 _in_operation.reset(token)
-                acquire.end(result, error, args[3] if len(args) > 3 else None)
+                acquire.end(result, error, _timeout(args[1]))
                 scope.__exit__(None, None, None)
 
         return traced
