@@ -17,7 +17,7 @@ import pytest
 
 from dynalock_django.dynamodb import Lease, LockClient, LockLost
 
-from ...dynamodb_support import LEASE
+from ...dynamodb_support import LEASE, RequestCounter
 
 KINDS: dict[str, Callable[[LockClient, str], Any]] = {
     "semaphore": lambda client, key: client.semaphore(key, 1),
@@ -74,3 +74,14 @@ def test_every_try_returns_none_at_once_when_the_lock_is_taken(make_client, key,
     lease = _call(KINDS[kind](client, key), verb)
     assert lease is not None
     lease.release()
+
+
+def test_a_writers_try_kept_out_by_a_reader_costs_its_grant_one_look_and_its_release(make_client, dynamodb, key):
+    reader, writer = make_client(), make_client(dynamodb)
+    read = reader.readers_writer(key).acquire_read(timeout=0)
+    counter = RequestCounter(dynamodb)
+    assert writer.readers_writer(key).try_acquire_write() is None
+    assert counter.calls == {"UpdateItem": 2, "BatchGetItem": 1}  # the write item taken, the readers read, given back
+    assert writer.get(key).is_released  # readers are let in again
+    assert writer.held_leases() == []
+    read.release()
