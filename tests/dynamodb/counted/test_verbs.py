@@ -36,7 +36,7 @@ IN_THE_WAY = {"semaphore": "acquire", "reader": "acquire_write", "writer": "acqu
 
 def _call(lock: Any, verb: str, **options: Any) -> Lease | None:
     if not verb.startswith("try") and not verb.startswith("atry"):
-        options["timeout"] = 0
+        options["timeout"] = 5  # free: granted at once (a patient deadline: a loaded machine takes its time)
     result = getattr(lock, verb)(**options)
     return asyncio.run(result) if inspect.iscoroutine(result) else result  # type: ignore[no-any-return]
 
