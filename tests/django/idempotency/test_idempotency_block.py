@@ -11,6 +11,8 @@ from dynalock_django import IdempotencyKeyInUse, IdempotencyKeyReused, LockLost,
 from dynalock_django.client import client_replaced_by, get_client
 from dynalock_django.testing import LocksInMemory, locks_in_memory
 
+from ...dynamodb_support import RequestCounter
+
 pytestmark = pytest.mark.django_db
 
 LEASE = 10.0
@@ -130,3 +132,19 @@ def test_a_result_that_is_neither_json_nor_bytes_is_refused_and_the_key_freed(me
         attempt.complete(object())
     with idempotency("k") as attempt:
         assert not attempt.replayed
+
+
+def test_what_a_first_run_a_replay_and_a_conflict_cost(memory: LocksInMemory) -> None:
+    counted = RequestCounter(memory.client.dynamodb)
+    with idempotency("c", fingerprint="f") as attempt:
+        other = memory.new_client()
+        counted_other = RequestCounter(other.dynamodb)
+        with client_replaced_by(other), pytest.raises(IdempotencyKeyInUse), idempotency("c", fingerprint="f"):
+            pass
+        attempt.complete("x")
+    assert counted.calls == {"GetItem": 2, "UpdateItem": 1, "TransactWriteItems": 1}  # 2 writes
+    assert counted_other.calls == {"GetItem": 1, "UpdateItem": 1}  # the refused grant says who holds it
+    counted.reset()
+    with idempotency("c", fingerprint="f") as again:
+        assert again.replayed
+    assert counted.calls == {"GetItem": 1}
