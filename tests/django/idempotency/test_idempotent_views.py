@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+import zlib
 from typing import Any
 
 import pytest
@@ -173,3 +174,34 @@ def test_requests_a_first_request_and_a_replay_cost(client: Client) -> None:
     post(client, "/pay/", "r", k)
     assert first == {"GetItem": 2, "UpdateItem": 1, "TransactWriteItems": 1}  # 2 writes: grant, completion
     assert counted.calls == {"GetItem": 1}  # a replay: one read
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        {"B": b"not zlib"},
+        {"B": zlib.compress(b'{"dynalock": 1, "fingerprint": 5}\n')},
+        {"B": zlib.compress(b"\x00" * (17 * 1024 * 1024))},  # a zip bomb past the reader's cap
+        {"S": "text"},  # not even binary: the protocol reads no record, and says nothing
+    ],
+)
+def test_a_hostile_record_is_no_record_the_view_runs_and_its_answer_is_kept(
+    client: Client, hostile: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    k = key()
+    post(client, "/pay/", "h", k)
+    dynamodb = get_client().dynamodb
+    table = get_client().table_name
+    (record,) = [item for item in dynamodb.scan(TableName=table)["Items"] if item["key"]["S"].endswith("#result")]
+    dynamodb.update_item(
+        TableName=table,
+        Key={"key": record["key"]},
+        UpdateExpression="SET #r = :v",
+        ExpressionAttributeNames={"#r": "result"},
+        ExpressionAttributeValues={":v": hostile},
+    )
+    with caplog.at_level(logging.WARNING, logger="dynalock_django.idempotency"):
+        again = post(client, "/pay/", "h", k)
+    assert again.json()["payment"] == 2
+    assert ("cannot be read" in caplog.text) is ("B" in hostile)
+    assert post(client, "/pay/", "h", k).content == again.content  # kept anew, over the unreadable one
