@@ -42,7 +42,9 @@ class RecordMethods:
         Only the live holder completes: LockLost (nothing stored) when the
         lease ran out, was taken over or released, or a later holder's
         record is already there. One TransactWriteItems (on a store without
-        transactions, an UpdateItem then the release: see docs/idempotency.md).
+        transactions, an UpdateItem then the release: see docs/protocol.md).
+        When DynamoDB does not answer, DynamoDBError is raised and the lease
+        is left as it was: release it (its release finds out what landed).
         """
         if not isinstance(value, bytes):
             raise InvalidLockRequest(f"complete(): the value must be bytes, not {type(value).__name__}.")
