@@ -6,13 +6,14 @@ is) and the record's write (conditioned on no later holder's record): a
 holder that lost its lease cannot complete, and a completion is never half
 done. Where it has none (dynalite), the record is written first, conditioned
 on its own item (no later holder's token there), after the holder checked
-its safe time, then the lease is released: a holder paused past its lease
-between that check and its write could still store a record, which the
-token condition orders after any later holder's; the docs say so.
+its safe time, then the lease is released; a release that finds the lock
+taken over deletes the record again (if it is still ours) and raises
+LockLost. Until then a duplicate may have replayed it: the docs say so.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 from ..aws import botocore_errors
@@ -90,10 +91,17 @@ class Completion:
         raise LockLost(f"Cannot complete {lease.key!r}: a later holder's completion record is stored.")
 
     def _store_then_release(self, lease: Lease, store: dict[str, Any]) -> None:
+        """Without transactions: the record, then the release; a release that finds the lock lost takes it back."""
         lease.ensure_held()
         try:
             self._store.update(store)
         except Refused:
             self._lease_writer.release(lease, best_effort=True)
             raise LockLost(f"Cannot complete {lease.key!r}: a later holder's completion record is stored.") from None
-        self._lease_writer.release(lease)
+        try:
+            self._lease_writer.release(lease)
+        except LockLost:
+            # Taken over meanwhile: our record goes, unless a later holder's replaced it (its token differs).
+            with contextlib.suppress(Refused, DynamoDBError):
+                self._store.delete(record_item.unstore(self._layout, lease.lock_id, fencing_token=lease.fencing_token))
+            raise

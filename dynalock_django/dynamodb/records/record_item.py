@@ -81,6 +81,17 @@ def store(
     }
 
 
+def unstore(layout: TableLayout, lock_id: LockId, *, fencing_token: int) -> dict[str, Any]:
+    """The DeleteItem that takes back the record of the lock ``lock_id``'s holder ``fencing_token``, if still its."""
+    exprs = Expressions()
+    return {
+        "TableName": layout.table_name,
+        "Key": layout.key(record_id(lock_id)),
+        "ConditionExpression": f"{exprs.name(item.FENCING_TOKEN)} = {exprs.number(fencing_token)}",
+        **exprs.params(),
+    }
+
+
 def parse(stored: Item | None, now: float) -> CompletionRecord | None:
     """The record in ``stored``, or None: no item, expired by ``now`` (wall clock), or not a record at all.
 
