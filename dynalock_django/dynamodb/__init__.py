@@ -40,7 +40,15 @@ from .leases.lease import Lease
 from .leases.lease_group import LeaseGroup
 from .lock_client import LockClient
 from .options import MAX_RENEWAL_WORKERS
-from .telemetry import botocore_request_hook, botocore_response_hook, describe_keys_with, span_event, task_skipped
+from .records.record_item import CompletionRecord
+from .telemetry import (
+    botocore_request_hook,
+    botocore_response_hook,
+    describe_keys_with,
+    idempotency_answered,
+    span_event,
+    task_skipped,
+)
 from .wire.display import printable
 from .wire.item import MALFORMED_ITEM_LEASE_SECONDS, MAX_PARTITION_KEY_BYTES, LockInfo
 from .wire.permits import MAX_NAME_BYTES as MAX_COUNTED_NAME_BYTES
@@ -61,6 +69,7 @@ __all__ = [
     "CircuitOpen",
     "ClientClosed",
     "Clock",
+    "CompletionRecord",
     "ConfigurationError",
     "DynalockError",
     "DynamoDBError",
@@ -94,6 +103,7 @@ __all__ = [
     "botocore_response_hook",
     "build_dynamodb_client",
     "describe_keys_with",
+    "idempotency_answered",
     "lambda_lease",
     "lambda_locked",
     "printable",

@@ -31,6 +31,7 @@ from .lock_methods import LockMethods
 from .options import CallChecks, check_client_options, check_renewal_workers, default_owner_name
 from .process_state import ProcessState
 from .queue_methods import QueueMethods
+from .record_methods import RecordMethods
 from .table_methods import TableMethods
 from .wire import validation
 from .wire.layout import TableLayout
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
-class LockClient(LockMethods, GroupMethods, CountedMethods, TableMethods, ListingMethods, QueueMethods):
+class LockClient(LockMethods, GroupMethods, CountedMethods, TableMethods, ListingMethods, QueueMethods, RecordMethods):
     """Advisory locks in a DynamoDB table, compatible with the AWS Java lock client.
 
     ``dynamodb`` is a boto3 DynamoDB client, or a zero-argument callable that makes one. Prefer the
