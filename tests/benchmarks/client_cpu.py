@@ -1,10 +1,11 @@
-"""Client CPU of an uncontended acquire + release, against floors that do the same I/O with less code.
+"""Client CPU (and wall time) of an uncontended acquire + release, against floors that do the same I/O with less code.
 
     python -m tests.benchmarks.client_cpu [--rounds 200] [--blocks 5] [--stores moto,dynalite,dynamodb_local]
 
 On each store, a new key per round, four contenders run in turns (``--blocks`` turns of ``--rounds``
 rounds each, so the machine's noise falls on all of them alike), each timed by this process's CPU
-clock (``time.process_time``: the servers run in their own processes):
+clock (``time.process_time``: the servers run in their own processes), and by the wall clock (the
+server's work on the requests shows there):
 
 - **ours**: ``client.acquire(key).release()``;
 - **replay**: boto3 sending the very two requests ours sent (captured once, the key put in): what
@@ -93,16 +94,17 @@ def python_dynamodb_lock(endpoint_url: str, table_name: str) -> Round:
     return run
 
 
-def cpu_per_round(run: Round, rounds: int) -> float:
+def per_round(run: Round, rounds: int) -> tuple[float, float]:
+    """Seconds of this process's CPU, and of the wall clock, per round."""
     keys = [unique("cpu") for _ in range(rounds)]
-    started = time.process_time()
+    started, wall = time.process_time(), time.perf_counter()
     for key in keys:
         run(key)
-    return (time.process_time() - started) / rounds
+    return (time.process_time() - started) / rounds, (time.perf_counter() - wall) / rounds
 
 
-def measure(endpoint_url: str, rounds: int, blocks: int) -> dict[str, float]:
-    """Microseconds of client CPU per acquire + release, for each contender, on one store."""
+def measure(endpoint_url: str, rounds: int, blocks: int) -> dict[str, tuple[float, float]]:
+    """Microseconds of client CPU, and of the wall clock, per acquire + release, for each contender, on one store."""
     table_name = unique("cpu")
     client = LockClient(make_dynamodb(endpoint_url, **PATIENT), table_name)
     client.create_table()
@@ -119,13 +121,15 @@ def measure(endpoint_url: str, rounds: int, blocks: int) -> dict[str, float]:
         LockClient(make_dynamodb(endpoint_url, **PATIENT), pdl_table, sort_key_name=PDL_TABLE_SORT_KEY).create_table()
         contenders["python-dynamodb-lock"] = python_dynamodb_lock(endpoint_url, pdl_table)
     for run in contenders.values():  # warm up: connections, boto3's models, the first-call paths
-        cpu_per_round(run, max(1, rounds // 10))
-    totals = dict.fromkeys(contenders, 0.0)
+        per_round(run, max(1, rounds // 10))
+    cpu, wall = dict.fromkeys(contenders, 0.0), dict.fromkeys(contenders, 0.0)
     for _ in range(blocks):
         for name, run in contenders.items():
-            totals[name] += cpu_per_round(run, rounds)
+            spent, waited = per_round(run, rounds)
+            cpu[name] += spent
+            wall[name] += waited
     client.close()
-    return {name: total / blocks * 1e6 for name, total in totals.items()}
+    return {name: (cpu[name] / blocks * 1e6, wall[name] / blocks * 1e6) for name in contenders}
 
 
 def main() -> None:
@@ -139,22 +143,25 @@ def main() -> None:
     rows = []
     for store in args.stores.split(","):
         with SERVERS[store]() as url:
-            cpu = measure(url, args.rounds, args.blocks)
-        pdl = cpu.get("python-dynamodb-lock")
-        rows.append(
-            (
-                store,
-                f"{cpu['ours']:.0f} / {cpu['replay']:.0f} / {cpu['raw']:.0f}" + (f" / {pdl:.0f}" if pdl else ""),
-                f"{cpu['ours'] / cpu['replay']:.2f}",
-                f"{cpu['replay'] / cpu['raw']:.2f}",
-                f"{cpu['ours'] / cpu['raw']:.2f}",
-                f"{pdl / cpu['raw']:.2f}" if pdl else "-",
+            measured = measure(url, args.rounds, args.blocks)
+        for clock, index in (("CPU", 0), ("wall", 1)):
+            us = {name: values[index] for name, values in measured.items()}
+            pdl = us.get("python-dynamodb-lock")
+            figures = f"{us['ours']:.0f} / {us['replay']:.0f} / {us['raw']:.0f}" + (f" / {pdl:.0f}" if pdl else "")
+            rows.append(
+                (
+                    f"{store}, {clock}",
+                    figures,
+                    f"{us['ours'] / us['replay']:.2f}",
+                    f"{us['replay'] / us['raw']:.2f}",
+                    f"{us['ours'] / us['raw']:.2f}",
+                    f"{pdl / us['raw']:.2f}" if pdl else "-",
+                )
             )
-        )
     print_table(
         (
-            "store",
-            "client CPU µs: ours / replay / raw" + (" / pdl" if pdl_installed() else ""),
+            "store, clock",
+            "µs per round: ours / replay / raw" + (" / pdl" if pdl_installed() else ""),
             "ours ÷ replay",
             "replay ÷ raw",
             "ours ÷ raw",
