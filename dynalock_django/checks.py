@@ -12,6 +12,7 @@ import re
 from typing import Any
 from urllib.parse import urlparse
 
+from django.apps import apps
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 
@@ -53,6 +54,31 @@ def check_settings(app_configs: Any = None, **_: Any) -> list[CheckMessage]:
     messages += _boto_config(values)
     messages += _simple_types(values)
     messages += _outage(values)
+    messages += _shared_lock_models(values["SHARED_LOCK_MODELS"])
+    return messages
+
+
+def _shared_lock_models(declared: Any) -> list[CheckMessage]:
+    """Every entry names an installed model: a typo would leave its rows' writers blind to their readers."""
+    hint = (
+        'List model labels, as DYNALOCK["SHARED_LOCK_MODELS"] = ["shop.Order"]: the models whose rows are read shared.'
+    )
+    if not isinstance(declared, list | tuple):
+        return [
+            Error(f"DYNALOCK['SHARED_LOCK_MODELS'] must be a list, not {declared!r}.", hint=hint, id="dynalock.E031")
+        ]
+    messages: list[CheckMessage] = []
+    for label in declared:
+        try:
+            apps.get_model(label)
+        except (LookupError, ValueError, TypeError, AttributeError):
+            messages.append(
+                Error(
+                    f"DYNALOCK['SHARED_LOCK_MODELS'] names {label!r}, which is not an installed model.",
+                    hint=hint,
+                    id="dynalock.E031",
+                )
+            )
     return messages
 
 

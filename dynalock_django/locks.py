@@ -19,10 +19,12 @@ from types import TracebackType
 from typing import Any, Generic, Self, TypedDict, TypeVar, Unpack, cast
 
 from asgiref.sync import sync_to_async
+from django.apps import apps
 from django.db import models
 
 from . import keys, signals
 from .client import get_client
+from .conf import dynalock_settings
 from .dynamodb import MAX_COUNTED_NAME_BYTES, Lease, LeaseGroup, arelease_at_block_end, release_at_block_end
 from .exceptions import InvalidLockRequest, LockNotAcquired, LockTimeout
 from .payload import LockData
@@ -210,20 +212,29 @@ class KeyLock(HeldLock[Lease]):
 class RowLock(KeyLock):
     """The writer of a row (``lock_object``, ``lock_model``): the row's lock, held once its readers have left.
 
-    Its item is the row's lock item as it has always been (the AWS Java client reads it). Taking
-    it keeps new readers (``lock_object(row, shared=True)``) out, then waits, within the same
-    ``timeout``, for the readers in place to leave or lose their leases. A row whose key leaves
-    no room for readers' keys (a long string pk's, shortened to DynamoDB's limit) can have none:
-    its lock is taken as a named lock's, as before.
+    Its item is the row's lock item as it has always been (the AWS Java client reads it). Rows of a model
+    declared in ``DYNALOCK["SHARED_LOCK_MODELS"]`` may have readers (``lock_object(row, shared=True)``):
+    taking the lock keeps new readers out, then waits, within the same ``timeout``, for the readers in
+    place to leave or lose their leases. Rows of other models have none, and neither does a row whose
+    key leaves no room for readers' keys (a long string pk's, shortened to DynamoDB's limit): their
+    lock is taken as a named lock's, two requests with its release and no reader code.
     """
 
+    def __init__(self, key: str, *, model: type[models.Model], **options: Unpack[LockOptions]) -> None:
+        super().__init__(key, **options)
+        self.model = model
+
+    def has_readers(self) -> bool:
+        """Read at each acquire, as the settings are (``override_settings``)."""
+        return may_have_readers(self.key) and readers_declared(self.model)
+
     def _take(self, timeout: float | None) -> Lease:
-        if not may_have_readers(self.key):
+        if not self.has_readers():
             return super()._take(timeout)
         return get_client().readers_writer(self.key).acquire_write(timeout=timeout, data=self.lock_data.to_bytes())
 
     async def _atake(self, timeout: float | None) -> Lease:
-        if not may_have_readers(self.key):
+        if not self.has_readers():
             return await super()._atake(timeout)
         readers_writer = get_client().readers_writer(self.key)
         return await readers_writer.aacquire_write(timeout=timeout, data=self.lock_data.to_bytes())
@@ -238,7 +249,13 @@ class SharedRowLock(KeyLock):
     def __repr__(self) -> str:
         return f"<SharedRowLock {self.key!r} {'held' if self.held and self.held.is_held() else 'not held'}>"
 
-    def __init__(self, key: str, **options: Unpack[LockOptions]) -> None:
+    def __init__(self, key: str, *, model: type[models.Model], **options: Unpack[LockOptions]) -> None:
+        if not readers_declared(model):
+            label = keys.root_model(model)._meta.label
+            raise InvalidLockRequest(
+                f"lock_object(row, shared=True): rows of {label} are not declared to have readers. Add {label!r} "
+                'to DYNALOCK["SHARED_LOCK_MODELS"] (its rows\' writers then wait for their readers).'
+            )
         if not may_have_readers(key):
             raise InvalidLockRequest(
                 f"This row's lock key is too long for readers ({len(key.encode())} bytes, a long primary key's): "
@@ -257,6 +274,23 @@ class SharedRowLock(KeyLock):
 def may_have_readers(key: str) -> bool:
     """Whether the keys of ``key``'s readers fit DynamoDB's: else the row can have no reader."""
     return len(key.encode()) <= MAX_COUNTED_NAME_BYTES
+
+
+def readers_declared(model: type[models.Model]) -> bool:
+    """Whether ``model``'s rows may have readers (``DYNALOCK["SHARED_LOCK_MODELS"]``): only then do writers look."""
+    return keys.model_label(model) in shared_lock_labels(dynalock_settings.SHARED_LOCK_MODELS)
+
+
+@functools.lru_cache(maxsize=8)
+def shared_lock_labels(declared: tuple[str, ...]) -> frozenset[str]:
+    """The labels of the rows ``declared`` names (a proxy's or a child's: its root's); unknown ones are checks' E031."""
+    labels = set()
+    for label in declared:
+        try:
+            labels.add(keys.model_label(apps.get_model(label)))
+        except (LookupError, ValueError):
+            continue
+    return frozenset(labels)
 
 
 class ObjectsLock(HeldLock[LeaseGroup]):
@@ -293,12 +327,12 @@ def lock_object(instance: models.Model, *, shared: bool = False, **options: Any)
     if not isinstance(shared, bool):
         raise InvalidLockRequest(f"lock_object(shared={shared!r}): pass True (a reader) or False (the writer).")
     options.setdefault("using", instance._state.db if isinstance(instance, models.Model) else None)
-    return (SharedRowLock if shared else RowLock)(keys.key_for_instance(instance), **options)
+    return (SharedRowLock if shared else RowLock)(keys.key_for_instance(instance), model=type(instance), **options)
 
 
 def lock_model(model: type[models.Model], pk: Any, **options: Any) -> KeyLock:
     """Lock the row ``pk`` of ``model`` without fetching it (its writer, as ``lock_object``)."""
-    return RowLock(keys.key_for_model(model, pk), **options)
+    return RowLock(keys.key_for_model(model, pk), model=model, **options)
 
 
 def lock_key(name: str, **options: Any) -> KeyLock:
