@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on 
     from .exceptions import StaleFencingToken as StaleFencingToken
     from .exceptions import TableNotFound as TableNotFound
     from .exceptions import TaskLocked as TaskLocked
+    from .exceptions import WouldDeadlock as WouldDeadlock
     from .fencing import FencingTokenField as FencingTokenField
     from .fencing import fenced_refresh as fenced_refresh
     from .fencing import fenced_save as fenced_save
@@ -59,6 +60,7 @@ _LAZY: dict[str, str] = {
     "TableNotFound": ".exceptions",
     "TaskLocked": ".exceptions",
     "AlreadyQueued": ".exceptions",
+    "WouldDeadlock": ".exceptions",
 }
 
 __all__ = ["__version__", *_LAZY]

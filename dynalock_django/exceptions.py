@@ -6,7 +6,8 @@
     ├── LockNotAcquired          .holder: the lock item in the way (LockInfo)
     │   ├── LockTimeout
     │   │   └── TaskLocked       a run-once task met a live holder (on_conflict="raise", or "wait" timed out)
-    │   └── AlreadyQueued        enqueue_unique(): a copy with the same key is still queued
+    │   ├── AlreadyQueued        enqueue_unique(): a copy with the same key is still queued
+    │   └── WouldDeadlock        the calling thread or task holds the key already: pass reentrant=True
     ├── LockLost                 .current: what replaced our lock, when known
     ├── StaleFencingToken        a fenced write lost to a newer holder's write; nothing changed
     ├── ClientClosed
@@ -36,6 +37,7 @@ from .dynamodb import (
     TableNotFound,
     TableNotReady,
     TableSchemaError,
+    WouldDeadlock,
 )
 
 
@@ -73,4 +75,5 @@ __all__ = [
     "TableNotReady",
     "TableSchemaError",
     "TaskLocked",
+    "WouldDeadlock",
 ]

@@ -44,17 +44,19 @@ class AsyncMethods:
         owner_name: str | None = None,
         lease_duration: float | None = None,
         keep_alive: bool = True,
+        reentrant: bool = False,
     ) -> Lease:
         """:meth:`acquire` for coroutines: waiting is ``asyncio.sleep``; one event loop's coroutines queue for a key.
 
         Of the coroutines of one event loop waiting for the same key, one at a
         time asks DynamoDB (first come, first served); while this client holds
-        the lock they wait for its release without a request.
+        the lock they wait for its release without a request. ``reentrant``: the calling task's hold.
         """
         lock_id = self.call_checks.lock_id(key, sort_key)
         options = self.call_checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
         validation.check_timeout(timeout)
-        return await self.process_state.async_acquirer.acquire(lock_id, options, timeout)
+        take = functools.partial(self.process_state.async_acquirer.acquire, lock_id, options, timeout)
+        return await self.process_state.reentrancy.aacquire(lock_id, options, reentrant, take)
 
     async def atry_acquire(
         self,
@@ -66,18 +68,23 @@ class AsyncMethods:
         owner_name: str | None = None,
         lease_duration: float | None = None,
         keep_alive: bool = True,
+        reentrant: bool = False,
     ) -> Lease | None:
         """:meth:`try_acquire` for coroutines."""
         lock_id = self.call_checks.lock_id(key, sort_key)
         options = self.call_checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
         self.process_state.ensure_open()
-        return await self.process_state.async_acquirer.try_acquire(lock_id, options)
+        take = functools.partial(self.process_state.async_acquirer.try_acquire, lock_id, options)
+        return await self.process_state.reentrancy.atry_acquire(lock_id, options, reentrant, take)
 
     async def arelease(self, lease: Lease, *, best_effort: bool = False) -> bool:
         """:meth:`release` for coroutines; it is sent even if the caller is cancelled meanwhile."""
         if lease.state == "released":  # as release() answers, and without the call threads a close shut down
             return False
-        release = functools.partial(self.release, lease, best_effort=best_effort)
+        releasing = self.process_state.reentrancy.releasing(lease, best_effort=best_effort)
+        if releasing is None:
+            return False  # another lease of the hold releases the lock: no request, no thread
+        release = functools.partial(self.release, releasing, best_effort=best_effort)
         return await self.process_state.calls.run(release, even_if_cancelled=True)
 
     async def aextend(self, lease: Lease, lease_duration: float | None = None) -> None:

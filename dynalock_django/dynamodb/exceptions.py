@@ -45,6 +45,13 @@ class LockTimeout(LockNotAcquired):
     """``acquire`` waited for its whole timeout and the lock stayed held."""
 
 
+class WouldDeadlock(LockNotAcquired):
+    """The calling context already holds the lock through this client: waiting for it would wait for itself.
+
+    Raised at once, without a request; pass ``reentrant=True`` to share the hold instead.
+    """
+
+
 class LockLost(DynalockError):
     """A lease we held is no longer ours.
 

@@ -45,10 +45,13 @@ class GroupMethods:
         for overlapping sets in any order cannot deadlock. ``timeout`` runs
         out with LockTimeout naming every key still held and its holder.
         ``keys`` are strings, or ``(key, sort_key)`` pairs on a table with a
-        sort key; ``data`` and ``on_lost`` apply to every member.
+        sort key; ``data`` and ``on_lost`` apply to every member. A key the calling thread or task
+        holds already would be waited for by itself: WouldDeadlock at once, naming the keys, without
+        a request (a group is not reentrant).
         """
         lock_ids, options = self._many(keys, data, on_lost)
         validation.check_timeout(timeout)
+        self.process_state.reentrancy.refuse_held(lock_ids)
         return self._group(self.process_state.group_acquirer.acquire(lock_ids, options, timeout))
 
     def try_acquire_many(
@@ -61,6 +64,8 @@ class GroupMethods:
         """One attempt at :meth:`acquire_many`, never waiting: the group, or None when any lock is held."""
         lock_ids, options = self._many(keys, data, on_lost)
         self.process_state.ensure_open()
+        if self.process_state.reentrancy.holds_any(lock_ids):
+            return None
         leases = self.process_state.group_acquirer.try_acquire(lock_ids, options)
         return None if leases is None else self._group(leases)
 
@@ -75,6 +80,7 @@ class GroupMethods:
         """:meth:`acquire_many` for coroutines: waiting is ``asyncio.sleep``."""
         lock_ids, options = self._many(keys, data, on_lost)
         validation.check_timeout(timeout)
+        self.process_state.reentrancy.refuse_held(lock_ids)
         return self._group(await self.process_state.async_acquirer.acquire_many(lock_ids, options, timeout))
 
     async def atry_acquire_many(
@@ -87,6 +93,8 @@ class GroupMethods:
         """:meth:`try_acquire_many` for coroutines."""
         lock_ids, options = self._many(keys, data, on_lost)
         self.process_state.ensure_open()
+        if self.process_state.reentrancy.holds_any(lock_ids):
+            return None
         leases = await self.process_state.async_acquirer.try_acquire_many(lock_ids, options)
         return None if leases is None else self._group(leases)
 
@@ -118,4 +126,6 @@ class GroupMethods:
         return self.call_checks.lock_id(key, None)
 
     def _group(self, leases: Sequence[Lease]) -> LeaseGroup:
+        for lease in leases:  # held by the calling context: its own acquire of one of them would wait for itself
+            self.process_state.reentrancy.held(lease, shareable=False)
         return LeaseGroup(self.process_state.group_release, leases)

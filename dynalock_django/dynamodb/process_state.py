@@ -23,6 +23,7 @@ from .leases.holdings import Holdings
 from .leases.lease import LeaseClient
 from .leases.lease_group import GroupRelease
 from .leases.lease_writes import LeaseWriter
+from .leases.reentrancy import Reentrancy
 
 if TYPE_CHECKING:
     from .aws.store import LockStore
@@ -55,6 +56,7 @@ class ProcessState:
             self.closed.set()
         self.observations = Observations(max_clock_skew=client.max_clock_skew)
         self.holdings = Holdings(clock, self.closed)
+        self.reentrancy = Reentrancy(client)
         self.lease_writer = LeaseWriter(store, layout, clock, self.holdings, delete_on_release=client.delete_on_release)
         self.heartbeat = Heartbeat(
             leases=self.holdings.leases,

@@ -14,6 +14,7 @@ starve a writer. See docs/protocol.md, "Readers and writers".
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 from ..acquiring.counted_waits import await_for, wait_for
@@ -105,13 +106,19 @@ class ReadersWriterLock:
         lease_duration: float | None = None,
         data: bytes | None = None,
         on_lost: LostCallback | None = None,
+        reentrant: bool = False,
     ) -> Lease:
         """Take the write item (keeping new readers out), then wait for the readers in place to leave; its lease.
 
         When ``timeout`` runs out the write item is released and LockTimeout names who was in the way.
+        ``reentrant``: as :meth:`.LockClient.acquire`'s, for the write item.
         """
         validation.check_timeout(timeout)
         options = self._write_options(lease_duration, data, on_lost)
+        take = functools.partial(self._take_write, options, timeout)
+        return self._client.process_state.reentrancy.acquire(self._write_id, options, reentrant, take)
+
+    def _take_write(self, options: AcquireOptions, timeout: float | None) -> Lease:
         state, clock = self._client.process_state, self._client.clock
         deadline = None if timeout is None else clock.monotonic() + timeout
         writer = state.acquirer.acquire(self._write_id, options, timeout)
@@ -131,10 +138,15 @@ class ReadersWriterLock:
         lease_duration: float | None = None,
         data: bytes | None = None,
         on_lost: LostCallback | None = None,
+        reentrant: bool = False,
     ) -> Lease:
         """:meth:`acquire_write` for coroutines; cancelling it releases the write item."""
         validation.check_timeout(timeout)
         options = self._write_options(lease_duration, data, on_lost)
+        take = functools.partial(self._atake_write, options, timeout)
+        return await self._client.process_state.reentrancy.aacquire(self._write_id, options, reentrant, take)
+
+    async def _atake_write(self, options: AcquireOptions, timeout: float | None) -> Lease:
         state, clock = self._client.process_state, self._client.clock
         deadline = None if timeout is None else clock.monotonic() + timeout
         writer = await state.async_acquirer.acquire(self._write_id, options, timeout)
