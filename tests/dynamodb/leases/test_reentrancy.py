@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from dynalock_django.dynamodb import InvalidLockRequest, LockTimeout, WouldDeadlock
+from dynalock_django.dynamodb import InvalidLockRequest, Lease, LockTimeout, WouldDeadlock
 
 from ...dynamodb_support import HEARTBEAT, LEASE, PATIENCE, RequestCounter
 
@@ -155,7 +155,11 @@ def test_another_context_on_the_holders_thread_is_another_holder(make_client, ke
     client = make_client()
     with client.lock(key):
         # What asgiref does with one thread for every request's sync code: each runs in its own context.
-        assert contextvars.Context().run(client.try_acquire, key, reentrant=True) is None
+        def another_request() -> Lease | None:
+            client.acquire(f"{key}-own").release()  # a context that held a lock of its own before
+            return client.try_acquire(key, reentrant=True)
+
+        assert contextvars.Context().run(another_request) is None
         # A copy run by the holder itself, nested in its code: the holder still.
         shared = contextvars.copy_context().run(client.try_acquire, key, reentrant=True)
         assert shared is not None
