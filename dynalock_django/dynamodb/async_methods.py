@@ -55,8 +55,7 @@ class AsyncMethods:
         lock_id = self.call_checks.lock_id(key, sort_key)
         options = self.call_checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
         validation.check_timeout(timeout)
-        take = functools.partial(self.process_state.async_acquirer.acquire, lock_id, options, timeout)
-        return await self.process_state.reentrancy.aacquire(lock_id, options, reentrant, take)
+        return await self.process_state.aacquire(lock_id, options, timeout, reentrant=reentrant)
 
     async def atry_acquire(
         self,
@@ -74,8 +73,7 @@ class AsyncMethods:
         lock_id = self.call_checks.lock_id(key, sort_key)
         options = self.call_checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
         self.process_state.ensure_open()
-        take = functools.partial(self.process_state.async_acquirer.try_acquire, lock_id, options)
-        return await self.process_state.reentrancy.atry_acquire(lock_id, options, reentrant, take)
+        return await self.process_state.atry_acquire(lock_id, options, reentrant=reentrant)
 
     async def arelease(self, lease: Lease, *, best_effort: bool = False) -> bool:
         """:meth:`release` for coroutines; it is sent even if the caller is cancelled meanwhile."""

@@ -14,7 +14,6 @@ in requests is in docs/protocol.md.
 from __future__ import annotations
 
 import contextlib
-import functools
 import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
@@ -144,21 +143,15 @@ class LockClient(AsyncMethods, GroupMethods, CountedMethods, TableMethods, Listi
         ``max_clock_skew`` (a bound on how far any two clients' wall clocks differ), at once if its
         last write is older than its lease plus that.
 
-        ``owner_name`` and ``lease_duration`` replace the client's for this lock. With
-        ``keep_alive=False`` the lease is detached: its owner renews and releases it from elsewhere
-        through :meth:`lease`; this client neither renews it nor releases it on close, and its
-        threads do not wait for it locally.
-
-        When the calling thread (or asyncio task) holds the lock already through this client, it
-        would wait for itself: WouldDeadlock at once, without a request. With ``reentrant=True`` it
-        gets a lease on the same hold instead (same fencing token, no request); the lock is released
-        with the hold's last lease (see docs/protocol.md, "Reentrant locks").
+        ``owner_name`` and ``lease_duration`` replace the client's for this lock. With ``keep_alive=False`` the
+        lease is detached: its owner renews and releases it from elsewhere through :meth:`lease`; this client
+        neither renews it nor releases it on close, and its threads do not wait for it locally. Asked by its
+        holder: WouldDeadlock, or with ``reentrant`` a lease on the hold, at no request (docs/protocol.md).
         """
         lock_id = self.call_checks.lock_id(key, sort_key)
         options = self.call_checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
         validation.check_timeout(timeout)
-        take = functools.partial(self.process_state.acquirer.acquire, lock_id, options, timeout)
-        return self.process_state.reentrancy.acquire(lock_id, options, reentrant, take)
+        return self.process_state.acquire(lock_id, options, timeout, reentrant=reentrant)
 
     def try_acquire(
         self,
@@ -176,14 +169,12 @@ class LockClient(AsyncMethods, GroupMethods, CountedMethods, TableMethods, Listi
 
         Repeated calls (and :meth:`get`) remember what they saw, so a lock whose holder died is
         taken over by the first call the takeover rule allows (see :meth:`acquire`). Raises
-        DynamoDBUnavailable when DynamoDB cannot answer. The other options are :meth:`acquire`'s; where
-        it raises WouldDeadlock, this returns None at once.
+        DynamoDBUnavailable when DynamoDB cannot answer. Options: :meth:`acquire`'s (None for its WouldDeadlock).
         """
         lock_id = self.call_checks.lock_id(key, sort_key)
         options = self.call_checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
         self.process_state.ensure_open()
-        take = functools.partial(self.process_state.acquirer.try_acquire, lock_id, options)
-        return self.process_state.reentrancy.try_acquire(lock_id, options, reentrant, take)
+        return self.process_state.try_acquire(lock_id, options, reentrant=reentrant)
 
     @contextlib.contextmanager
     def lock(
@@ -194,17 +185,13 @@ class LockClient(AsyncMethods, GroupMethods, CountedMethods, TableMethods, Listi
         timeout: float | None = None,
         data: bytes | None = None,
         on_lost: LostCallback | None = None,
-        reentrant: bool = False,
     ) -> Iterator[Lease]:
         """``with client.lock(key) as lease:`` acquire, then release at the end of the block.
 
         If the block succeeds but the lease was lost meanwhile, LockLost is raised at the end: the
-        block was not protected for all of its run. ``reentrant``: see :meth:`acquire`.
+        block was not protected for all of its run.
         """
-        acquired = self.acquire(
-            key, sort_key=sort_key, timeout=timeout, data=data, on_lost=on_lost, reentrant=reentrant
-        )
-        with acquired as lease:
+        with self.acquire(key, sort_key=sort_key, timeout=timeout, data=data, on_lost=on_lost) as lease:
             yield lease
 
     def extend(self, lease: Lease, lease_duration: float | None = None) -> None:
@@ -228,12 +215,9 @@ class LockClient(AsyncMethods, GroupMethods, CountedMethods, TableMethods, Listi
         nobody took it meanwhile. With ``best_effort=True``, LockLost and
         DynamoDB errors are logged and give False. Releasing twice is a no-op,
         and so is releasing a holding its owner released already (through
-        another handle on a detached lease): False. A lease of a reentrant
-        hold releases the lock only as its last one: the others give False,
-        without a request.
+        another handle on a detached lease), or a reentrant hold's lease but its last: False.
         """
-        releasing = self.process_state.reentrancy.releasing(lease, best_effort=best_effort)
-        return releasing is not None and self.process_state.lease_writer.release(releasing, best_effort=best_effort)
+        return self.process_state.release(lease, best_effort=best_effort)
 
     def force_release(self, lock: LockInfo, *, released_by: str) -> LockInfo:
         """Release someone else's lock (an operator's action), and return it as released.

@@ -6,6 +6,7 @@ Nothing here may be shared with a forked child: the child builds its own
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import TYPE_CHECKING, Protocol
 
@@ -28,7 +29,9 @@ from .leases.reentrancy import Reentrancy
 if TYPE_CHECKING:
     from .aws.store import LockStore
     from .clock import Clock
-    from .wire.layout import TableLayout
+    from .leases.lease import Lease
+    from .options import AcquireOptions
+    from .wire.layout import LockId, TableLayout
 
 
 class ClientSettings(LeaseClient, Protocol):
@@ -116,6 +119,32 @@ class ProcessState:
             ensure_open=self.ensure_open,
         )
         self.group_release = GroupRelease(self.lease_writer, self.calls)
+
+    def acquire(self, lock_id: LockId, options: AcquireOptions, timeout: float | None, *, reentrant: bool) -> Lease:
+        """The façade's acquire: the calling context's hold (:mod:`.reentrancy`), else the acquirer's wait."""
+        take = functools.partial(self.acquirer.acquire, lock_id, options, timeout)
+        return self.reentrancy.acquire(lock_id, options, reentrant, take)
+
+    def try_acquire(self, lock_id: LockId, options: AcquireOptions, *, reentrant: bool) -> Lease | None:
+        """The façade's try_acquire: the calling context's hold, else the acquirer's one attempt."""
+        return self.reentrancy.try_acquire(lock_id, options, reentrant, self.acquirer.try_acquire)
+
+    async def aacquire(
+        self, lock_id: LockId, options: AcquireOptions, timeout: float | None, *, reentrant: bool
+    ) -> Lease:
+        """:meth:`acquire` for coroutines: the calling task's hold, else the async acquirer's wait."""
+        take = functools.partial(self.async_acquirer.acquire, lock_id, options, timeout)
+        return await self.reentrancy.aacquire(lock_id, options, reentrant, take)
+
+    async def atry_acquire(self, lock_id: LockId, options: AcquireOptions, *, reentrant: bool) -> Lease | None:
+        """:meth:`try_acquire` for coroutines."""
+        take = functools.partial(self.async_acquirer.try_acquire, lock_id, options)
+        return await self.reentrancy.atry_acquire(lock_id, options, reentrant, take)
+
+    def release(self, lease: Lease, *, best_effort: bool) -> bool:
+        """The façade's release: a reentrant hold's lease but its last ends without a request."""
+        releasing = self.reentrancy.releasing(lease, best_effort=best_effort)
+        return releasing is not None and self.lease_writer.release(releasing, best_effort=best_effort)
 
     def ensure_open(self) -> None:
         if self.closed.is_set():

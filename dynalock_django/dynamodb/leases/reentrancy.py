@@ -84,14 +84,18 @@ class Reentrancy:
         return self.reenter(lock_id, options, reentrant=reentrant) or self.held(take())
 
     def try_acquire(
-        self, lock_id: LockId, options: AcquireOptions, reentrant: bool, take: Callable[[], Lease | None]
+        self,
+        lock_id: LockId,
+        options: AcquireOptions,
+        reentrant: bool,
+        take: Callable[[LockId, AcquireOptions], Lease | None],
     ) -> Lease | None:
-        """:meth:`acquire` for one attempt: None at once where :meth:`acquire` raises WouldDeadlock."""
+        """:meth:`acquire` for one attempt (``take(lock_id, options)``): None at once where it raises WouldDeadlock."""
         try:
             handle = self.reenter(lock_id, options, reentrant=reentrant)
         except WouldDeadlock:
             return None
-        return handle or self._held_if_any(take())
+        return handle or self._held_if_any(take(lock_id, options))
 
     async def aacquire(
         self, lock_id: LockId, options: AcquireOptions, reentrant: bool, take: Callable[[], Awaitable[Lease]]

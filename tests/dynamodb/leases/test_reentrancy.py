@@ -29,7 +29,7 @@ def test_a_reentrant_acquire_shares_the_hold_and_the_outermost_release_ends_it(
     counter.reset()
     inner = client.acquire(key, reentrant=True)
     tried = client.try_acquire(key, reentrant=True)
-    with client.lock(key, reentrant=True) as in_block:
+    with client.acquire(key, reentrant=True) as in_block:
         assert {inner.fencing_token, tried.fencing_token, in_block.fencing_token} == {outer.fencing_token}
         assert inner.reentered
         assert tried.reentered

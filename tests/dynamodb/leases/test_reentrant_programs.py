@@ -1,8 +1,8 @@
 """Random nested programs of one asyncio task mixing sync and async reentrant acquires, releases and exceptions.
 
-Hypothesis draws a program: blocks nested in blocks, each taking the lock with one of the eight ways
-(sync or awaitable; acquire, try, ``client.lock``), giving it back with another (``release``, ``arelease``,
-the end of a ``with``), and maybe raising on its way out; inside a block, probes: a plain acquire (sync,
+Hypothesis draws a program: blocks nested in blocks, each taking the lock one of four ways
+(sync or awaitable; acquire or try), giving it back with another (``release``, ``arelease``, the end of
+a ``with`` block), and maybe raising on its way out; inside a block, probes: a plain acquire (sync,
 awaitable, a try, a group), and time passing on the virtual clock while the heartbeat renews. Run on the
 in-process store, every step checks what reentrancy promises:
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from contextlib import AbstractContextManager, suppress
+from contextlib import suppress
 from dataclasses import dataclass, field
 
 import pytest
@@ -28,7 +28,7 @@ from dynalock_django.dynamodb import Lease, LockClient, VirtualClock, WouldDeadl
 
 from ...dynamodb_support import HEARTBEAT, LEASE, RequestCounter, make_dynamodb, short_lease_client, unique
 
-TAKES = ("acquire", "try_acquire", "lock", "aacquire", "atry_acquire")
+TAKES = ("acquire", "try_acquire", "aacquire", "atry_acquire")
 GIVES = ("release", "arelease", "with")
 PROBES = ("acquire", "aacquire", "try_acquire", "atry_acquire", "acquire_many", "aacquire_many", "advance")
 
@@ -95,7 +95,7 @@ async def _program(run: Run, program: list[Block]) -> None:
 
 async def _block(run: Run, block: Block) -> None:
     run.counter.reset()
-    lease, in_block = await _take(run, block.take)
+    lease = await _take(run, block.take)
     if run.depth == 0:
         assert dict(run.counter.calls) == {"UpdateItem": 1}
         assert not lease.reentered
@@ -118,10 +118,7 @@ async def _block(run: Run, block: Block) -> None:
         raise
     finally:
         run.counter.reset()
-        if in_block is not None:  # ``with client.lock(...)``: the block's end gives it back
-            in_block.__exit__(type(raised) if raised else None, raised, None)
-        else:
-            await _give(lease, block.give, raised)
+        await _give(lease, block.give, raised)
         run.depth -= 1
         _check_released_at_depth_zero(run)
 
@@ -138,12 +135,9 @@ def _check_released_at_depth_zero(run: Run) -> None:
         assert run.client.held_leases() == [run.outer]
 
 
-async def _take(run: Run, how: str) -> tuple[Lease, AbstractContextManager[Lease] | None]:
+async def _take(run: Run, how: str) -> Lease:
     client, key = run.client, run.key
     lease: Lease | None
-    if how == "lock":
-        in_block = client.lock(key, reentrant=True)
-        return in_block.__enter__(), in_block
     if how == "acquire":
         lease = client.acquire(key, reentrant=True, timeout=None)
     elif how == "try_acquire":
@@ -153,7 +147,7 @@ async def _take(run: Run, how: str) -> tuple[Lease, AbstractContextManager[Lease
     else:
         lease = await client.atry_acquire(key, reentrant=True)
     assert lease is not None
-    return lease, None
+    return lease
 
 
 async def _give(lease: Lease, how: str, raised: BaseException | None) -> None:
