@@ -59,7 +59,7 @@ def requires_lock(
     ``PermissionDenied`` answers 403, and no lock is taken. ``reentrant=True``:
     a view called by code already holding the object's lock in the same thread
     or task shares that hold (see ``lock_object``); without it, such a call is
-    refused at once (WouldDeadlock, a ``LockNotAcquired``: 423).
+    refused at once (WouldDeadlock, a ``LockTimeout``: 423).
     """
     if check is not None and (not callable(check) or inspect.iscoroutinefunction(check)):
         raise TypeError(

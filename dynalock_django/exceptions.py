@@ -5,9 +5,9 @@
     ├── InvalidLockRequest       unsaved instance, not a model, bad key or data
     ├── LockNotAcquired          .holder: the lock item in the way (LockInfo)
     │   ├── LockTimeout
-    │   │   └── TaskLocked       a run-once task met a live holder (on_conflict="raise", or "wait" timed out)
-    │   ├── AlreadyQueued        enqueue_unique(): a copy with the same key is still queued
-    │   └── WouldDeadlock        the calling thread or task holds the key already: pass reentrant=True
+    │   │   ├── TaskLocked       a run-once task met a live holder (on_conflict="raise", or "wait" timed out)
+    │   │   └── WouldDeadlock    the calling thread or task holds the key already, at once: pass reentrant=True
+    │   └── AlreadyQueued        enqueue_unique(): a copy with the same key is still queued
     ├── LockLost                 .current: what replaced our lock, when known
     ├── StaleFencingToken        a fenced write lost to a newer holder's write; nothing changed
     ├── ClientClosed

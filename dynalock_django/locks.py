@@ -24,7 +24,7 @@ from django.db import models
 from . import keys, signals
 from .client import get_client
 from .dynamodb import MAX_COUNTED_NAME_BYTES, Lease, LeaseGroup, arelease_at_block_end, release_at_block_end
-from .exceptions import InvalidLockRequest, LockNotAcquired, LockTimeout
+from .exceptions import InvalidLockRequest, LockNotAcquired, LockTimeout, WouldDeadlock
 from .payload import LockData
 from .transactions import in_user_transaction, leases_of, release_when_transaction_ends
 
@@ -114,7 +114,7 @@ class HeldLock(Generic[Held]):
         try:
             yield
         except LockTimeout as error:
-            if self.blocking:
+            if self.blocking or isinstance(error, WouldDeadlock):
                 raise
             raise LockNotAcquired(str(error), error.holder) from error
 

@@ -45,10 +45,12 @@ class LockTimeout(LockNotAcquired):
     """``acquire`` waited for its whole timeout and the lock stayed held."""
 
 
-class WouldDeadlock(LockNotAcquired):
+class WouldDeadlock(LockTimeout):
     """The calling context already holds the lock through this client: waiting for it would wait for itself.
 
-    Raised at once, without a request; pass ``reentrant=True`` to share the hold instead.
+    Raised at once, without a request; pass ``reentrant=True`` to share the hold instead. A LockTimeout,
+    which such a call raised after waiting out its timeout before, so code handling that handles this;
+    ``holder``/``holders``: the context's own holding.
     """
 
 

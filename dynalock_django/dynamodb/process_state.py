@@ -59,7 +59,7 @@ class ProcessState:
             self.closed.set()
         self.observations = Observations(max_clock_skew=client.max_clock_skew)
         self.holdings = Holdings(clock, self.closed)
-        self.reentrancy = Reentrancy(client)
+        self.reentrancy = Reentrancy(client, self.holdings)
         self.lease_writer = LeaseWriter(store, layout, clock, self.holdings, delete_on_release=client.delete_on_release)
         self.heartbeat = Heartbeat(
             leases=self.holdings.leases,

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     from ..options import AcquireOptions
     from ..wire.layout import LockId
+    from .holdings import Holdings
     from .lease import LeaseClient
     from .lease_record import LeaseRecord
 
@@ -74,8 +75,9 @@ class _Hold:
 class Reentrancy:
     """Which of one client's locks each context holds, and how many handles on each it has given out."""
 
-    def __init__(self, client: LeaseClient) -> None:
+    def __init__(self, client: LeaseClient, holdings: Holdings) -> None:
         self._client = client
+        self._holdings = holdings
         self._mutex = threading.Lock()
         self._holds: dict[LockId, _Hold] = {}
 
@@ -124,7 +126,7 @@ class Reentrancy:
         if hold is None:
             return None
         if not reentrant or not hold.shareable:
-            raise _would_deadlock([lock_id], in_group=reentrant)
+            raise self._would_deadlock([lock_id], in_group=reentrant)
         handle = Lease(self._client, hold.record, reentered=True)
         if options.on_lost is not None:
             handle.add_lost_callback(options.on_lost)
@@ -136,7 +138,7 @@ class Reentrancy:
         """WouldDeadlock naming the keys of ``lock_ids`` the calling context holds, if any (``acquire_many``)."""
         held = [(lock_id, hold) for lock_id in lock_ids if (hold := self._held_here(lock_id)) is not None]
         if held:
-            raise _would_deadlock([lock_id for lock_id, _ in held], in_group=False)
+            raise self._would_deadlock([lock_id for lock_id, _ in held], in_group=False)
 
     def holds_any(self, lock_ids: list[LockId]) -> bool:
         """Whether the calling context holds one of ``lock_ids`` (``try_acquire_many``: None at once)."""
@@ -191,6 +193,19 @@ class Reentrancy:
             return None
         return hold
 
+    def _would_deadlock(self, lock_ids: list[LockId], *, in_group: bool) -> WouldDeadlock:
+        keys = ", ".join(repr(lock_id[0]) for lock_id in lock_ids)
+        if in_group:
+            advice = "it was taken with acquire_many, whose group is released as a whole: release the group first"
+        else:
+            advice = "pass reentrant=True to share the hold (same fencing token, no request), or release it first"
+        holders = [self._holdings.holder(lock_id) for lock_id in lock_ids]
+        return WouldDeadlock(
+            f"This thread or task already holds {keys} through this client: waiting would wait for itself; {advice}.",
+            holders[0],
+            holders=holders,
+        )
+
     def _forget(self, lease: Lease) -> None:
         with self._mutex:
             hold = self._holds.get(lease.lock_id)
@@ -206,14 +221,3 @@ def _check_reentrant(reentrant: bool, options: AcquireOptions) -> None:
             "reentrant=True with keep_alive=False: a detached lease is held by its owner elsewhere, not by this "
             "thread or task, so there is no hold to share; drop one of the two."
         )
-
-
-def _would_deadlock(lock_ids: list[LockId], *, in_group: bool) -> WouldDeadlock:
-    keys = ", ".join(repr(lock_id[0]) for lock_id in lock_ids)
-    if in_group:
-        advice = "it was taken with acquire_many, whose group is released as a whole: release the group first"
-    else:
-        advice = "pass reentrant=True to share the hold (same fencing token, no request), or release it first"
-    return WouldDeadlock(
-        f"This thread or task already holds {keys} through this client: waiting would wait for itself; {advice}."
-    )

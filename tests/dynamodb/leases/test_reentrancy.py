@@ -71,6 +71,8 @@ def test_a_plain_acquire_of_a_lock_the_context_holds_is_would_deadlock_at_once(
     with pytest.raises(WouldDeadlock, match="reentrant=True") as refused:
         client.acquire(key)  # no timeout: today's code waited forever
     assert repr(key) in str(refused.value)
+    assert isinstance(refused.value, LockTimeout)  # what code catching a self-held lock's time-out caught
+    assert refused.value.holder.fencing_token == lease.fencing_token  # the holding in the way: its own
     assert client.try_acquire(key) is None
     with pytest.raises(WouldDeadlock, match=repr(key)):
         client.acquire_many([key, f"{key}-other"], timeout=30.0)
@@ -126,8 +128,9 @@ def test_another_thread_waits_for_the_outermost_release(make_client, key, virtua
     events: list[str] = []
     outer = client.acquire(key)
     assert _in_thread(lambda: client.try_acquire(key, reentrant=True)) is None
-    with pytest.raises(LockTimeout):  # refused as any holder's lock is: not ours to share, nor a deadlock
+    with pytest.raises(LockTimeout) as refused:  # refused as any holder's lock is: not ours to share
         _in_thread(lambda: client.acquire(key, reentrant=True, timeout=0))
+    assert not isinstance(refused.value, WouldDeadlock)
     granted: list[int] = []
 
     def other() -> None:
@@ -176,8 +179,9 @@ def test_child_tasks_and_threads_of_the_holding_task_wait_for_it(make_client, ke
 
         async def child() -> int:
             assert await client.atry_acquire(key, reentrant=True) is None  # the hold is not inherited
-            with pytest.raises(LockTimeout):
+            with pytest.raises(LockTimeout) as refused:
                 await client.aacquire(key, reentrant=True, timeout=0)
+            assert not isinstance(refused.value, WouldDeadlock)
             lease = await client.aacquire(key, reentrant=True, timeout=PATIENCE)
             events.append("child acquired")
             await lease.arelease()
