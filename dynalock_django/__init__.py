@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on 
     from .exceptions import StaleFencingToken as StaleFencingToken
     from .exceptions import TableNotFound as TableNotFound
     from .exceptions import TaskLocked as TaskLocked
+    from .exceptions import WouldDeadlock as WouldDeadlock
     from .fencing import FencingTokenField as FencingTokenField
     from .fencing import fenced_refresh as fenced_refresh
     from .fencing import fenced_save as fenced_save
@@ -67,6 +68,7 @@ _LAZY: dict[str, str] = {
     "AlreadyQueued": ".exceptions",
     "IdempotencyKeyInUse": ".exceptions",
     "IdempotencyKeyReused": ".exceptions",
+    "WouldDeadlock": ".exceptions",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -5,7 +5,8 @@
     ├── InvalidLockRequest       unsaved instance, not a model, bad key or data
     ├── LockNotAcquired          .holder: the lock item in the way (LockInfo)
     │   ├── LockTimeout
-    │   │   └── TaskLocked       a run-once task met a live holder (on_conflict="raise", or "wait" timed out)
+    │   │   ├── TaskLocked       a run-once task met a live holder (on_conflict="raise", or "wait" timed out)
+    │   │   └── WouldDeadlock    the calling thread or task holds the key already, at once: pass reentrant=True
     │   ├── AlreadyQueued        enqueue_unique(): a copy with the same key is still queued
     │   └── IdempotencyKeyInUse  idempotency(): the key's first run is still in flight (.retry_after)
     ├── IdempotencyKeyReused     idempotency(): the key was used with another fingerprint
@@ -39,6 +40,7 @@ from .dynamodb import (
     TableNotFound,
     TableNotReady,
     TableSchemaError,
+    WouldDeadlock,
 )
 
 
@@ -93,4 +95,5 @@ __all__ = [
     "TableNotReady",
     "TableSchemaError",
     "TaskLocked",
+    "WouldDeadlock",
 ]

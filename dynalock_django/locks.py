@@ -26,7 +26,7 @@ from . import keys, signals
 from .client import get_client
 from .conf import dynalock_settings
 from .dynamodb import MAX_COUNTED_NAME_BYTES, Lease, LeaseGroup, arelease_at_block_end, release_at_block_end
-from .exceptions import InvalidLockRequest, LockNotAcquired, LockTimeout
+from .exceptions import InvalidLockRequest, LockNotAcquired, LockTimeout, WouldDeadlock
 from .payload import LockData
 from .transactions import in_user_transaction, leases_of, release_when_transaction_ends
 
@@ -85,7 +85,7 @@ class HeldLock(Generic[Held]):
             held = self._take(self._wait())
         self.held = held
         try:
-            for lease in leases_of(held):
+            for lease in _taken(held):
                 signals.watch(lease)
                 signals.lease_acquired.send(sender=lease.key, lease=lease)
         except BaseException:  # a receiver failed: the caller never gets the lock, so nobody would release it
@@ -99,7 +99,7 @@ class HeldLock(Generic[Held]):
             held = await self._atake(self._wait())
         self.held = held
         try:
-            for lease in leases_of(held):
+            for lease in _taken(held):
                 signals.watch(lease)
                 await signals.lease_acquired.asend(sender=lease.key, lease=lease)
         except BaseException:  # a receiver failed, or the task was cancelled: release what nobody else would
@@ -116,7 +116,7 @@ class HeldLock(Generic[Held]):
         try:
             yield
         except LockTimeout as error:
-            if self.blocking:
+            if self.blocking or isinstance(error, WouldDeadlock):
                 raise
             raise LockNotAcquired(str(error), error.holder) from error
 
@@ -193,20 +193,27 @@ class HeldLock(Generic[Held]):
 
 
 class KeyLock(HeldLock[Lease]):
-    """A lock on one key, taken by ``acquire()``, ``with`` or ``async with``, or at each call of what it decorates."""
+    """A lock on one key, taken by ``acquire()``, ``with`` or ``async with``, or at each call of what it decorates.
 
-    def __init__(self, key: str, **options: Unpack[LockOptions]) -> None:
+    ``reentrant=True``: when the calling thread or asyncio task holds the key already, the lock is
+    that hold, at no request, and is released by the outermost holder; without it, WouldDeadlock.
+    """
+
+    def __init__(self, key: str, *, reentrant: bool = False, **options: Unpack[LockOptions]) -> None:
         super().__init__(**options)
         self.key = key
+        self.reentrant = reentrant
 
     def __repr__(self) -> str:
         return f"<KeyLock {self.key!r} {'held' if self.held and self.held.is_held() else 'not held'}>"
 
     def _take(self, timeout: float | None) -> Lease:
-        return get_client().acquire(self.key, timeout=timeout, data=self.lock_data.to_bytes())
+        data = self.lock_data.to_bytes()
+        return get_client().acquire(self.key, timeout=timeout, data=data, reentrant=self.reentrant)
 
     async def _atake(self, timeout: float | None) -> Lease:
-        return await get_client().aacquire(self.key, timeout=timeout, data=self.lock_data.to_bytes())
+        data = self.lock_data.to_bytes()
+        return await get_client().aacquire(self.key, timeout=timeout, data=data, reentrant=self.reentrant)
 
 
 class RowLock(KeyLock):
@@ -231,13 +238,14 @@ class RowLock(KeyLock):
     def _take(self, timeout: float | None) -> Lease:
         if not self.has_readers():
             return super()._take(timeout)
-        return get_client().readers_writer(self.key).acquire_write(timeout=timeout, data=self.lock_data.to_bytes())
+        readers_writer, data = get_client().readers_writer(self.key), self.lock_data.to_bytes()
+        return readers_writer.acquire_write(timeout=timeout, data=data, reentrant=self.reentrant)
 
     async def _atake(self, timeout: float | None) -> Lease:
         if not self.has_readers():
             return await super()._atake(timeout)
-        readers_writer = get_client().readers_writer(self.key)
-        return await readers_writer.aacquire_write(timeout=timeout, data=self.lock_data.to_bytes())
+        readers_writer, data = get_client().readers_writer(self.key), self.lock_data.to_bytes()
+        return await readers_writer.aacquire_write(timeout=timeout, data=data, reentrant=self.reentrant)
 
 
 class SharedRowLock(KeyLock):
@@ -249,7 +257,14 @@ class SharedRowLock(KeyLock):
     def __repr__(self) -> str:
         return f"<SharedRowLock {self.key!r} {'held' if self.held and self.held.is_held() else 'not held'}>"
 
-    def __init__(self, key: str, *, model: type[models.Model], **options: Unpack[LockOptions]) -> None:
+    def __init__(
+        self, key: str, *, model: type[models.Model], reentrant: bool = False, **options: Unpack[LockOptions]
+    ) -> None:
+        if reentrant:
+            raise InvalidLockRequest(
+                "lock_object(row, shared=True, reentrant=True): a reader's lock is not reentrant (readers share "
+                "the row already); drop reentrant=True."
+            )
         if not readers_declared(model):
             label = keys.root_model(model)._meta.label
             raise InvalidLockRequest(
@@ -323,6 +338,8 @@ def lock_object(instance: models.Model, *, shared: bool = False, **options: Any)
 
     ``shared=True`` takes a reader's lock of the row instead: readers hold it
     together, and the row's plain ``lock_object`` (its writer) waits for them.
+    ``reentrant=True``: code already holding the row's lock in this thread or
+    task shares that hold (same token, no request); see :class:`KeyLock`.
     """
     if not isinstance(shared, bool):
         raise InvalidLockRequest(f"lock_object(shared={shared!r}): pass True (a reader) or False (the writer).")
@@ -360,6 +377,11 @@ def lock_objects(
         )
     options.setdefault("using", next(iter(using), None))
     return ObjectsLock(instances_or_querysets, **options)
+
+
+def _taken(held: Lease | LeaseGroup) -> list[Lease]:
+    """The leases ``held`` was granted now: a reentrant lock's handle on a hold was signalled with that hold."""
+    return [lease for lease in leases_of(held) if not lease.reentered]
 
 
 def _instances(sources: Rows) -> Iterator[models.Model]:

@@ -33,6 +33,7 @@ from .exceptions import (
     TableNotFound,
     TableNotReady,
     TableSchemaError,
+    WouldDeadlock,
 )
 from .lambda_lease import lambda_lease, lambda_locked
 from .leases.block_end import arelease_at_block_end, release_at_block_end
@@ -98,6 +99,7 @@ __all__ = [
     "ThreadsDidNotSettle",
     "VirtualClock",
     "Waiter",
+    "WouldDeadlock",
     "arelease_at_block_end",
     "botocore_request_hook",
     "botocore_response_hook",

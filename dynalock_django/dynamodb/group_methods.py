@@ -44,9 +44,13 @@ class GroupMethods:
         for overlapping sets in any order cannot deadlock. ``timeout`` runs
         out with LockTimeout naming every key still held and its holder.
         ``keys`` are strings, or ``(key, sort_key)`` pairs on a table with a
-        sort key; ``data`` and ``on_lost`` apply to every member.
+        sort key; ``data`` and ``on_lost`` apply to every member. A key the calling thread or task
+        holds already would be waited for by itself: WouldDeadlock at once, naming the keys, without
+        a request (a group is not reentrant).
         """
-        return self._group(self.process_state.group_acquirer.acquire(self._many(keys, timeout, data, on_lost)))
+        request = self._many(keys, timeout, data, on_lost)
+        self.process_state.reentrancy.refuse_held(list(request.lock_ids))
+        return self._group(self.process_state.group_acquirer.acquire(request))
 
     def try_acquire_many(
         self,
@@ -58,6 +62,8 @@ class GroupMethods:
         """One attempt at :meth:`acquire_many`, never waiting: the group, or None when any lock is held."""
         request = self._many(keys, 0.0, data, on_lost)
         self.process_state.ensure_open()
+        if self.process_state.reentrancy.holds_any(list(request.lock_ids)):
+            return None
         leases = self.process_state.group_acquirer.try_acquire(request)
         return None if leases is None else self._group(leases)
 
@@ -71,6 +77,7 @@ class GroupMethods:
     ) -> LeaseGroup:
         """:meth:`acquire_many` for coroutines: waiting is ``asyncio.sleep``."""
         request = self._many(keys, timeout, data, on_lost)
+        self.process_state.reentrancy.refuse_held(list(request.lock_ids))
         return self._group(await self.process_state.async_acquirer.acquire_many(request))
 
     async def atry_acquire_many(
@@ -83,6 +90,8 @@ class GroupMethods:
         """:meth:`try_acquire_many` for coroutines."""
         request = self._many(keys, 0.0, data, on_lost)
         self.process_state.ensure_open()
+        if self.process_state.reentrancy.holds_any(list(request.lock_ids)):
+            return None
         leases = await self.process_state.async_acquirer.try_acquire_many(request)
         return None if leases is None else self._group(leases)
 
@@ -112,4 +121,6 @@ class GroupMethods:
         return self.call_checks.lock_id(key, None)
 
     def _group(self, leases: Sequence[Lease]) -> LeaseGroup:
+        for lease in leases:  # held by the calling context: its own acquire of one of them would wait for itself
+            self.process_state.reentrancy.held(lease, shareable=False)
         return LeaseGroup(self.process_state.group_release, leases)

@@ -45,6 +45,7 @@ class LockMethods:
         owner_name: str | None = None,
         lease_duration: float | None = None,
         keep_alive: bool = True,
+        reentrant: bool = False,
     ) -> Lease:
         """Wait until the lock is ours and return its lease.
 
@@ -57,11 +58,12 @@ class LockMethods:
         ``owner_name`` and ``lease_duration`` replace the client's for this lock. With
         ``keep_alive=False`` the lease is detached: its owner renews and releases it from elsewhere
         through :meth:`lease`; this client neither renews it nor releases it on close, and its
-        threads do not wait for it locally.
+        threads do not wait for it locally. Asked by its holder: WouldDeadlock, or with ``reentrant``
+        a lease on the hold, at no request (docs/protocol.md, "Reentrant locks").
         """
         lock_id = self.call_checks.lock_id(key, sort_key)
         request = self.call_checks.request(lock_id, timeout, owner_name, lease_duration, keep_alive, data, on_lost)
-        return self.process_state.acquirer.acquire(request)
+        return self.process_state.acquire(request, reentrant=reentrant)
 
     def try_acquire(
         self,
@@ -73,6 +75,7 @@ class LockMethods:
         owner_name: str | None = None,
         lease_duration: float | None = None,
         keep_alive: bool = True,
+        reentrant: bool = False,
     ) -> Lease | None:
         """One attempt, never waiting: the lease, or None when someone holds the lock.
 
@@ -83,7 +86,7 @@ class LockMethods:
         lock_id = self.call_checks.lock_id(key, sort_key)
         request = self.call_checks.request(lock_id, 0.0, owner_name, lease_duration, keep_alive, data, on_lost)
         self.process_state.ensure_open()
-        return self.process_state.acquirer.try_acquire(request)
+        return self.process_state.try_acquire(request, reentrant=reentrant)
 
     @contextlib.contextmanager
     def lock(
@@ -124,9 +127,9 @@ class LockMethods:
         nobody took it meanwhile. With ``best_effort=True``, LockLost and
         DynamoDB errors are logged and give False. Releasing twice is a no-op,
         and so is releasing a holding its owner released already (through
-        another handle on a detached lease): False.
+        another handle on a detached lease), or a reentrant hold's lease but its last: False.
         """
-        return self.process_state.lease_writer.release(lease, best_effort=best_effort)
+        return self.process_state.release(lease, best_effort=best_effort)
 
     def force_release(self, lock: LockInfo, *, released_by: str) -> LockInfo:
         """Release someone else's lock (an operator's action), and return it as released.
@@ -225,6 +228,7 @@ class LockMethods:
         owner_name: str | None = None,
         lease_duration: float | None = None,
         keep_alive: bool = True,
+        reentrant: bool = False,
     ) -> Lease:
         """:meth:`acquire` for coroutines: waiting is ``asyncio.sleep``; one event loop's coroutines queue for a key.
 
@@ -234,7 +238,7 @@ class LockMethods:
         """
         lock_id = self.call_checks.lock_id(key, sort_key)
         request = self.call_checks.request(lock_id, timeout, owner_name, lease_duration, keep_alive, data, on_lost)
-        return await self.process_state.async_acquirer.acquire(request)
+        return await self.process_state.aacquire(request, reentrant=reentrant)
 
     async def atry_acquire(
         self,
@@ -246,18 +250,22 @@ class LockMethods:
         owner_name: str | None = None,
         lease_duration: float | None = None,
         keep_alive: bool = True,
+        reentrant: bool = False,
     ) -> Lease | None:
         """:meth:`try_acquire` for coroutines."""
         lock_id = self.call_checks.lock_id(key, sort_key)
         request = self.call_checks.request(lock_id, 0.0, owner_name, lease_duration, keep_alive, data, on_lost)
         self.process_state.ensure_open()
-        return await self.process_state.async_acquirer.try_acquire(request)
+        return await self.process_state.atry_acquire(request, reentrant=reentrant)
 
     async def arelease(self, lease: Lease, *, best_effort: bool = False) -> bool:
         """:meth:`release` for coroutines; it is sent even if the caller is cancelled meanwhile."""
         if lease.state == "released":  # as release() answers, and without the call threads a close shut down
             return False
-        release = functools.partial(self.release, lease, best_effort=best_effort)
+        releasing = self.process_state.reentrancy.releasing(lease, best_effort=best_effort)
+        if releasing is None:
+            return False  # another lease of the hold releases the lock: no request, no thread
+        release = functools.partial(self.release, releasing, best_effort=best_effort)
         return await self.process_state.calls.run(release, even_if_cancelled=True)
 
     async def aextend(self, lease: Lease, lease_duration: float | None = None) -> None:

@@ -117,13 +117,19 @@ class ReadersWriterLock:
         lease_duration: float | None = None,
         data: bytes | None = None,
         on_lost: LostCallback | None = None,
+        reentrant: bool = False,
     ) -> Lease:
         """Take the write item (keeping new readers out), then wait for the readers in place to leave; its lease.
 
         When ``timeout`` runs out the write item is released and LockTimeout names who was in the way.
+        ``reentrant``: as :meth:`.LockClient.acquire`'s, for the write item.
         """
         request = self._write_request(timeout, lease_duration, data, on_lost)
-        state = self._client.process_state
+        take = functools.partial(self._take_write, request)
+        return self._client.process_state.reentrancy.acquire(request.lock_id, request.options, reentrant, take)
+
+    def _take_write(self, request: AcquireRequest) -> Lease:
+        state, timeout = self._client.process_state, request.timeout
         deadline = None if timeout is None else state.parts.clock.monotonic() + timeout
         writer = state.acquirer.acquire(request)
         try:
@@ -140,10 +146,15 @@ class ReadersWriterLock:
         lease_duration: float | None = None,
         data: bytes | None = None,
         on_lost: LostCallback | None = None,
+        reentrant: bool = False,
     ) -> Lease:
         """:meth:`acquire_write` for coroutines; cancelling it releases the write item."""
         request = self._write_request(timeout, lease_duration, data, on_lost)
-        state = self._client.process_state
+        take = functools.partial(self._atake_write, request)
+        return await self._client.process_state.reentrancy.aacquire(request.lock_id, request.options, reentrant, take)
+
+    async def _atake_write(self, request: AcquireRequest) -> Lease:
+        state, timeout = self._client.process_state, request.timeout
         deadline = None if timeout is None else state.parts.clock.monotonic() + timeout
         writer = await state.async_acquirer.acquire(request)
         try:
@@ -159,16 +170,40 @@ class ReadersWriterLock:
         lease_duration: float | None = None,
         data: bytes | None = None,
         on_lost: LostCallback | None = None,
+        reentrant: bool = False,
     ) -> Lease | None:
         """One attempt, never waiting: the writer's lease, or None while another writer or a reader is in.
 
         The write item is taken with one attempt, then (only if readers may be in) the readers are
-        read once; found in, they keep it: the write item is given back.
+        read once; found in, they keep it: the write item is given back. ``reentrant``: as
+        :meth:`acquire_write`'s (None where that raises WouldDeadlock).
         """
         request = self._write_request(0.0, lease_duration, data, on_lost)
-        state = self._client.process_state
-        state.ensure_open()
-        writer = state.acquirer.try_acquire(request)
+        self._client.process_state.ensure_open()
+        take = functools.partial(self._try_take_write, request)
+        return self._client.process_state.reentrancy.try_acquire(request.lock_id, request.options, reentrant, take)
+
+    async def atry_acquire_write(
+        self,
+        *,
+        lease_duration: float | None = None,
+        data: bytes | None = None,
+        on_lost: LostCallback | None = None,
+        reentrant: bool = False,
+    ) -> Lease | None:
+        """:meth:`try_acquire_write` for coroutines (the hold is the calling task's)."""
+        request = self._write_request(0.0, lease_duration, data, on_lost)
+        self._client.process_state.ensure_open()
+
+        async def take() -> Lease | None:
+            return await self._readers.run_in_call_thread(functools.partial(self._try_take_write, request))
+
+        return await self._client.process_state.reentrancy.atry_acquire(
+            request.lock_id, request.options, reentrant, take
+        )
+
+    def _try_take_write(self, request: AcquireRequest) -> Lease | None:
+        writer = self._client.process_state.acquirer.try_acquire(request)
         if writer is None:
             return None
         try:
@@ -182,17 +217,6 @@ class ReadersWriterLock:
         if lease is None:
             writer.release(best_effort=True)
         return lease
-
-    async def atry_acquire_write(
-        self,
-        *,
-        lease_duration: float | None = None,
-        data: bytes | None = None,
-        on_lost: LostCallback | None = None,
-    ) -> Lease | None:
-        """:meth:`try_acquire_write` for coroutines."""
-        try_once = functools.partial(self.try_acquire_write, lease_duration=lease_duration, data=data, on_lost=on_lost)
-        return await self._readers.run_in_call_thread(try_once)
 
     def readers(self) -> list[PermitHolder]:
         """The reader permits in use now (one consistent BatchGetItem)."""
