@@ -1,8 +1,7 @@
 """OpenTelemetry metrics and spans, when ``opentelemetry-api`` is installed (``dynalock-django[otel]``); else nothing.
 
-Without the API nothing here imports it, the decorators return what they
-decorate unchanged and the other functions return at once: the acquire path
-costs what it did (``python -m tests.benchmarks.telemetry`` measures it).
+Without the API nothing here imports it, the decorators return what they decorate unchanged and the
+others return at once: the acquire path costs what it did (``python -m tests.benchmarks.telemetry``).
 With the API but no SDK, the API's own no-op providers answer. The meter
 and tracer are named ``dynalock_django``; docs/operations.md lists the
 instruments and what to alert on.
@@ -183,10 +182,6 @@ def _target(request: Any) -> Any:
     return list(request.lock_ids) if request.many else request.lock_id
 
 
-def _timeout(request: Any) -> Any:
-    return request.timeout
-
-
 def _start(name: str, target: Any) -> tuple[_Acquire, Any, contextvars.Token[bool]]:
     keys = _keys_of(target)
     attributes = _describe(keys)
@@ -227,7 +222,7 @@ def traced_acquire(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
                     raise
                 finally:
                     _in_operation.reset(token)
-                    acquire.end(result, error, _timeout(args[1]))
+                    acquire.end(result, error, args[1].timeout)
                     scope.__exit__(None, None, None)
 
             return traced_coroutine  # type: ignore[return-value]
@@ -244,7 +239,7 @@ def traced_acquire(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
                 raise
             finally:
                 _in_operation.reset(token)
-                acquire.end(result, error, _timeout(args[1]))
+                acquire.end(result, error, args[1].timeout)
                 scope.__exit__(None, None, None)
 
         return traced
