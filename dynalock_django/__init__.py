@@ -18,15 +18,20 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on 
     from .decorators import requires_lock as requires_lock
     from .exceptions import AlreadyQueued as AlreadyQueued
     from .exceptions import DynalockError as DynalockError
+    from .exceptions import IdempotencyKeyInUse as IdempotencyKeyInUse
+    from .exceptions import IdempotencyKeyReused as IdempotencyKeyReused
     from .exceptions import LockLost as LockLost
     from .exceptions import LockNotAcquired as LockNotAcquired
     from .exceptions import LockTimeout as LockTimeout
     from .exceptions import StaleFencingToken as StaleFencingToken
     from .exceptions import TableNotFound as TableNotFound
     from .exceptions import TaskLocked as TaskLocked
+    from .exceptions import WouldDeadlock as WouldDeadlock
     from .fencing import FencingTokenField as FencingTokenField
     from .fencing import fenced_refresh as fenced_refresh
     from .fencing import fenced_save as fenced_save
+    from .idempotency_keys import idempotency as idempotency
+    from .idempotency_keys import idempotent as idempotent
     from .leader import Leadership as Leadership
     from .locks import KeyLock as KeyLock
     from .locks import lock_key as lock_key
@@ -50,6 +55,8 @@ _LAZY: dict[str, str] = {
     "fenced_save": ".fencing",
     "fenced_refresh": ".fencing",
     "Leadership": ".leader",
+    "idempotent": ".idempotency_keys",
+    "idempotency": ".idempotency_keys",
     "get_client": ".client",
     "DynalockError": ".exceptions",
     "LockNotAcquired": ".exceptions",
@@ -59,6 +66,9 @@ _LAZY: dict[str, str] = {
     "TableNotFound": ".exceptions",
     "TaskLocked": ".exceptions",
     "AlreadyQueued": ".exceptions",
+    "IdempotencyKeyInUse": ".exceptions",
+    "IdempotencyKeyReused": ".exceptions",
+    "WouldDeadlock": ".exceptions",
 }
 
 __all__ = ["__version__", *_LAZY]

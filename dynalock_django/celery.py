@@ -28,6 +28,7 @@ from django.db import Error as DatabaseError  # InterfaceError (a connection gon
 
 from . import beat_sends
 from .conf import dynalock_settings
+from .dynamodb import printable
 from .exceptions import ConfigurationError, DynalockError, LockNotAcquired, StaleFencingToken
 from .leader import Leadership
 
@@ -41,6 +42,10 @@ DUE_HEADER = "dynalock_due"
 # Database failures in a row after which a leader lets the lease go (and sits out about a lease) so that a beat
 # with a working database can lead: one failure is a blip, three a database this process cannot use.
 FAILURES_BEFORE_STEPPING_DOWN = 3
+
+# How far ahead of this host's clock a recorded run is believed: hosts under NTP agree within milliseconds;
+# a record further ahead (a host whose clock is off) is read as now, so it silences no later leader.
+FUTURE_RUN_BOUND = datetime.timedelta(seconds=1)
 
 
 class LeaderScheduler(beat.Scheduler):  # type: ignore[misc]  # Celery has no type hints
@@ -64,6 +69,7 @@ class LeaderScheduler(beat.Scheduler):  # type: ignore[misc]  # Celery has no ty
         self._last_runs: dict[str, str] = {}  # the beat's row as this leader last read or wrote it
         # entry name -> (the entry as it was before its run was reserved, the reserved one): a refused send undoes it
         self._reserved: dict[str, tuple[Any, Any]] = {}
+        self._clamped: dict[str, tuple[str, datetime.datetime]] = {}  # entry name -> (a record from ahead, read as)
         self._refused = False  # a due entry was not sent this tick: its due time stands, asked again after a pause
         self._database_failures = 0  # in a row
         self._sitting_out = 0  # ticks left before this process tries to lead again (after a database it cannot use)
@@ -96,7 +102,7 @@ class LeaderScheduler(beat.Scheduler):  # type: ignore[misc]  # Celery has no ty
         leadership = Leadership(self.leader_name, timeout=0.0)
         try:
             leadership.acquire()
-            self._last_runs = beat_sends.last_runs(self.leader_name)
+            self._last_runs = beat_sends.last_runs(leadership.key, formerly=self.leader_name)
         except LockNotAcquired:
             return False  # another beat leads
         except (DynalockError, DatabaseError) as error:
@@ -114,8 +120,36 @@ class LeaderScheduler(beat.Scheduler):  # type: ignore[misc]  # Celery has no ty
 
     def is_due(self, entry: Any) -> Any:
         """The wrapped scheduler's answer, for the entry as last sent by any leader (not only by this process)."""
-        _catch_up(entry, self._last_runs.get(entry.name))
+        _catch_up(entry, self._recorded_run(entry))
         return super().is_due(entry)
+
+    def _recorded_run(self, entry: Any) -> datetime.datetime | None:
+        """``entry``'s last run as recorded by a leader, read as now when later than now plus FUTURE_RUN_BOUND.
+
+        A leader records its send at its own wall clock: one an hour ahead would otherwise keep every
+        later leader from sending the entry for that hour. Now is never earlier than the real send (that
+        came before its record was read), so the entry is not sent early. Read as now once per record,
+        not at each tick (which would move the run on and on).
+        """
+        recorded = self._last_runs.get(entry.name)
+        at = _moment(recorded)
+        if recorded is None or at is None:
+            return None
+        clamped = self._clamped.get(entry.name)
+        if clamped is not None and clamped[0] == recorded:
+            return clamped[1]
+        now = _aware(entry.default_now())
+        if at <= now + FUTURE_RUN_BOUND:
+            return at
+        logger.warning(
+            "Beat %r: %s's last run was recorded at %s, %.0f s after now on this host: read as now (a clock ahead?)",
+            self.leader_name,
+            printable(entry.name),
+            printable(recorded),
+            (at - now).total_seconds(),
+        )
+        self._clamped[entry.name] = (recorded, now)
+        return now
 
     def reserve(self, entry: Any) -> Any:
         new_entry = super().reserve(entry)
@@ -135,11 +169,12 @@ class LeaderScheduler(beat.Scheduler):  # type: ignore[misc]  # Celery has no ty
         message = _with_due(entry, due)  # built before the send is recorded: nothing is recorded that is not sent
         try:
             stored = beat_sends.advance(
-                self.leader_name,
+                leadership.key,
                 entry.name,
                 read=self._last_runs.get(entry.name),
                 new=_text(sent_at),
                 token=_token(leadership),
+                formerly=self.leader_name,
             )
         except StaleFencingToken as stale:
             logger.warning("Beat %r did not send %s: a newer leader wrote (%s)", self.leader_name, entry.name, stale)
@@ -220,15 +255,21 @@ def _aware(moment: Any) -> datetime.datetime:
     return aware
 
 
-def _catch_up(entry: Any, recorded: str | None) -> None:
-    """Move ``entry``'s last run forward to the one recorded by a leader, if later; never back."""
+def _moment(recorded: str | None) -> datetime.datetime | None:
+    """A recorded run as a time (naive: UTC); None for none, or for text not ours (this leader's own view stands)."""
     if recorded is None:
-        return
+        return None
     try:
-        at = datetime.datetime.fromisoformat(recorded)
+        return _aware(datetime.datetime.fromisoformat(recorded))
     except ValueError:
-        return  # not ours: this leader's own view stands
-    if _aware(at) > _aware(entry.last_run_at):
+        return None
+
+
+def _catch_up(entry: Any, at: datetime.datetime | None) -> None:
+    """Move ``entry``'s last run forward to ``at`` (recorded by a leader), if later; never back."""
+    if at is None:
+        return
+    if at > _aware(entry.last_run_at):
         naive = entry.last_run_at.tzinfo is None  # Celery reads a naive time as UTC
         entry.last_run_at = _aware(at).astimezone(datetime.UTC).replace(tzinfo=None) if naive else at
 

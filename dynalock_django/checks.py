@@ -12,9 +12,9 @@ import re
 from typing import Any
 from urllib.parse import urlparse
 
+from django.apps import apps
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
-from django.utils.module_loading import import_string
 
 from .conf import DEFAULTS, MAX_PAGE_SECONDS
 from .dynamodb import (
@@ -26,7 +26,7 @@ from .dynamodb import (
     retry_budget_seconds,
     validate_table_name,
 )
-from .key_scope import AUTO, TENANT_SCOPE, tenants_installed
+from .key_scope import check_key_scope
 
 TAG = "dynalock"
 
@@ -55,37 +55,33 @@ def check_settings(app_configs: Any = None, **_: Any) -> list[CheckMessage]:
     messages += _boto_config(values)
     messages += _simple_types(values)
     messages += _outage(values)
-    messages += _key_scope(values["KEY_SCOPE"], explicit="KEY_SCOPE" in configured)
+    messages += _shared_lock_models(values["SHARED_LOCK_MODELS"])
+    messages += check_key_scope(values["KEY_SCOPE"], explicit="KEY_SCOPE" in configured)
     return messages
 
 
-def _key_scope(path: Any, *, explicit: bool) -> list[CheckMessage]:
-    if path is None:
-        if explicit and tenants_installed():
-            return [
-                Warning(
-                    "DYNALOCK['KEY_SCOPE'] is None while django-tenants is installed: every tenant's Order pk=5 is "
-                    "one lock, and staff of one tenant see another's holders.",
-                    hint='Remove KEY_SCOPE (the default, "auto", scopes keys by schema) unless tenants share rows.',
-                    id="dynalock.W006",
-                )
-            ]
-        return []
-    if path == AUTO:
-        return []
-    try:
-        found = import_string(path) if isinstance(path, str) else None
-    except ImportError:
-        found = None
-    if not callable(found):
+def _shared_lock_models(declared: Any) -> list[CheckMessage]:
+    """Every entry names an installed model: a typo would leave its rows' writers blind to their readers."""
+    hint = (
+        'List model labels, as DYNALOCK["SHARED_LOCK_MODELS"] = ["shop.Order"]: the models whose rows are read shared.'
+    )
+    if not isinstance(declared, list | tuple):
         return [
-            Error(
-                f"DYNALOCK['KEY_SCOPE'] must be \"auto\", None or the dotted path of a callable, not {path!r}.",
-                hint=f'For example "{TENANT_SCOPE}" (django-tenants\' schema), or a function of your own.',
-                id="dynalock.E031",
-            )
+            Error(f"DYNALOCK['SHARED_LOCK_MODELS'] must be a list, not {declared!r}.", hint=hint, id="dynalock.E031")
         ]
-    return []
+    messages: list[CheckMessage] = []
+    for label in declared:
+        try:
+            apps.get_model(label)
+        except (LookupError, ValueError, TypeError, AttributeError):
+            messages.append(
+                Error(
+                    f"DYNALOCK['SHARED_LOCK_MODELS'] names {label!r}, which is not an installed model.",
+                    hint=hint,
+                    id="dynalock.E031",
+                )
+            )
+    return messages
 
 
 def _outage(values: dict[str, Any]) -> list[CheckMessage]:

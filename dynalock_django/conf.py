@@ -41,6 +41,9 @@ DEFAULTS: dict[str, Any] = {
     "KEY_SCOPE": "auto",
     "CONTENTION_STATUS": 423,
     "DELETE_ON_RELEASE": False,
+    # Models ("app_label.ModelName") whose rows are read shared (lock_object(row, shared=True)): only their
+    # rows' writers look for readers; every other row's lock is two requests with its release.
+    "SHARED_LOCK_MODELS": [],
     # Edit locks of admin change pages, renewed by the browser tab every third of it. Long enough
     # for a hidden tab, whose timers the browser may slow to one a minute, to keep its lock.
     "EDIT_LEASE_DURATION": 60.0,
@@ -133,6 +136,12 @@ class DynalockSettings:
     @property
     def DELETE_ON_RELEASE(self) -> bool:
         return bool(self._get("DELETE_ON_RELEASE"))
+
+    @property
+    def SHARED_LOCK_MODELS(self) -> tuple[str, ...]:
+        """The labels as given, strings only (check E031 names the rest)."""
+        value = self._get("SHARED_LOCK_MODELS")
+        return tuple(label for label in value if isinstance(label, str)) if isinstance(value, list | tuple) else ()
 
     @property
     def EDIT_LEASE_DURATION(self) -> float:

@@ -47,6 +47,7 @@ def requires_lock(
     purpose: str = "",
     status: int | None = None,
     check: Check | None = None,
+    reentrant: bool = False,
 ) -> Callable[[V], V]:
     """Decorate a function view, or a class-based view (its ``dispatch``), sync or async.
 
@@ -55,7 +56,10 @@ def requires_lock(
     waits up to ``timeout`` seconds for the lock before answering 423.
     ``check(request, obj)`` is the view's access check, made before the lock
     is taken (a plain function, run in a thread for async views): False or
-    ``PermissionDenied`` answers 403, and no lock is taken.
+    ``PermissionDenied`` answers 403, and no lock is taken. ``reentrant=True``:
+    a view called by code already holding the object's lock in the same thread
+    or task shares that hold (see ``lock_object``); without it, such a call is
+    refused at once (WouldDeadlock, a ``LockTimeout``: 423).
     """
     if check is not None and (not callable(check) or inspect.iscoroutinefunction(check)):
         raise TypeError(
@@ -69,7 +73,14 @@ def requires_lock(
         if check is not None and not check(request, instance):
             raise PermissionDenied  # before the lock: a refused user keeps nobody out
         user = request.user if getattr(request, "user", None) and request.user.is_authenticated else None
-        lock = lock_object(instance, timeout=timeout, blocking=timeout > 0, purpose=purpose or request.path, user=user)
+        lock = lock_object(
+            instance,
+            timeout=timeout,
+            blocking=timeout > 0,
+            purpose=purpose or request.path,
+            user=user,
+            reentrant=reentrant,
+        )
         return lock, instance
 
     def decorate(view: V) -> V:

@@ -5,8 +5,11 @@
     ├── InvalidLockRequest       unsaved instance, not a model, bad key or data
     ├── LockNotAcquired          .holder: the lock item in the way (LockInfo)
     │   ├── LockTimeout
-    │   │   └── TaskLocked       a run-once task met a live holder (on_conflict="raise", or "wait" timed out)
-    │   └── AlreadyQueued        enqueue_unique(): a copy with the same key is still queued
+    │   │   ├── TaskLocked       a run-once task met a live holder (on_conflict="raise", or "wait" timed out)
+    │   │   └── WouldDeadlock    the calling thread or task holds the key already, at once: pass reentrant=True
+    │   ├── AlreadyQueued        enqueue_unique(): a copy with the same key is still queued
+    │   └── IdempotencyKeyInUse  idempotency(): the key's first run is still in flight (.retry_after)
+    ├── IdempotencyKeyReused     idempotency(): the key was used with another fingerprint
     ├── LockLost                 .current: what replaced our lock, when known
     ├── StaleFencingToken        a fenced write lost to a newer holder's write; nothing changed
     ├── ClientClosed
@@ -30,12 +33,14 @@ from .dynamodb import (
     DynamoDBError,
     DynamoDBUnavailable,
     InvalidLockRequest,
+    LockInfo,
     LockLost,
     LockNotAcquired,
     LockTimeout,
     TableNotFound,
     TableNotReady,
     TableSchemaError,
+    WouldDeadlock,
 )
 
 
@@ -56,6 +61,21 @@ class AlreadyQueued(LockNotAcquired):
     """``enqueue_unique`` refused: a copy of the task with the same key is queued and not yet started."""
 
 
+class IdempotencyKeyInUse(LockNotAcquired):
+    """``idempotency()``: the first run with this key is still in flight (its holder renews it); try again later.
+
+    ``retry_after``: whole seconds until its lease runs out if it stops renewing (at least 1).
+    """
+
+    def __init__(self, message: str, holder: LockInfo | None, *, retry_after: int) -> None:
+        super().__init__(message, holder)
+        self.retry_after = retry_after
+
+
+class IdempotencyKeyReused(DynalockError):
+    """``idempotency()``: the key was first used for other work (another fingerprint): nothing ran, nothing replayed."""
+
+
 __all__ = [
     "AlreadyQueued",
     "CircuitOpen",
@@ -64,6 +84,8 @@ __all__ = [
     "DynalockError",
     "DynamoDBError",
     "DynamoDBUnavailable",
+    "IdempotencyKeyInUse",
+    "IdempotencyKeyReused",
     "InvalidLockRequest",
     "LockLost",
     "LockNotAcquired",
@@ -73,4 +95,5 @@ __all__ = [
     "TableNotReady",
     "TableSchemaError",
     "TaskLocked",
+    "WouldDeadlock",
 ]

@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from django.apps import apps
 from django.conf import settings
+from django.core.checks import CheckMessage, Error, Warning
 from django.utils.module_loading import import_string
 
 from .conf import dynalock_settings
@@ -104,3 +105,33 @@ def in_current_scope(key: str) -> bool:
     """
     split = split_scope(key)
     return split is not None and (scope_path() is None or split[0] == current_scope())
+
+
+def check_key_scope(path: object, *, explicit: bool) -> list[CheckMessage]:
+    """System checks W006 and E032 of ``KEY_SCOPE`` (called by :func:`.checks.check_settings`)."""
+    if path is None:
+        if explicit and tenants_installed():
+            return [
+                Warning(
+                    "DYNALOCK['KEY_SCOPE'] is None while django-tenants is installed: every tenant's Order pk=5 is "
+                    "one lock, and staff of one tenant see another's holders.",
+                    hint='Remove KEY_SCOPE (the default, "auto", scopes keys by schema) unless tenants share rows.',
+                    id="dynalock.W006",
+                )
+            ]
+        return []
+    if path == AUTO:
+        return []
+    try:
+        found = import_string(path) if isinstance(path, str) else None
+    except ImportError:
+        found = None
+    if not callable(found):
+        return [
+            Error(
+                f"DYNALOCK['KEY_SCOPE'] must be \"auto\", None or the dotted path of a callable, not {path!r}.",
+                hint=f'For example "{TENANT_SCOPE}" (django-tenants\' schema), or a function of your own.',
+                id="dynalock.E032",
+            )
+        ]
+    return []

@@ -42,6 +42,11 @@ class Leadership:
         self._on_lost = on_lost
         self.lease: Lease | None = None
 
+    @property
+    def key(self) -> str:
+        """The election's lock key: its name under ``KEY_PREFIX``."""
+        return self._lock.key
+
     def acquire(self) -> Lease:
         lease = self._lock.acquire()
         lease.add_lost_callback(self._lost)

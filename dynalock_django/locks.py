@@ -19,12 +19,14 @@ from types import TracebackType
 from typing import Any, Generic, Self, TypedDict, TypeVar, Unpack, cast
 
 from asgiref.sync import sync_to_async
+from django.apps import apps
 from django.db import models
 
 from . import keys, signals
 from .client import get_client
+from .conf import dynalock_settings
 from .dynamodb import MAX_COUNTED_NAME_BYTES, Lease, LeaseGroup, arelease_at_block_end, release_at_block_end
-from .exceptions import InvalidLockRequest, LockNotAcquired, LockTimeout
+from .exceptions import InvalidLockRequest, LockNotAcquired, LockTimeout, WouldDeadlock
 from .payload import LockData
 from .transactions import in_user_transaction, leases_of, release_when_transaction_ends
 
@@ -83,7 +85,7 @@ class HeldLock(Generic[Held]):
             held = self._take(self._wait())
         self.held = held
         try:
-            for lease in leases_of(held):
+            for lease in _taken(held):
                 signals.watch(lease)
                 signals.lease_acquired.send(sender=lease.key, lease=lease)
         except BaseException:  # a receiver failed: the caller never gets the lock, so nobody would release it
@@ -97,7 +99,7 @@ class HeldLock(Generic[Held]):
             held = await self._atake(self._wait())
         self.held = held
         try:
-            for lease in leases_of(held):
+            for lease in _taken(held):
                 signals.watch(lease)
                 await signals.lease_acquired.asend(sender=lease.key, lease=lease)
         except BaseException:  # a receiver failed, or the task was cancelled: release what nobody else would
@@ -114,7 +116,7 @@ class HeldLock(Generic[Held]):
         try:
             yield
         except LockTimeout as error:
-            if self.blocking:
+            if self.blocking or isinstance(error, WouldDeadlock):
                 raise
             raise LockNotAcquired(str(error), error.holder) from error
 
@@ -191,42 +193,59 @@ class HeldLock(Generic[Held]):
 
 
 class KeyLock(HeldLock[Lease]):
-    """A lock on one key, taken by ``acquire()``, ``with`` or ``async with``, or at each call of what it decorates."""
+    """A lock on one key, taken by ``acquire()``, ``with`` or ``async with``, or at each call of what it decorates.
 
-    def __init__(self, key: str, **options: Unpack[LockOptions]) -> None:
+    ``reentrant=True``: when the calling thread or asyncio task holds the key already, the lock is
+    that hold, at no request, and is released by the outermost holder; without it, WouldDeadlock.
+    """
+
+    def __init__(self, key: str, *, reentrant: bool = False, **options: Unpack[LockOptions]) -> None:
         super().__init__(**options)
         self.key = key
+        self.reentrant = reentrant
 
     def __repr__(self) -> str:
         return f"<KeyLock {self.key!r} {'held' if self.held and self.held.is_held() else 'not held'}>"
 
     def _take(self, timeout: float | None) -> Lease:
-        return get_client().acquire(self.key, timeout=timeout, data=self.lock_data.to_bytes())
+        data = self.lock_data.to_bytes()
+        return get_client().acquire(self.key, timeout=timeout, data=data, reentrant=self.reentrant)
 
     async def _atake(self, timeout: float | None) -> Lease:
-        return await get_client().aacquire(self.key, timeout=timeout, data=self.lock_data.to_bytes())
+        data = self.lock_data.to_bytes()
+        return await get_client().aacquire(self.key, timeout=timeout, data=data, reentrant=self.reentrant)
 
 
 class RowLock(KeyLock):
     """The writer of a row (``lock_object``, ``lock_model``): the row's lock, held once its readers have left.
 
-    Its item is the row's lock item as it has always been (the AWS Java client reads it). Taking
-    it keeps new readers (``lock_object(row, shared=True)``) out, then waits, within the same
-    ``timeout``, for the readers in place to leave or lose their leases. A row whose key leaves
-    no room for readers' keys (a long string pk's, shortened to DynamoDB's limit) can have none:
-    its lock is taken as a named lock's, as before.
+    Its item is the row's lock item as it has always been (the AWS Java client reads it). Rows of a model
+    declared in ``DYNALOCK["SHARED_LOCK_MODELS"]`` may have readers (``lock_object(row, shared=True)``):
+    taking the lock keeps new readers out, then waits, within the same ``timeout``, for the readers in
+    place to leave or lose their leases. Rows of other models have none, and neither does a row whose
+    key leaves no room for readers' keys (a long string pk's, shortened to DynamoDB's limit): their
+    lock is taken as a named lock's, two requests with its release and no reader code.
     """
 
+    def __init__(self, key: str, *, model: type[models.Model], **options: Unpack[LockOptions]) -> None:
+        super().__init__(key, **options)
+        self.model = model
+
+    def has_readers(self) -> bool:
+        """Read at each acquire, as the settings are (``override_settings``)."""
+        return may_have_readers(self.key) and readers_declared(self.model)
+
     def _take(self, timeout: float | None) -> Lease:
-        if not may_have_readers(self.key):
+        if not self.has_readers():
             return super()._take(timeout)
-        return get_client().readers_writer(self.key).acquire_write(timeout=timeout, data=self.lock_data.to_bytes())
+        readers_writer, data = get_client().readers_writer(self.key), self.lock_data.to_bytes()
+        return readers_writer.acquire_write(timeout=timeout, data=data, reentrant=self.reentrant)
 
     async def _atake(self, timeout: float | None) -> Lease:
-        if not may_have_readers(self.key):
+        if not self.has_readers():
             return await super()._atake(timeout)
-        readers_writer = get_client().readers_writer(self.key)
-        return await readers_writer.aacquire_write(timeout=timeout, data=self.lock_data.to_bytes())
+        readers_writer, data = get_client().readers_writer(self.key), self.lock_data.to_bytes()
+        return await readers_writer.aacquire_write(timeout=timeout, data=data, reentrant=self.reentrant)
 
 
 class SharedRowLock(KeyLock):
@@ -238,7 +257,20 @@ class SharedRowLock(KeyLock):
     def __repr__(self) -> str:
         return f"<SharedRowLock {self.key!r} {'held' if self.held and self.held.is_held() else 'not held'}>"
 
-    def __init__(self, key: str, **options: Unpack[LockOptions]) -> None:
+    def __init__(
+        self, key: str, *, model: type[models.Model], reentrant: bool = False, **options: Unpack[LockOptions]
+    ) -> None:
+        if reentrant:
+            raise InvalidLockRequest(
+                "lock_object(row, shared=True, reentrant=True): a reader's lock is not reentrant (readers share "
+                "the row already); drop reentrant=True."
+            )
+        if not readers_declared(model):
+            label = keys.root_model(model)._meta.label
+            raise InvalidLockRequest(
+                f"lock_object(row, shared=True): rows of {label} are not declared to have readers. Add {label!r} "
+                'to DYNALOCK["SHARED_LOCK_MODELS"] (its rows\' writers then wait for their readers).'
+            )
         if not may_have_readers(key):
             raise InvalidLockRequest(
                 f"This row's lock key is too long for readers ({len(key.encode())} bytes, a long primary key's): "
@@ -257,6 +289,23 @@ class SharedRowLock(KeyLock):
 def may_have_readers(key: str) -> bool:
     """Whether the keys of ``key``'s readers fit DynamoDB's: else the row can have no reader."""
     return len(key.encode()) <= MAX_COUNTED_NAME_BYTES
+
+
+def readers_declared(model: type[models.Model]) -> bool:
+    """Whether ``model``'s rows may have readers (``DYNALOCK["SHARED_LOCK_MODELS"]``): only then do writers look."""
+    return keys.model_label(model) in shared_lock_labels(dynalock_settings.SHARED_LOCK_MODELS)
+
+
+@functools.lru_cache(maxsize=8)
+def shared_lock_labels(declared: tuple[str, ...]) -> frozenset[str]:
+    """The labels of the rows ``declared`` names (a proxy's or a child's: its root's); unknown ones are checks' E031."""
+    labels = set()
+    for label in declared:
+        try:
+            labels.add(keys.model_label(apps.get_model(label)))
+        except (LookupError, ValueError):
+            continue
+    return frozenset(labels)
 
 
 class ObjectsLock(HeldLock[LeaseGroup]):
@@ -289,16 +338,18 @@ def lock_object(instance: models.Model, *, shared: bool = False, **options: Any)
 
     ``shared=True`` takes a reader's lock of the row instead: readers hold it
     together, and the row's plain ``lock_object`` (its writer) waits for them.
+    ``reentrant=True``: code already holding the row's lock in this thread or
+    task shares that hold (same token, no request); see :class:`KeyLock`.
     """
     if not isinstance(shared, bool):
         raise InvalidLockRequest(f"lock_object(shared={shared!r}): pass True (a reader) or False (the writer).")
     options.setdefault("using", instance._state.db if isinstance(instance, models.Model) else None)
-    return (SharedRowLock if shared else RowLock)(keys.key_for_instance(instance), **options)
+    return (SharedRowLock if shared else RowLock)(keys.key_for_instance(instance), model=type(instance), **options)
 
 
 def lock_model(model: type[models.Model], pk: Any, **options: Any) -> KeyLock:
     """Lock the row ``pk`` of ``model`` without fetching it (its writer, as ``lock_object``)."""
-    return RowLock(keys.key_for_model(model, pk), **options)
+    return RowLock(keys.key_for_model(model, pk), model=model, **options)
 
 
 def lock_key(name: str, **options: Any) -> KeyLock:
@@ -326,6 +377,11 @@ def lock_objects(
         )
     options.setdefault("using", next(iter(using), None))
     return ObjectsLock(instances_or_querysets, **options)
+
+
+def _taken(held: Lease | LeaseGroup) -> list[Lease]:
+    """The leases ``held`` was granted now: a reentrant lock's handle on a hold was signalled with that hold."""
+    return [lease for lease in leases_of(held) if not lease.reentered]
 
 
 def _instances(sources: Rows) -> Iterator[models.Model]:

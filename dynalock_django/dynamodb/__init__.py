@@ -33,6 +33,7 @@ from .exceptions import (
     TableNotFound,
     TableNotReady,
     TableSchemaError,
+    WouldDeadlock,
 )
 from .lambda_lease import lambda_lease, lambda_locked
 from .leases.block_end import arelease_at_block_end, release_at_block_end
@@ -40,7 +41,15 @@ from .leases.lease import Lease
 from .leases.lease_group import LeaseGroup
 from .lock_client import LockClient
 from .options import MAX_RENEWAL_WORKERS
-from .telemetry import botocore_request_hook, botocore_response_hook, describe_keys_with, span_event, task_skipped
+from .records.record_item import CompletionRecord
+from .telemetry import (
+    botocore_request_hook,
+    botocore_response_hook,
+    describe_keys_with,
+    idempotency_answered,
+    span_event,
+    task_skipped,
+)
 from .wire.display import printable
 from .wire.item import MALFORMED_ITEM_LEASE_SECONDS, MAX_PARTITION_KEY_BYTES, LockInfo
 from .wire.permits import MAX_NAME_BYTES as MAX_COUNTED_NAME_BYTES
@@ -61,6 +70,7 @@ __all__ = [
     "CircuitOpen",
     "ClientClosed",
     "Clock",
+    "CompletionRecord",
     "ConfigurationError",
     "DynalockError",
     "DynamoDBError",
@@ -89,11 +99,13 @@ __all__ = [
     "ThreadsDidNotSettle",
     "VirtualClock",
     "Waiter",
+    "WouldDeadlock",
     "arelease_at_block_end",
     "botocore_request_hook",
     "botocore_response_hook",
     "build_dynamodb_client",
     "describe_keys_with",
+    "idempotency_answered",
     "lambda_lease",
     "lambda_locked",
     "printable",

@@ -45,6 +45,15 @@ class LockTimeout(LockNotAcquired):
     """``acquire`` waited for its whole timeout and the lock stayed held."""
 
 
+class WouldDeadlock(LockTimeout):
+    """The calling context already holds the lock through this client: waiting for it would wait for itself.
+
+    Raised at once, without a request; pass ``reentrant=True`` to share the hold instead. A LockTimeout,
+    which such a call raised after waiting out its timeout before, so code handling that handles this;
+    ``holder``/``holders``: the context's own holding.
+    """
+
+
 class LockLost(DynalockError):
     """A lease we held is no longer ours.
 

@@ -8,12 +8,11 @@ from typing import TYPE_CHECKING
 
 from .exceptions import InvalidLockRequest
 from .leases.lease_group import LeaseGroup
-from .wire import validation
 
 if TYPE_CHECKING:
     from .leases.lease import Lease, LostCallback
     from .leases.lease_group import LockKey
-    from .options import AcquireOptions, CallChecks
+    from .options import AcquireRequest, CallChecks
     from .process_state import ProcessState
     from .wire.layout import LockId, TableLayout
 
@@ -45,11 +44,13 @@ class GroupMethods:
         for overlapping sets in any order cannot deadlock. ``timeout`` runs
         out with LockTimeout naming every key still held and its holder.
         ``keys`` are strings, or ``(key, sort_key)`` pairs on a table with a
-        sort key; ``data`` and ``on_lost`` apply to every member.
+        sort key; ``data`` and ``on_lost`` apply to every member. A key the calling thread or task
+        holds already would be waited for by itself: WouldDeadlock at once, naming the keys, without
+        a request (a group is not reentrant).
         """
-        lock_ids, options = self._many(keys, data, on_lost)
-        validation.check_timeout(timeout)
-        return self._group(self.process_state.group_acquirer.acquire(lock_ids, options, timeout))
+        request = self._many(keys, timeout, data, on_lost)
+        self.process_state.reentrancy.refuse_held(list(request.lock_ids))
+        return self._group(self.process_state.group_acquirer.acquire(request))
 
     def try_acquire_many(
         self,
@@ -59,9 +60,11 @@ class GroupMethods:
         on_lost: LostCallback | None = None,
     ) -> LeaseGroup | None:
         """One attempt at :meth:`acquire_many`, never waiting: the group, or None when any lock is held."""
-        lock_ids, options = self._many(keys, data, on_lost)
+        request = self._many(keys, 0.0, data, on_lost)
         self.process_state.ensure_open()
-        leases = self.process_state.group_acquirer.try_acquire(lock_ids, options)
+        if self.process_state.reentrancy.holds_any(list(request.lock_ids)):
+            return None
+        leases = self.process_state.group_acquirer.try_acquire(request)
         return None if leases is None else self._group(leases)
 
     async def aacquire_many(
@@ -73,9 +76,9 @@ class GroupMethods:
         on_lost: LostCallback | None = None,
     ) -> LeaseGroup:
         """:meth:`acquire_many` for coroutines: waiting is ``asyncio.sleep``."""
-        lock_ids, options = self._many(keys, data, on_lost)
-        validation.check_timeout(timeout)
-        return self._group(await self.process_state.async_acquirer.acquire_many(lock_ids, options, timeout))
+        request = self._many(keys, timeout, data, on_lost)
+        self.process_state.reentrancy.refuse_held(list(request.lock_ids))
+        return self._group(await self.process_state.async_acquirer.acquire_many(request))
 
     async def atry_acquire_many(
         self,
@@ -85,14 +88,16 @@ class GroupMethods:
         on_lost: LostCallback | None = None,
     ) -> LeaseGroup | None:
         """:meth:`try_acquire_many` for coroutines."""
-        lock_ids, options = self._many(keys, data, on_lost)
+        request = self._many(keys, 0.0, data, on_lost)
         self.process_state.ensure_open()
-        leases = await self.process_state.async_acquirer.try_acquire_many(lock_ids, options)
+        if self.process_state.reentrancy.holds_any(list(request.lock_ids)):
+            return None
+        leases = await self.process_state.async_acquirer.try_acquire_many(request)
         return None if leases is None else self._group(leases)
 
     def _many(
-        self, keys: Iterable[LockKey], data: bytes | None, on_lost: LostCallback | None
-    ) -> tuple[list[LockId], AcquireOptions]:
+        self, keys: Iterable[LockKey], timeout: float | None, data: bytes | None, on_lost: LostCallback | None
+    ) -> AcquireRequest:
         if isinstance(keys, str | bytes):
             raise InvalidLockRequest("keys must be a list of keys, not one string: acquire_many([key, ...]).")
         lock_ids = [self._lock_id(key) for key in keys]
@@ -103,12 +108,10 @@ class GroupMethods:
             raise InvalidLockRequest(
                 f"Each key may appear only once in acquire_many; repeated: {', '.join(map(repr, duplicates))}."
             )
-        # The data budget depends on the key: check the longest.
-        longest = max(lock_ids, key=lambda lock_id: len(lock_id[0].encode()) + len((lock_id[1] or "").encode()))
-        options = self.call_checks.acquire_options(longest, None, None, True, data, on_lost)
+        request = self.call_checks.request(lock_ids, timeout=timeout, data=data, on_lost=on_lost)
         # Not a refusal: the caller may mean to hold them briefly, or know its round trip is faster.
         self.process_state.heartbeat.warn_if_too_many(len(lock_ids))
-        return lock_ids, options
+        return request
 
     def _lock_id(self, key: LockKey) -> LockId:
         if isinstance(key, tuple):
@@ -118,4 +121,6 @@ class GroupMethods:
         return self.call_checks.lock_id(key, None)
 
     def _group(self, leases: Sequence[Lease]) -> LeaseGroup:
+        for lease in leases:  # held by the calling context: its own acquire of one of them would wait for itself
+            self.process_state.reentrancy.held(lease, shareable=False)
         return LeaseGroup(self.process_state.group_release, leases)

@@ -11,8 +11,17 @@ Lambda freezes an execution environment between invocations (and may thaw it muc
 next one), so a heartbeat thread cannot keep a lease: nothing runs while it is frozen. Instead the
 lease lasts for the rest of the invocation plus ``margin``: one conditional write takes it (the
 lease counted from when that write was sent), none renews it, one releases it before the handler
-returns. Lambda stops the invocation by its deadline, so the work never outlives the lease; a
-function killed at its timeout leaves the key to the next invocation ``margin`` after that.
+returns. Lambda stops the invocation by its deadline, so the work never outlives the lease.
+
+A function killed at its timeout leaves its item unreleased. The protocol's clock-free rule would
+keep the key from the next invocations for one more whole lease of watching (up to 15 minutes);
+instead, for items a ``lambda_lease`` wrote (its owner name ends in :data:`OWNER_MARK`), the next
+``lambda_lease`` trusts the item's stamp: the write's wall-clock time (``sentAt``) plus its lease is
+the holder's deadline plus ``margin``, and once that plus ``max_clock_skew`` has passed on this
+invocation's wall clock, the holder's lease has run out on its own clock (if the two clocks differ by
+at most ``max_clock_skew``: Lambda's are kept by Amazon Time Sync, within milliseconds). It then takes
+the key over with one write conditioned on the record version it read: if anyone wrote the item
+since, nothing is taken. Other holders' items keep the clock-free rule.
 
 The lease is the protocol's detached kind (``keep_alive=False``): its ``remaining()``,
 ``is_held()`` and ``ensure_held()`` read this process's monotonic clock, which runs on while the
@@ -31,11 +40,14 @@ import contextlib
 import functools
 import math
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeVar
 
+from .acquiring.observations import clock_bound_wait
 from .exceptions import InvalidLockRequest, LockLost, LockNotAcquired
 from .leases.block_end import release_at_block_end
 from .leases.lease import Lease
+from .wire.item import LockInfo
+from .wire.layout import LockId
 
 if TYPE_CHECKING:
     from .lock_client import LockClient
@@ -45,6 +57,15 @@ DEFAULT_MARGIN = 1.0
 
 # Lambda's longest invocation (15 minutes): a context that says more is not Lambda's, and its lease is held to this.
 MAX_INVOCATION = 900.0
+
+# The most two invocations' wall clocks are assumed to differ by (Lambda's: Amazon Time Sync, milliseconds apart).
+DEFAULT_CLOCK_SKEW = 1.0
+
+# How a lambda_lease's owner name ends: the mark of an item whose stamp the next lambda_lease trusts.
+OWNER_MARK = " (lambda_lease)"
+
+# Past a stamp's end, how much longer to wait: a wait that ends on the very moment could read it a hair early.
+_PAST_THE_STAMP = 0.001
 
 Result = TypeVar("Result")
 
@@ -66,6 +87,7 @@ def lambda_lease(
     timeout: float | None = None,
     sort_key: str | None = None,
     data: bytes | None = None,
+    max_clock_skew: float | None = DEFAULT_CLOCK_SKEW,
 ) -> Iterator[Lease]:
     """Hold ``key`` for the rest of this invocation (plus ``margin``) and release it at the block's end.
 
@@ -77,17 +99,27 @@ def lambda_lease(
     wait): the key is free that much later after a timed-out invocation. A block that ends after its
     lease ran out on this process's clock (a frozen, thawed function) raises LockLost: its work was not
     protected to the end.
+
+    ``max_clock_skew``: the most this invocation's wall clock differs from the one that wrote a
+    ``lambda_lease``'s item; that item is taken over once its holder's deadline plus ``margin`` plus
+    this has passed on this invocation's clock (None: only after the protocol's lease of watching).
     """
     _check_seconds("needs", needs, allow_zero=True)
     _check_seconds("margin", margin, allow_zero=False)
+    if max_clock_skew is not None:
+        _check_seconds("max_clock_skew", max_clock_skew, allow_zero=True)
     left = _seconds_left(context)
     if timeout is not None:
         _check_seconds("timeout", timeout, allow_zero=True)
     wait = 0.0 if timeout is None else min(timeout, max(0.0, left - needs))
     _refuse_if_short(key, left, needs)
-    lease = client.acquire(
-        key, sort_key=sort_key, timeout=wait, data=data, lease_duration=left + margin, keep_alive=False
+    options = _LeaseOptions(
+        data=data,
+        owner_name=client.owner_name + OWNER_MARK,
+        lease_duration=left + margin,
+        keep_alive=False,
     )
+    lease = _take(client, (key, sort_key), wait, max_clock_skew, options)
     try:
         _refuse_if_short(key, _seconds_left(context), needs)
     except BaseException:  # too little left, or a context that no longer answers: the lease is not kept
@@ -116,6 +148,7 @@ def lambda_locked(
     needs: float = 0.0,
     margin: float = DEFAULT_MARGIN,
     timeout: float | None = None,
+    max_clock_skew: float | None = DEFAULT_CLOCK_SKEW,
 ) -> Callable[[Callable[[Any, Any, Lease], Result]], Callable[[Any, LambdaContext], Result]]:
     """The decorator form: ``handler(event, context, lease)`` runs inside :func:`lambda_lease`.
 
@@ -127,12 +160,69 @@ def lambda_locked(
         @functools.wraps(handler)
         def locked(event: Any, context: LambdaContext) -> Result:
             name = key(event) if callable(key) else key
-            with lambda_lease(client, name, context, needs=needs, margin=margin, timeout=timeout) as lease:
+            with lambda_lease(
+                client, name, context, needs=needs, margin=margin, timeout=timeout, max_clock_skew=max_clock_skew
+            ) as lease:
                 return handler(event, context, lease)
 
         return locked
 
     return decorate
+
+
+class _LeaseOptions(TypedDict):
+    data: bytes | None
+    owner_name: str
+    lease_duration: float
+    keep_alive: bool
+
+
+def _take(client: LockClient, lock_id: LockId, wait: float, skew: float | None, options: _LeaseOptions) -> Lease:
+    """The key within ``wait`` seconds: free, released, taken from a lambda_lease past its stamp, or by the protocol.
+
+    One write when the key is free. Else, while another lambda_lease's item is not yet past its stamp's
+    end, the protocol's wait (which takes a key released meanwhile) until then, and then one write
+    conditioned on the version read; for any other holder, the protocol's wait for the rest.
+    """
+    key, sort_key = lock_id
+    clock = client.clock
+    deadline = clock.monotonic() + wait
+    try:
+        return client.acquire(key, sort_key=sort_key, timeout=0.0, **options)
+    except LockNotAcquired as refused:
+        last = refused
+    while True:
+        holder = last.holder
+        ends_in = _stamp_ends_in(holder, clock.time(), skew)
+        if holder is not None and ends_in is not None and ends_in <= 0:
+            try:
+                return client.take_over(holder, unchanged=True, **options)
+            except LockNotAcquired as changed:  # written since it was read: look again at what stands now
+                now = changed.holder
+                if now is None or now.is_released:  # freed meanwhile: taken as a free key is
+                    left = max(0.0, deadline - clock.monotonic())
+                    return client.acquire(key, sort_key=sort_key, timeout=left, **options)
+                if now.raw_version == holder.raw_version:
+                    raise  # refused though unchanged (an item not of this protocol's making): not again and again
+                last = changed
+                continue
+        left = deadline - clock.monotonic()
+        if left <= 0:
+            raise last
+        until_stamp = left if ends_in is None else min(left, ends_in + _PAST_THE_STAMP)
+        try:
+            return client.acquire(key, sort_key=sort_key, timeout=until_stamp, **options)
+        except LockNotAcquired as refused:
+            if until_stamp >= left:
+                raise
+            last = refused
+
+
+def _stamp_ends_in(holder: LockInfo | None, wall_now: float, skew: float | None) -> float | None:
+    """Seconds until a lambda_lease's ``holder`` may be taken over by its stamp; None where the rule does not apply."""
+    if holder is None or holder.is_released or not (holder.owner_name or "").endswith(OWNER_MARK):
+        return None
+    return clock_bound_wait(holder, wall_now, skew)
 
 
 def _seconds_left(context: LambdaContext) -> float:

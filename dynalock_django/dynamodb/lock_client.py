@@ -1,42 +1,40 @@
 """LockClient: the AWS DynamoDB Lock Client protocol over boto3's low-level client.
 
-A façade: each public method checks its arguments (:mod:`.options`) and
-hands the work to the wing that owns it: ``acquiring/`` (deciding in
-:mod:`.plan`, sending in :mod:`.acquirer`, an operator's actions in
-:mod:`.operator_actions`), ``leases/`` (the writes to a granted lease,
-:mod:`.lease_writes`), ``aws/`` (the item I/O, :mod:`.store`) and ``wire/``
-(every request's parameters, :mod:`.writes`, and conditions,
-:mod:`.conditions`). Its faces beside it add the groups, the awaitable
-methods, listings, the queue of waiters and the table. What each call costs
-in requests is in docs/protocol.md.
+A façade: its construction, its life (close, fork) and its faces, one
+per subject, each with its sync and awaitable verbs: one lock
+(:mod:`.lock_methods`), groups (:mod:`.group_methods`), counted locks
+(:mod:`.counted.client_methods`), listings, the queue of waiters and the
+table. Each verb checks its options once into an :class:`.AcquireRequest`
+(:mod:`.options`) and hands it to the wing that owns the work:
+``acquiring/`` (the engine), ``leases/`` (what a holder keeps), ``aws/``
+(the item I/O) and ``wire/`` (every request's parameters and conditions).
+What each call costs in requests is in docs/protocol.md.
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from . import fork_safety
-from .async_methods import AsyncMethods
 from .aws import botocore_config, deadlines
 from .aws.breaker import DEFAULT_COOL_DOWN, DEFAULT_THRESHOLD, CircuitBreaker
 from .aws.connection import ClientFactory, Connection
 from .aws.store import LockStore
-from .clock import SYSTEM_CLOCK, Clock, Instant
+from .clock import SYSTEM_CLOCK, Clock
 from .counted.client_methods import CountedMethods
 from .group_methods import GroupMethods
 from .lease_methods import LeaseMethods
 from .leases.heartbeat import DEFAULT_RENEWAL_WORKERS
-from .leases.lease import Lease, LostCallback, detached_handle
+from .leases.lease import Lease
 from .listing import ListingMethods
+from .lock_methods import LockMethods
 from .options import CallChecks, check_client_options, check_renewal_workers, default_owner_name
 from .process_state import ProcessState
 from .queue_methods import QueueMethods
+from .record_methods import RecordMethods
 from .table_methods import TableMethods
 from .wire import validation
-from .wire.item import LockInfo
 from .wire.layout import TableLayout
 from .wire.schema import validate_table_name
 
@@ -44,7 +42,9 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
-class LockClient(AsyncMethods, GroupMethods, CountedMethods, TableMethods, ListingMethods, QueueMethods, LeaseMethods):
+class LockClient(
+    LockMethods, GroupMethods, CountedMethods, TableMethods, ListingMethods, QueueMethods, RecordMethods, LeaseMethods
+):
     """Advisory locks in a DynamoDB table, compatible with the AWS Java lock client.
 
     ``dynamodb`` is a boto3 DynamoDB client, or a zero-argument callable that makes one. Prefer the
@@ -121,175 +121,6 @@ class LockClient(AsyncMethods, GroupMethods, CountedMethods, TableMethods, Listi
     def __repr__(self) -> str:
         return (
             f"<LockClient table={self.table_name!r} owner={self.owner_name!r} held={len(self.process_state.holdings)}>"
-        )
-
-    def acquire(
-        self,
-        key: str,
-        *,
-        sort_key: str | None = None,
-        timeout: float | None = None,
-        data: bytes | None = None,
-        on_lost: LostCallback | None = None,
-        owner_name: str | None = None,
-        lease_duration: float | None = None,
-        keep_alive: bool = True,
-    ) -> Lease:
-        """Wait until the lock is ours and return its lease.
-
-        ``timeout`` is in seconds (None waits as long as it takes); when it runs out, LockTimeout
-        says who holds the lock. A lock whose holder stopped renewing is taken over once its record
-        version number has stood unchanged for the item's lease duration on our clock, or, with
-        ``max_clock_skew`` (a bound on how far any two clients' wall clocks differ), at once if its
-        last write is older than its lease plus that.
-
-        ``owner_name`` and ``lease_duration`` replace the client's for this lock. With
-        ``keep_alive=False`` the lease is detached: its owner renews and releases it from elsewhere
-        through :meth:`lease`; this client neither renews it nor releases it on close, and its
-        threads do not wait for it locally.
-        """
-        lock_id = self.call_checks.lock_id(key, sort_key)
-        options = self.call_checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
-        validation.check_timeout(timeout)
-        return self.process_state.acquirer.acquire(lock_id, options, timeout)
-
-    def try_acquire(
-        self,
-        key: str,
-        *,
-        sort_key: str | None = None,
-        data: bytes | None = None,
-        on_lost: LostCallback | None = None,
-        owner_name: str | None = None,
-        lease_duration: float | None = None,
-        keep_alive: bool = True,
-    ) -> Lease | None:
-        """One attempt, never waiting: the lease, or None when someone holds the lock.
-
-        Repeated calls (and :meth:`get`) remember what they saw, so a lock whose holder died is
-        taken over by the first call the takeover rule allows (see :meth:`acquire`). Raises
-        DynamoDBUnavailable when DynamoDB cannot answer. The other options are :meth:`acquire`'s.
-        """
-        lock_id = self.call_checks.lock_id(key, sort_key)
-        options = self.call_checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
-        self.process_state.ensure_open()
-        return self.process_state.acquirer.try_acquire(lock_id, options)
-
-    @contextlib.contextmanager
-    def lock(
-        self,
-        key: str,
-        *,
-        sort_key: str | None = None,
-        timeout: float | None = None,
-        data: bytes | None = None,
-        on_lost: LostCallback | None = None,
-    ) -> Iterator[Lease]:
-        """``with client.lock(key) as lease:`` acquire, then release at the end of the block.
-
-        If the block succeeds but the lease was lost meanwhile, LockLost is raised at the end: the
-        block was not protected for all of its run.
-        """
-        with self.acquire(key, sort_key=sort_key, timeout=timeout, data=data, on_lost=on_lost) as lease:
-            yield lease
-
-    def release(self, lease: Lease, *, best_effort: bool = False) -> bool:
-        """Release ``lease``; True when this call released it.
-
-        Raises LockLost when the lock is no longer ours (taken over, or
-        released by someone else): our release never changes another
-        holder's lock. A lease whose safe time ran out is still released if
-        nobody took it meanwhile. With ``best_effort=True``, LockLost and
-        DynamoDB errors are logged and give False. Releasing twice is a no-op,
-        and so is releasing a holding its owner released already (through
-        another handle on a detached lease): False.
-        """
-        return self.process_state.lease_writer.release(lease, best_effort=best_effort)
-
-    def force_release(self, lock: LockInfo, *, released_by: str) -> LockInfo:
-        """Release someone else's lock (an operator's action), and return it as released.
-
-        Conditioned on the holding in ``lock``, as read by the operator (its
-        owner and fencing token; heartbeats in between do not matter): if the
-        lock changed hands or was released since, LockNotAcquired is raised and
-        nothing changes. ``released_by`` is stored so the holder learns who did it.
-        """
-        self.call_checks.lock_id(lock.key, lock.sort_key)
-        return self.process_state.operator.force_release(lock, released_by=released_by)
-
-    def take_over(
-        self,
-        lock: LockInfo,
-        *,
-        data: bytes | None = None,
-        owner_name: str | None = None,
-        lease_duration: float | None = None,
-        keep_alive: bool = True,
-        on_lost: LostCallback | None = None,
-        dequeue: Sequence[str] = (),
-        unchanged: bool = False,
-    ) -> Lease:
-        """Take someone else's lock now (an operator's or a user's action), and return our lease.
-
-        One conditional write, granted only if the lock is still the holding
-        in ``lock`` as read (owner and fencing token, as :meth:`force_release`
-        checks): it issues the next fencing token. If the lock changed hands
-        or was released since, LockNotAcquired is raised and nothing changes.
-        The previous holder finds out at its next renewal. ``dequeue``: waiters of
-        ``lock.waiters`` the same write takes out of the queue (the taker, those
-        gone). ``unchanged``: only if the item is still exactly as read (its record version), not
-        merely the same holding: for handing a lock that looked free or expired to the next in
-        line, never from a holder that has renewed since. The other options are :meth:`acquire`'s.
-        """
-        lock_id = self.call_checks.lock_id(lock.key, lock.sort_key)
-        options = self.call_checks.acquire_options(lock_id, owner_name, lease_duration, keep_alive, data, on_lost)
-        self.process_state.ensure_open()
-        return self.process_state.operator.take_over(lock, options, dequeue=list(dequeue), unchanged=unchanged)
-
-    def get(self, key: str, *, sort_key: str | None = None) -> LockInfo | None:
-        """The lock item as stored now (a consistent read), or None if there is none.
-
-        Like a refused acquire, it remembers the holder's version and when it was first seen, so
-        :meth:`available_in` can tell when this client may take over a holder that stopped renewing.
-        """
-        lock_id = self.call_checks.lock_id(key, sort_key)
-        info = self.store.read(lock_id)
-        if info is not None:
-            self.process_state.observations.saw(lock_id, info, Instant.read(self.clock))
-        return info
-
-    def available_in(self, lock: LockInfo | None) -> float:
-        """Seconds until this client may take ``lock`` (as read by :meth:`get`); no request.
-
-        0 when there is no item, it is released, or its version has stood for the item's lease
-        since this client first saw it; the whole lease when this client has not seen this version
-        before; with ``max_clock_skew``, also 0 once the holder's last write is older than its
-        lease plus that.
-        """
-        return self.process_state.observations.takeover_in(lock, Instant.read(self.clock))
-
-    def lease(
-        self,
-        key: str,
-        *,
-        owner_name: str,
-        fencing_token: int,
-        sort_key: str | None = None,
-        lease_duration: float | None = None,
-    ) -> Lease:
-        """A handle on a detached lock granted elsewhere to ``owner_name`` under ``fencing_token``; no request.
-
-        ``extend()`` renews it and ``release()`` releases it, each with one
-        write conditioned on that owner and token (not on a record version:
-        the owner renews through many processes). It counts as held only
-        after a successful ``extend()``.
-        """
-        lock_id = self.call_checks.lock_id(key, sort_key)
-        validation.check_name("owner_name", owner_name)
-        validation.check_fencing_token(fencing_token)
-        duration = self.call_checks.lease_duration(lease_duration, keep_alive=False)
-        return detached_handle(
-            self, self.clock, lock_id, owner_name=owner_name, fencing_token=fencing_token, lease_duration=duration
         )
 
     @property

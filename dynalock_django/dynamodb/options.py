@@ -6,6 +6,7 @@ can write under DynamoDB's 400 KB item limit.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import uuid
@@ -75,6 +76,24 @@ class AcquireOptions:
     permits: int | None = None
 
 
+@dataclass(frozen=True)
+class AcquireRequest:
+    """One acquiring call, checked once: its lock (or a group's locks), what its writes carry, how long it waits.
+
+    Built by :meth:`CallChecks.request` from the call's options, then handed whole to the engine.
+    """
+
+    lock_ids: tuple[LockId, ...]
+    options: AcquireOptions
+    timeout: float | None  # None: as long as it takes; 0: a try (never waits)
+    many: bool = False  # a group (acquire_many), even of one key
+
+    @property
+    def lock_id(self) -> LockId:
+        """The lock of a single acquire (or a counted lock's first permit)."""
+        return self.lock_ids[0]
+
+
 class CallChecks:
     """Each call's arguments, checked against the client's table layout and durations."""
 
@@ -101,6 +120,29 @@ class CallChecks:
                 )
             validation.check_key("sort_key", sort_key, item.MAX_SORT_KEY_BYTES)
         return (key, sort_key)
+
+    def request(
+        self,
+        lock_ids: LockId | list[LockId],
+        timeout: float | None,
+        owner_name: str | None = None,
+        lease_duration: float | None = None,
+        keep_alive: bool = True,
+        data: bytes | None = None,
+        on_lost: LostCallback | None = None,
+        *,
+        permits: int | None = None,
+    ) -> AcquireRequest:
+        """The request of one acquiring call; ``lock_ids``: one lock id, or a group's (a list)."""
+        many = isinstance(lock_ids, list)
+        ids = tuple(lock_ids) if isinstance(lock_ids, list) else (lock_ids,)
+        # The data budget depends on the key: check the longest.
+        longest = max(ids, key=lambda lock_id: len(lock_id[0].encode()) + len((lock_id[1] or "").encode()))
+        options = self.acquire_options(longest, owner_name, lease_duration, keep_alive, data, on_lost)
+        if permits is not None:
+            options = dataclasses.replace(options, permits=permits)
+        validation.check_timeout(timeout)
+        return AcquireRequest(ids, options, timeout, many=many)
 
     def acquire_options(
         self,

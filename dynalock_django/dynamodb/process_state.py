@@ -6,6 +6,7 @@ Nothing here may be shared with a forked child: the child builds its own
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import TYPE_CHECKING, Protocol
 
@@ -15,6 +16,7 @@ from .acquiring.group_acquirer import GroupAcquirer
 from .acquiring.line_seats import LineTiming, Seats
 from .acquiring.observations import Observations
 from .acquiring.operator_actions import OperatorActions
+from .acquiring.parts import EngineParts
 from .acquiring.turns import Turns
 from .aws.call_threads import CallThreads
 from .exceptions import ClientClosed
@@ -23,10 +25,13 @@ from .leases.holdings import Holdings
 from .leases.lease import LeaseClient
 from .leases.lease_group import GroupRelease
 from .leases.lease_writes import LeaseWriter
+from .leases.reentrancy import Reentrancy
 
 if TYPE_CHECKING:
     from .aws.store import LockStore
     from .clock import Clock
+    from .leases.lease import Lease
+    from .options import AcquireRequest
     from .wire.layout import TableLayout
 
 
@@ -55,6 +60,7 @@ class ProcessState:
             self.closed.set()
         self.observations = Observations(max_clock_skew=client.max_clock_skew)
         self.holdings = Holdings(clock, self.closed)
+        self.reentrancy = Reentrancy(client, self.holdings)
         self.lease_writer = LeaseWriter(store, layout, clock, self.holdings, delete_on_release=client.delete_on_release)
         self.heartbeat = Heartbeat(
             leases=self.holdings.leases,
@@ -74,46 +80,54 @@ class ProcessState:
             owner_name=lambda: client.owner_name,
             timing=LineTiming.for_refresh_period(client.refresh_period),
         )
-        self.acquirer = Acquirer(
+        # Coroutines: a few threads for their requests (built per process, so a forked child has its own).
+        self.calls = CallThreads(name=f"dynalock-call-{layout.table_name}")
+        self.parts = EngineParts(
             client=client,
             store=store,
             layout=layout,
             clock=clock,
+            refresh_period=client.refresh_period,
             observations=self.observations,
             holdings=self.holdings,
             heartbeat=self.heartbeat,
-            refresh_period=client.refresh_period,
-            closed=self.closed,
-            ensure_open=self.ensure_open,
+            lease_writer=self.lease_writer,
             turns=self.turns,
             seats=self.seats,
-        )
-        self.group_acquirer = GroupAcquirer(
-            acquirer=self.acquirer,
-            lease_writer=self.lease_writer,
-            observations=self.observations,
-            holdings=self.holdings,
-            store=store,
-            layout=layout,
-            clock=clock,
-            refresh_period=client.refresh_period,
+            calls=self.calls,
             closed=self.closed,
             ensure_open=self.ensure_open,
         )
+        self.acquirer = Acquirer(self.parts)
+        self.group_acquirer = GroupAcquirer(self.parts, self.acquirer)
         self.operator = OperatorActions(store, layout, clock, self.holdings, self.acquirer)
-        # Coroutines: a few threads for their requests (built per process, so a forked child has its own).
-        self.calls = CallThreads(name=f"dynalock-call-{layout.table_name}")
-        self.async_acquirer = AsyncAcquirer(
-            acquirer=self.acquirer,
-            group_acquirer=self.group_acquirer,
-            observations=self.observations,
-            holdings=self.holdings,
-            calls=self.calls,
-            turns=self.turns,
-            clock=clock,
-            ensure_open=self.ensure_open,
-        )
+        self.async_acquirer = AsyncAcquirer(self.parts, self.acquirer, self.group_acquirer)
         self.group_release = GroupRelease(self.lease_writer, self.calls)
+
+    def acquire(self, request: AcquireRequest, *, reentrant: bool) -> Lease:
+        """The façade's acquire: the calling context's hold (:mod:`.reentrancy`), else the acquirer's wait."""
+        take = functools.partial(self.acquirer.acquire, request)
+        return self.reentrancy.acquire(request.lock_id, request.options, reentrant, take)
+
+    def try_acquire(self, request: AcquireRequest, *, reentrant: bool) -> Lease | None:
+        """The façade's try_acquire: the calling context's hold, else the acquirer's one attempt."""
+        take = functools.partial(self.acquirer.try_acquire, request)
+        return self.reentrancy.try_acquire(request.lock_id, request.options, reentrant, take)
+
+    async def aacquire(self, request: AcquireRequest, *, reentrant: bool) -> Lease:
+        """:meth:`acquire` for coroutines: the calling task's hold, else the async acquirer's wait."""
+        take = functools.partial(self.async_acquirer.acquire, request)
+        return await self.reentrancy.aacquire(request.lock_id, request.options, reentrant, take)
+
+    async def atry_acquire(self, request: AcquireRequest, *, reentrant: bool) -> Lease | None:
+        """:meth:`try_acquire` for coroutines."""
+        take = functools.partial(self.async_acquirer.try_acquire, request)
+        return await self.reentrancy.atry_acquire(request.lock_id, request.options, reentrant, take)
+
+    def release(self, lease: Lease, *, best_effort: bool) -> bool:
+        """The façade's release: a reentrant hold's lease but its last ends without a request."""
+        releasing = self.reentrancy.releasing(lease, best_effort=best_effort)
+        return releasing is not None and self.lease_writer.release(releasing, best_effort=best_effort)
 
     def ensure_open(self) -> None:
         if self.closed.is_set():

@@ -1,8 +1,7 @@
 """OpenTelemetry metrics and spans, when ``opentelemetry-api`` is installed (``dynalock-django[otel]``); else nothing.
 
-Without the API nothing here imports it, the decorators return what they
-decorate unchanged and the other functions return at once: the acquire path
-costs what it did (``python -m tests.benchmarks.telemetry`` measures it).
+Without the API nothing here imports it, the decorators return what they decorate unchanged and the
+others return at once: the acquire path costs what it did (``python -m tests.benchmarks.telemetry``).
 With the API but no SDK, the API's own no-op providers answer. The meter
 and tracer are named ``dynalock_django``; docs/operations.md lists the
 instruments and what to alert on.
@@ -48,6 +47,12 @@ METRIC_ATTRIBUTES = ("dynalock.kind", "dynalock.model")
 # Seconds: how long an acquire waits (a refused try is a few milliseconds) and how long a lock is held.
 ACQUIRE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 HOLD_BUCKETS = (0.01, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0, 14400.0)
+# Requests with an idempotency key answered without running their work, by outcome: (instrument, description).
+IDEMPOTENCY_OUTCOMES = {
+    "replays": ("dynalock.idempotency.replays", "Requests answered with the stored result of their key's first run."),
+    "conflicts": ("dynalock.idempotency.conflicts", "Requests refused while their key's first run was in flight."),
+    "mismatches": ("dynalock.idempotency.mismatches", "Requests refused: their key was used for other work."),
+}
 
 _describer: Describer | None = None
 # Set while a span of ours is current, so the botocore hook knows a refusal there was expected.
@@ -122,6 +127,10 @@ if ENABLED:
     _tasks_skipped = _meter.create_counter(
         "dynalock.tasks.skipped", unit="{run}", description="Run-once task runs skipped: another run held the key."
     )
+    _idempotency = {
+        outcome: _meter.create_counter(name, unit="{request}", description=text)
+        for outcome, (name, text) in IDEMPOTENCY_OUTCOMES.items()
+    }
 
 
 def _keys_of(target: Any) -> list[str]:
@@ -168,6 +177,11 @@ class _Acquire:
             self.span.set_status(trace.StatusCode.ERROR, f"{type(error).__name__}: {error}")
 
 
+def _target(request: Any) -> Any:
+    """What an acquiring call is about: its lock id, or a group's lock ids (a list)."""
+    return list(request.lock_ids) if request.many else request.lock_id
+
+
 def _start(name: str, target: Any) -> tuple[_Acquire, Any, contextvars.Token[bool]]:
     keys = _keys_of(target)
     attributes = _describe(keys)
@@ -183,7 +197,7 @@ def _start(name: str, target: Any) -> tuple[_Acquire, Any, contextvars.Token[boo
 
 
 def traced_acquire(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
-    """Measure an acquiring method ``(self, lock_id or lock_ids, options, [timeout])``, sync or async.
+    """Measure an acquiring method ``(self, request)`` (an :class:`.AcquireRequest`), sync or async.
 
     Opens span ``name`` around it (the requests it sends nest below), counts
     it pending while it runs, and records its duration by outcome: a lease or
@@ -198,7 +212,7 @@ def traced_acquire(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
 
             @functools.wraps(method)
             async def traced_coroutine(*args: P.args, **kwargs: P.kwargs) -> R:
-                acquire, scope, token = _start(name, args[1])
+                acquire, scope, token = _start(name, _target(args[1]))
                 result, error = None, None
                 try:
                     result = await method(*args, **kwargs)
@@ -208,14 +222,14 @@ def traced_acquire(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
                     raise
                 finally:
                     _in_operation.reset(token)
-                    acquire.end(result, error, args[3] if len(args) > 3 else None)
+                    acquire.end(result, error, args[1].timeout)
                     scope.__exit__(None, None, None)
 
             return traced_coroutine  # type: ignore[return-value]
 
         @functools.wraps(method)
         def traced(*args: P.args, **kwargs: P.kwargs) -> R:
-            acquire, scope, token = _start(name, args[1])
+            acquire, scope, token = _start(name, _target(args[1]))
             result, error = None, None
             try:
                 result = method(*args, **kwargs)
@@ -225,7 +239,7 @@ def traced_acquire(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
                 raise
             finally:
                 _in_operation.reset(token)
-                acquire.end(result, error, args[3] if len(args) > 3 else None)
+                acquire.end(result, error, args[1].timeout)
                 scope.__exit__(None, None, None)
 
         return traced
@@ -325,6 +339,12 @@ def task_skipped(task: str) -> None:
     """A run-once task's run was skipped: another run held its key."""
     if ENABLED:
         _tasks_skipped.add(1, {"dynalock.task": task})
+
+
+def idempotency_answered(outcome: str) -> None:
+    """A request with an idempotency key was answered without running: ``outcome`` is a key of IDEMPOTENCY_OUTCOMES."""
+    if ENABLED:
+        _idempotency[outcome].add(1)
 
 
 def span_event(name: str, attributes: Mapping[str, str | int | bool] | None = None) -> None:

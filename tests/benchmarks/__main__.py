@@ -7,6 +7,7 @@ import sys
 
 BENCHMARKS = [
     "protocol",
+    "client_cpu",
     "many_locks",
     "many_leases",
     "async_locks",

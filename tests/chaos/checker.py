@@ -196,12 +196,20 @@ def _counters(events: list[Event], verdict: Verdict, control: bool) -> None:
 def _lost_reports(events: list[Event], heartbeat: float, verdict: Verdict) -> None:
     """A holder paused while another process took its lock over is told so within a heartbeat of resuming.
 
-    (If nobody took it over, the resumed heartbeat may renew it: the lease was never lost.)"""
+    (If nobody took it over, the resumed heartbeat may renew it: the lease was never lost.) Only a holder that
+    lived a heartbeat past its resume owes the report: one killed sooner (the harness kills workers as a
+    workload ends) may die before its heartbeat's first look, and that is no fault of the lock."""
     for pause in (e for e in events if e.kind == "paused"):
         resume = next(
             (e for e in events if e.kind == "resumed" and e.data["worker"] == pause.worker and e.t > pause.t), None
         )
         if resume is None:
+            continue
+        report_due = resume.t + heartbeat + LOST_REPORT_SLACK_SECONDS
+        killed = next(
+            (e for e in events if e.kind == "killed" and e.data["worker"] == pause.worker and e.t > resume.t), None
+        )
+        if killed is not None and killed.t <= report_due:
             continue
         taken = [
             e
@@ -211,7 +219,7 @@ def _lost_reports(events: list[Event], heartbeat: float, verdict: Verdict) -> No
         if not taken:
             continue
         told = [e for e in events if e.kind == "lost_reported" and e.worker == pause.worker and e.token == pause.token]
-        if not told or told[0].t - resume.t > heartbeat + LOST_REPORT_SLACK_SECONDS:
+        if not told or told[0].t > report_due:
             verdict.fail(
                 "a lease taken over while its holder was paused is reported within a heartbeat of resuming",
                 [pause, taken[0], resume, *told[:1]],

@@ -116,6 +116,25 @@ def test_a_paused_holder_taken_over_must_be_told_soon_after_resuming():
     assert told_in_time == set()
 
 
+def test_a_paused_holder_killed_before_its_heartbeat_could_tell_it_owes_no_report():
+    """Seed 5's history: resumed, its fenced write refused, SIGKILLed 1 ms later: nothing unsafe happened."""
+    pause = [
+        ev(0, "a", "acquired", "k", 1, safe_until=1.0),
+        ev(0.1, "a", "paused", "k", 1, worker="a"),
+        *held("b", 1.2, 1.5, 2),
+        ev(2.0, "runner", "resumed", worker="a", lease=1.0),
+        ev(2.0005, "a", "write_rejected", "k", 1),
+    ]
+    _, killed_at_once = properties([*pause, ev(2.001, "a", "killed", worker="a")])
+    _, killed_past_its_heartbeat = properties([*pause, ev(2.0 + HB + 1.0, "a", "killed", worker="a")])
+    assert killed_at_once == set()
+    # Alive a heartbeat (and the slack) past its resume, it owed the report still.
+    assert (
+        "a lease taken over while its holder was paused is reported within a heartbeat of resuming"
+        in killed_past_its_heartbeat
+    )
+
+
 def test_waiting_past_the_timeout_fails():
     events = [ev(0, "a", "acquire_start", "k", timeout=1.0), ev(3.0, "a", "acquire_failed", "k")]
     _, failed = properties(events)

@@ -17,6 +17,9 @@ from ..dynamodb_support import MEMORY_URL, SHORT_LEASE_SETTINGS, RequestCounter,
 from ..stores import shared_endpoint_url
 from .admin_support import DESK_EDITOR
 
+# The models whose rows the suite reads shared (lock_object(row, shared=True)); rows of the others have no readers.
+SHARED_ROWS = {"SHARED_LOCK_MODELS": ["testapp.Account", "testapp.Topic", "desk.Customer"]}
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """``@pytest.mark.uses_dynalock`` (or a module's ``pytestmark``) gives each of its tests the ``dynalock`` fixture.
@@ -38,7 +41,7 @@ def dynalock(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     the chaos runs' workers."""
     if any(request.node.get_closest_marker(tier) for tier in ("processes", "stores", "chaos")):
         shared_endpoint_url()  # started here unless already: lock_table uses it
-        with lock_table(**SHORT_LEASE_SETTINGS) as settings:
+        with lock_table(**SHORT_LEASE_SETTINGS, **SHARED_ROWS) as settings:
             yield settings
         return
     from_settings = client_module.get_dynamodb
@@ -48,7 +51,7 @@ def dynalock(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
         return make_dynamodb(endpoint_url) if endpoint_url == MEMORY_URL else from_settings()
 
     monkeypatch.setattr(client_module, "get_dynamodb", in_memory_or_from_settings)
-    with lock_table(**SHORT_LEASE_SETTINGS, ENDPOINT_URL=MEMORY_URL) as settings:
+    with lock_table(**SHORT_LEASE_SETTINGS, **SHARED_ROWS, ENDPOINT_URL=MEMORY_URL) as settings:
         yield settings
 
 

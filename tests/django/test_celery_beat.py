@@ -18,6 +18,7 @@ import pytest
 from celery import Celery, beat
 from celery.beat import ScheduleEntry
 from celery.schedules import schedule
+from django.conf import settings
 from django.db import DatabaseError
 
 from dynalock_django import beat_sends
@@ -42,14 +43,18 @@ class Host:
         memory: LocksInMemory,
         sends: list[tuple[str, str, str]],
         scheduler_class: Any = "celery.beat:Scheduler",
+        *,
+        ahead: float = 0.0,
+        key_prefix: str | None = None,
         **entries: float,
     ) -> None:
         self.name = name
         self.client: LockClient = memory.new_client()
         self.app = Celery("billing", broker="memory://", set_as_current=False)
+        self.key_prefix = key_prefix  # its deployment's KEY_PREFIX (None: the suite's)
 
-        def now() -> datetime.datetime:
-            return datetime.datetime.fromtimestamp(memory.clock.time(), datetime.UTC)
+        def now() -> datetime.datetime:  # its wall clock, ``ahead`` seconds off
+            return datetime.datetime.fromtimestamp(memory.clock.time() + ahead, datetime.UTC)
 
         self.app.conf.beat_schedule = {
             entry: {"task": f"billing.{entry}", "schedule": schedule(datetime.timedelta(seconds=every), nowfun=now)}
@@ -65,8 +70,20 @@ class Host:
 
     @contextmanager
     def as_current(self) -> Iterator[None]:
-        with client_replaced_by(self.client):
-            yield
+        # The prefix is set in place: override_settings would close the suite's client (setting_changed).
+        configured = settings.DYNALOCK
+        before = configured.get("KEY_PREFIX", None)
+        if self.key_prefix is not None:
+            configured["KEY_PREFIX"] = self.key_prefix
+        try:
+            with client_replaced_by(self.client):
+                yield
+        finally:
+            if self.key_prefix is not None:
+                if before is None:
+                    del configured["KEY_PREFIX"]
+                else:
+                    configured["KEY_PREFIX"] = before
 
     def tick(self) -> None:
         """What beat's loop does until it would sleep: tick while something is due."""
@@ -294,11 +311,13 @@ def test_a_run_recorded_by_another_leader_of_the_same_term_is_not_sent_again(mem
     run(memory, [a], 2.0)
     token = a.scheduler._leadership.lease.fencing_token
     recorded = beat_sends.last_runs(a.scheduler.leader_name)["tick"]
-    later = (datetime.datetime.fromisoformat(recorded) + datetime.timedelta(seconds=30)).isoformat()
-    beat_sends.advance(a.scheduler.leader_name, "tick", read=recorded, new=later, token=token)
+    # A run recorded later than a's (within the bound a clock ahead is believed: FUTURE_RUN_BOUND).
+    later = datetime.datetime.fromisoformat(recorded) + datetime.timedelta(seconds=0.75)
+    beat_sends.advance(a.scheduler.leader_name, "tick", read=recorded, new=later.isoformat(), token=token)
     sent = len(sends)
     run(memory, [a], 5.0)
-    assert sends[sent:] == []  # its next run is 30 s after the recorded one
+    assert dues(sends[sent:])[0] >= later + datetime.timedelta(seconds=1)  # a period after the recorded run, not before
+    assert_each_due_time_once(sends)
 
 
 def test_a_recorded_run_that_is_not_a_time_is_ignored(memory):
@@ -353,7 +372,7 @@ def test_a_beat_that_cannot_read_its_sends_lets_the_lease_go_at_once(memory, mon
     sends: list[tuple[str, str, str]] = []
     a, b = Host("a", memory, sends), Host("b", memory, sends)
 
-    def unavailable(beat):
+    def unavailable(beat, **kwargs):
         raise DatabaseError("the database is down")
 
     monkeypatch.setattr(beat_sends, "last_runs", unavailable)
@@ -492,7 +511,7 @@ def test_a_connection_gone_while_taking_the_lead_lets_the_lease_go(memory, monke
     sends: list[tuple[str, str, str]] = []
     a, b = Host("a", memory, sends), Host("b", memory, sends)
 
-    def gone(beat: str) -> Any:
+    def gone(beat: str, **kwargs: Any) -> Any:
         raise InterfaceError("connection already closed")
 
     monkeypatch.setattr(beat_sends, "last_runs", gone)

@@ -94,6 +94,10 @@ def test_e002_unknown_key_suggests_the_close_one(configured):
         ({"TRACE_KEYS": "no"}, "dynalock.E028"),
         ({"BEAT_SCHEDULER": "PersistentScheduler"}, "dynalock.E030"),  # a class name alone: no module
         ({"BEAT_SCHEDULER": None}, "dynalock.E030"),
+        ({"SHARED_LOCK_MODELS": "testapp.Account"}, "dynalock.E031"),  # a string, not a list of them
+        ({"SHARED_LOCK_MODELS": ["testapp.Acount"]}, "dynalock.E031"),
+        ({"SHARED_LOCK_MODELS": ["Account"]}, "dynalock.E031"),  # no app label
+        ({"SHARED_LOCK_MODELS": [None]}, "dynalock.E031"),
         ({"BOTO_CONFIG": {}}, "dynalock.W001"),  # botocore's defaults: 60 s time-outs x 4 attempts
         ({"DELETE_ON_RELEASE": True}, "dynalock.W002"),
         ({"BREAKER_THRESHOLD": 0}, "dynalock.E019"),

@@ -12,7 +12,7 @@ from dynalock_django import lock_object, semaphore
 from dynalock_django.client import get_client
 
 from ..dynamodb_support import RequestCounter, unique
-from .testapp.models import Account
+from .testapp.models import Account, Ticket
 
 pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
@@ -62,6 +62,9 @@ def test_the_documented_requests_are_what_each_operation_sends():
         ),
         "`lock_object(row)` acquire, the row's first": counted(
             lambda: take("first", lock_object(Account.objects.create(name="New")))
+        ),
+        "`lock_object(row)` acquire, a model not in `SHARED_LOCK_MODELS`, the row's first too": counted(
+            lambda: take("plain", lock_object(Ticket.objects.create(title="New")))
         ),
     }
     assert documented() == measured

@@ -96,7 +96,7 @@ def boto3_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def givens(db: None, boto3_in_process: None) -> Iterator[dict[str, Any]]:
     """The names the docs use without defining them; afterwards, the clients and tables an example made are gone."""
-    with locks_in_memory() as memory:
+    with locks_in_memory(SHARED_LOCK_MODELS=["desk.Customer"]) as memory:  # as locking.md tells to declare
         request = RequestFactory().get("/")
         request.user = User.objects.create_user("alice")
         tables_before = set(memory.client.dynamodb.list_tables()["TableNames"])

@@ -183,7 +183,7 @@ def test_check_w006_warns_when_django_tenants_is_installed_with_the_scope_turned
 
 
 @pytest.mark.parametrize("path", ["no.such.module.scope", 42, "django.conf.settings"])
-def test_check_e031_refuses_a_scope_that_is_no_callable(path):
+def test_check_e032_refuses_a_scope_that_is_no_callable(path):
     with scoped(path):
-        assert "dynalock.E031" in ids(check_settings())
-    assert "dynalock.E031" not in ids(check_settings())
+        assert "dynalock.E032" in ids(check_settings())
+    assert "dynalock.E032" not in ids(check_settings())

@@ -6,16 +6,19 @@ import asyncio
 import threading
 
 import pytest
+from django.conf import settings
+from django.test import override_settings
 
-from dynalock_django import lock_object
-from dynalock_django.client import get_client
+from dynalock_django import lock_model, lock_object
+from dynalock_django.client import close_client, get_client
 from dynalock_django.dynamodb import MAX_COUNTED_NAME_BYTES
+from dynalock_django.dynamodb.counted.permit_set import PermitSet
 from dynalock_django.exceptions import InvalidLockRequest, LockNotAcquired, LockTimeout
 from dynalock_django.keys import key_for_instance
 from dynalock_django.locks import SharedRowLock
 
-from ..dynamodb_support import PATIENCE
-from .testapp.models import Account, Topic
+from ..dynamodb_support import PATIENCE, RequestCounter
+from .testapp.models import Account, AccountProxy, PremiumAccount, Ticket, Topic
 
 pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
@@ -130,3 +133,68 @@ def test_a_row_whose_key_leaves_no_room_for_readers_is_locked_as_before_and_refu
         assert lease.key == key
     with pytest.raises(InvalidLockRequest, match="too long for readers.*lock_object\\(row\\) without shared"):
         lock_object(topic, shared=True).acquire()
+
+
+def test_a_row_of_a_model_not_read_shared_costs_two_requests_first_lock_included(requests_made, monkeypatch):
+    """No reader can be in (its model is not in SHARED_LOCK_MODELS): no BatchGetItem of a reader set, no permit code."""
+
+    def no_permits(*args, **kwargs):
+        raise AssertionError("a plain row's lock built a PermitSet")
+
+    monkeypatch.setattr(PermitSet, "__init__", no_permits)
+    ticket = Ticket.objects.create(title="Printer on fire")
+    for _ in range(2):  # the row's first lock (no item yet), then a released item's
+        requests_made.reset()
+        with lock_object(ticket) as lease:
+            assert lease.is_held()
+        assert requests_made.calls == {"UpdateItem": 2}
+    requests_made.reset()
+    with lock_model(Ticket, ticket.pk):
+        pass
+    assert requests_made.calls == {"UpdateItem": 2}
+
+
+def test_deleted_on_release_a_plain_rows_lock_is_still_two_requests(requests_made):
+    ticket = Ticket.objects.create(title="Printer on fire")
+    with override_settings(DYNALOCK={**settings.DYNALOCK, "DELETE_ON_RELEASE": True}):
+        close_client()
+        for _ in range(2):
+            requests_made = RequestCounter(get_client().dynamodb)
+            with lock_object(ticket):
+                pass
+            assert requests_made.calls == {"UpdateItem": 1, "DeleteItem": 1}
+    close_client()
+
+
+def test_async_a_plain_rows_lock_is_two_requests(requests_made):
+    ticket = Ticket.objects.create(title="Printer on fire")
+
+    async def scenario() -> None:
+        async with lock_object(ticket):
+            pass
+
+    asyncio.run(scenario())
+    assert requests_made.calls == {"UpdateItem": 2}
+
+
+def test_a_declared_models_first_lock_still_looks_for_readers(account, requests_made):
+    """Account is in SHARED_LOCK_MODELS (tests/django/conftest.py): its row's first writer cannot vouch for the past."""
+    with lock_object(account):
+        pass
+    assert requests_made.calls == {"UpdateItem": 2, "BatchGetItem": 1}
+
+
+def test_a_reader_of_a_model_not_declared_is_refused_naming_the_setting():
+    ticket = Ticket.objects.create(title="Printer on fire")
+    with pytest.raises(
+        InvalidLockRequest, match=r"testapp\.Ticket.*'testapp\.Ticket' to DYNALOCK\[\"SHARED_LOCK_MODELS"
+    ):
+        lock_object(ticket, shared=True)
+
+
+def test_a_proxy_or_a_child_shares_its_roots_declaration(account):
+    premium = PremiumAccount.objects.create(name="Gold")
+    with lock_object(premium, shared=True), pytest.raises(LockNotAcquired):  # the same row's reader and writer
+        lock_object(Account.objects.get(pk=premium.pk), blocking=False).acquire()
+    with lock_object(AccountProxy.objects.get(pk=account.pk), shared=True):
+        pass

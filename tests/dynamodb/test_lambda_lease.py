@@ -18,6 +18,7 @@ from botocore.exceptions import ClientError
 from dynalock_django.dynamodb import (
     InMemoryDynamoDB,
     InvalidLockRequest,
+    Lease,
     LockClient,
     LockLost,
     LockNotAcquired,
@@ -25,7 +26,7 @@ from dynalock_django.dynamodb import (
     lambda_lease,
     lambda_locked,
 )
-from dynalock_django.dynamodb.lambda_lease import DEFAULT_MARGIN
+from dynalock_django.dynamodb.lambda_lease import DEFAULT_CLOCK_SKEW, DEFAULT_MARGIN, OWNER_MARK
 
 from ..dynamodb_support import RequestCounter
 
@@ -170,6 +171,82 @@ def test_a_frozen_invocation_never_writes_under_its_expired_lease_and_the_next_t
     assert stored["value"] == {"S": "second"}
 
 
+def killed_at_its_timeout(store: Tables, clock: VirtualClock, seconds: float) -> tuple[Lease, Any]:
+    """An invocation that takes the key, writes, and is killed by Lambda at its timeout ``seconds`` later.
+
+    Its block is returned with the lease for the test to keep: a block collected would release the key.
+    """
+    block = lambda_lease(environment(store, clock), "order-1", Context(clock, seconds))
+    lease = block.__enter__()
+    assert fenced_write(store, lease.fencing_token, "killed")
+    clock.advance(seconds)  # its deadline: Lambda stops it, nothing releases the key
+    return lease, block
+
+
+def test_an_invocation_killed_at_its_timeout_leaves_the_key_margin_and_skew_after_its_deadline(
+    lambda_store, virtual_clock
+):
+    """docs/lambda.md: the next lambda_lease takes the key deadline + margin + max_clock_skew, not a lease later."""
+    killed, _block = killed_at_its_timeout(lambda_store, virtual_clock, 30.0)
+    deadline = virtual_clock.time()
+    assert killed.owner_name.endswith(OWNER_MARK)
+
+    late = environment(lambda_store, virtual_clock)
+    with lambda_lease(late, "order-1", Context(virtual_clock, 60.0), timeout=10.0) as second:
+        taken = virtual_clock.time()
+        assert fenced_write(lambda_store, second.fencing_token, "next")
+        assert not fenced_write(lambda_store, killed.fencing_token, "killed, late")
+    assert taken >= deadline + DEFAULT_MARGIN + DEFAULT_CLOCK_SKEW  # its lease ran out on the holder's clock first
+    assert taken <= deadline + DEFAULT_MARGIN + DEFAULT_CLOCK_SKEW + 0.01  # and not a 31 s lease of watching later
+    assert second.fencing_token > killed.fencing_token
+
+
+def test_without_a_timeout_a_lambda_lease_past_its_stamp_is_taken_with_one_write_more(lambda_store, virtual_clock):
+    _killed = killed_at_its_timeout(lambda_store, virtual_clock, 30.0)
+    virtual_clock.advance(DEFAULT_MARGIN + DEFAULT_CLOCK_SKEW + 0.5)
+    late = environment(lambda_store, virtual_clock)
+    counter = RequestCounter(late.dynamodb)
+    with lambda_lease(late, "order-1", Context(virtual_clock, 20.0)) as lease:
+        assert lease.is_held()
+        assert counter.calls == {"UpdateItem": 2}  # refused (the item comes back with it), then the takeover
+    assert counter.calls == {"UpdateItem": 3}
+
+
+def test_the_stamp_rule_is_only_for_lambda_leases_and_only_with_a_skew(lambda_store, virtual_clock):
+    """Another holder's item (its clock not Lambda's), or max_clock_skew=None: the protocol's lease of watching."""
+    holder = environment(lambda_store, virtual_clock)
+    holder.acquire("order-2", lease_duration=3.0, keep_alive=False)  # died at once, stamped, not a lambda_lease
+    _killed = killed_at_its_timeout(lambda_store, virtual_clock, 3.0)
+    virtual_clock.advance(10.0)
+    late = environment(lambda_store, virtual_clock)
+    for key, skew in (("order-2", DEFAULT_CLOCK_SKEW), ("order-1", None)):
+        with pytest.raises(LockNotAcquired), lambda_lease(late, key, Context(virtual_clock, 20.0), max_clock_skew=skew):
+            pytest.fail("taken by the stamp rule")
+
+
+def test_two_invocations_past_a_stamp_take_the_key_one_at_a_time(lambda_store, virtual_clock):
+    """The takeover is conditioned on the version read: the one whose write comes second finds it changed."""
+    killed, _block = killed_at_its_timeout(lambda_store, virtual_clock, 30.0)
+    virtual_clock.advance(DEFAULT_MARGIN + DEFAULT_CLOCK_SKEW + 0.5)
+    slow, quick = environment(lambda_store, virtual_clock), environment(lambda_store, virtual_clock)
+    winners: list[tuple[Lease, Any]] = []  # each with its block, kept (collected, it would release the key)
+    updates = iter(range(100))
+
+    def quick_takes_it_first(**_: Any) -> None:
+        if next(updates) == 1:  # slow's takeover, about to be sent: quick read the same item and takes it now
+            block = lambda_lease(quick, "order-1", Context(virtual_clock, 20.0))
+            winners.append((block.__enter__(), block))
+
+    slow.dynamodb.meta.events.register("before-call.dynamodb.UpdateItem", quick_takes_it_first)
+    with pytest.raises(LockNotAcquired), lambda_lease(slow, "order-1", Context(virtual_clock, 20.0)):
+        pytest.fail("two holders")
+    [(winner, _)] = winners
+    stored = slow.get("order-1")
+    assert not stored.is_released
+    assert stored.owner_name == winner.owner_name
+    assert winner.fencing_token > killed.fencing_token
+
+
 def test_the_decorator_runs_the_handler_with_its_lease_on_the_events_key(lambda_store, virtual_clock):
     client = environment(lambda_store, virtual_clock)
     seen = []
@@ -212,6 +289,7 @@ def test_an_invocation_whose_acquire_ate_the_time_for_its_work_lets_go_at_once(l
         ({"needs": -1.0}, "needs must be a finite number"),
         ({"margin": 0.0}, "margin must be a finite number of seconds, more than 0"),
         ({"timeout": float("nan")}, "timeout must be"),
+        ({"max_clock_skew": -1.0}, "max_clock_skew must be a finite number of seconds, 0 or more"),
     ],
 )
 def test_bad_options_are_refused_naming_them(lambda_store, virtual_clock, options, says):

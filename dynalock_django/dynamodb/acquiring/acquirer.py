@@ -24,9 +24,8 @@ While the circuit breaker is open a wait ends at once (CircuitOpen).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
-import threading
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -35,64 +34,46 @@ from ..aws import botocore_errors, deadlines
 from ..aws.store import Refused
 from ..clock import Instant
 from ..exceptions import CircuitOpen, DynamoDBError, DynamoDBUnavailable
-from ..leases.lease import Lease, LeaseClient
+from ..leases.lease import Lease
 from ..leases.lease_record import LeaseRecord
-from ..wire import item, permits
+from ..wire import item
 from ..wire.display import printable
 from ..wire.item import LockInfo
 from ..wire.readers_mark import ReadersSeen
 from ..wire.waiters import WAITERS, Waiter, parse_waiters
 from ..wire.writes import Stamp
+from . import wait_loop
 from .plan import Acquisition, Join, Refresh, UnansweredWrites, Write, late_answers_message, ran_out
 from .unanswered_cleanup import UnansweredCleanup
+from .wait_loop import PlannedRound
 
 if TYPE_CHECKING:
-    from ..aws.store import LockStore
     from ..clock import Clock
-    from ..leases.heartbeat import Heartbeat
-    from ..leases.holdings import Holdings
-    from ..options import AcquireOptions
-    from ..wire.layout import LockId, TableLayout
-    from .line_seats import Seats
-    from .observations import Observations
-    from .turns import Turns
+    from ..options import AcquireOptions, AcquireRequest
+    from ..wire.layout import LockId
+    from .parts import EngineParts
 
 logger = logging.getLogger("dynalock_django.acquire")
 
 
 class Acquirer:
-    def __init__(
-        self,
-        *,
-        client: LeaseClient,
-        store: LockStore,
-        layout: TableLayout,
-        clock: Clock,
-        observations: Observations,
-        holdings: Holdings,
-        heartbeat: Heartbeat,
-        refresh_period: float,
-        closed: threading.Event,
-        ensure_open: Callable[[], None],
-        turns: Turns,
-        seats: Seats,
-    ) -> None:
-        self._client = client
-        self._store = store
-        self._layout = layout
-        self._clock = clock
-        self._observations = observations
-        self._holdings = holdings
-        self._heartbeat = heartbeat
-        self._refresh_period = refresh_period
-        self._closed = closed
-        self._ensure_open = ensure_open
-        self._turns = turns
-        self.seats = seats
-        self._unanswered = UnansweredCleanup(store, layout, clock)
+    def __init__(self, parts: EngineParts) -> None:
+        self.parts = parts
+        self._client = parts.client
+        self._store = parts.store
+        self._layout = parts.layout
+        self._clock = parts.clock
+        self._observations = parts.observations
+        self._holdings = parts.holdings
+        self._heartbeat = parts.heartbeat
+        self._refresh_period = parts.refresh_period
+        self._turns = parts.turns
+        self.seats = parts.seats
+        self._unanswered = UnansweredCleanup(parts.store, parts.layout, parts.clock)
 
     @telemetry.traced_acquire("dynalock.acquire")
-    def acquire(self, lock_id: LockId, options: AcquireOptions, timeout: float | None) -> Lease:
+    def acquire(self, request: AcquireRequest) -> Lease:
+        lock_id, options, timeout = request.lock_id, request.options, request.timeout
         deadline = None if timeout is None else self._clock.monotonic() + timeout
         trying = timeout == 0  # a try (the admin's): no turn to wait for, no line to join
         with contextlib.ExitStack() as waiting:
@@ -113,18 +94,15 @@ class Acquirer:
         raise plan.gave_up(timeout)
 
     def _wait(self, plan: Acquisition, options: AcquireOptions, deadline: float | None) -> Lease | None:
-        while True:
-            self._ensure_open()
-            if not self._holdings.wait_until_free(plan.lock_id, deadline):
-                plan.held_locally(self._holdings.holder(plan.lock_id))
-                return None
-            lease = self.attempt_while_waiting(plan, options)
-            if lease is not None:
-                return lease
-            delay = plan.delay(self._clock.monotonic())
-            if delay is None:
-                return None
-            self._clock.wait(self._closed, delay)
+        round_ = PlannedRound(plan, functools.partial(self.attempt_while_waiting, plan, options))
+        return wait_loop.wait(round_, self.parts, ready=functools.partial(self._free_here, plan, deadline))
+
+    def _free_here(self, plan: Acquisition, deadline: float | None) -> bool:
+        """Wait, without requests, while another holder of this client has the lock; False at the deadline."""
+        if self._holdings.wait_until_free(plan.lock_id, deadline):
+            return True
+        plan.held_locally(self._holdings.holder(plan.lock_id))
+        return False
 
     def held_here(self, plan: Acquisition) -> None:
         """The deadline came while another holder of this client, or a waiter before us, had the lock's turn."""
@@ -132,7 +110,8 @@ class Acquirer:
         plan.held_locally(self._holdings.holder(plan.lock_id) or (observed.info if observed is not None else None))
 
     @telemetry.traced_acquire("dynalock.acquire")
-    def try_acquire(self, lock_id: LockId, options: AcquireOptions) -> Lease | None:
+    def try_acquire(self, request: AcquireRequest) -> Lease | None:
+        lock_id, options = request.lock_id, request.options
         if self._holdings.get(lock_id) is not None:
             return None  # held by this very client: no need to ask DynamoDB
         plan = self.plan(lock_id, deadline=self._clock.monotonic())  # an answer now: no retry inside botocore
@@ -371,13 +350,7 @@ def _granted_record(
         acquired_at=datetime.fromtimestamp(clock.time(), tz=UTC),
         keep_alive=options.keep_alive,
         waiters=waiters,
-        permit=_permit_index(lock_id[0]) if options.permits is not None else None,
     )
-
-
-def _permit_index(key: str) -> int | None:
-    split = permits.split_permit_key(key)
-    return None if split is None else split[2]
 
 
 def _answered_at_once(error: DynamoDBError) -> bool:

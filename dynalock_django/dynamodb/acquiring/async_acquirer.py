@@ -1,4 +1,4 @@
-"""Acquiring from a coroutine: the sync acquirers' steps, each one short call on the client's call threads.
+"""Acquiring from a coroutine: the sync acquirers' rounds in the coroutine wait loop (:func:`.wait_loop.await_`).
 
 The same plans decide (:mod:`.plan`, :mod:`.group_plan`), and
 each attempt is the sync acquirer's own (:meth:`.Acquirer.attempt`,
@@ -16,150 +16,110 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .. import telemetry
-from ..clock import pause
 from ..exceptions import ClientClosed
+from . import wait_loop
+from .wait_loop import PlannedRound, release_abandoned
 
 if TYPE_CHECKING:
-    from ..aws.call_threads import CallThreads
-    from ..clock import Clock
-    from ..leases.holdings import Holdings
     from ..leases.lease import Lease
-    from ..options import AcquireOptions
-    from ..wire.layout import LockId
+    from ..options import AcquireOptions, AcquireRequest
     from .acquirer import Acquirer
     from .group_acquirer import GroupAcquirer
     from .group_plan import GroupAcquisition
-    from .observations import Observations
+    from .parts import EngineParts
     from .plan import Acquisition
-    from .turns import Turns
 
 
 class AsyncAcquirer:
-    def __init__(
-        self,
-        *,
-        acquirer: Acquirer,
-        group_acquirer: GroupAcquirer,
-        observations: Observations,
-        holdings: Holdings,
-        calls: CallThreads,
-        turns: Turns,
-        clock: Clock,
-        ensure_open: Callable[[], None],
-    ) -> None:
+    def __init__(self, parts: EngineParts, acquirer: Acquirer, group_acquirer: GroupAcquirer) -> None:
+        self._parts = parts
         self._acquirer = acquirer
         self._group_acquirer = group_acquirer
-        self._observations = observations
-        self._holdings = holdings
-        self._calls = calls
-        self._turns = turns
-        self._clock = clock
-        self._ensure_open = ensure_open
 
     @telemetry.traced_acquire("dynalock.acquire")
-    async def acquire(self, lock_id: LockId, options: AcquireOptions, timeout: float | None) -> Lease:
-        deadline = None if timeout is None else self._clock.monotonic() + timeout
+    async def acquire(self, request: AcquireRequest) -> Lease:
+        lock_id, options, timeout = request.lock_id, request.options, request.timeout
+        parts = self._parts
+        deadline = None if timeout is None else parts.clock.monotonic() + timeout
         trying = timeout == 0  # a try: no line to join (the turn ends it at once, if another coroutine has it)
-        seats = self._acquirer.seats
         if not trying:
-            seats.arrive(lock_id)  # the process's seat is kept until its last waiter departs
+            parts.seats.arrive(lock_id)  # the process's seat is kept until its last waiter departs
         try:
-            async with self._turns.turn(lock_id, deadline) as my_turn:
+            async with parts.turns.turn(lock_id, deadline) as my_turn:
                 plan, lease = self._acquirer.plan(lock_id, deadline, waiting=my_turn and not trying), None
                 try:
                     if not my_turn:
                         self._acquirer.held_here(plan)
                     else:
-                        lease = await self._wait_and_attempt(plan, options, deadline)
+                        lease = await self._wait(plan, options, deadline)
                 finally:
                     if plan.unanswered:  # cleaned up now if the deadline allows, else in the background
-                        with contextlib.suppress(ClientClosed):  # best effort, as the sync path's: closing ends it
-                            await self._calls.run(functools.partial(self._acquirer.clean_up, plan, options))
+                        await self._clean_up(functools.partial(self._acquirer.clean_up, plan, options))
         finally:
-            seat = None if trying else seats.depart(lock_id)
+            seat = None if trying else parts.seats.depart(lock_id)
             if seat is not None:  # the last waiter of the process takes the seat out of line, if it is there
                 with contextlib.suppress(ClientClosed):
-                    vacate = functools.partial(seats.vacate, lock_id, seat, deadline)
-                    await self._calls.run(vacate, even_if_cancelled=True)
+                    vacate = functools.partial(parts.seats.vacate, lock_id, seat, deadline)
+                    await parts.calls.run(vacate, even_if_cancelled=True)
         if lease is not None:
             return lease
         raise plan.gave_up(timeout)
 
-    async def _wait_and_attempt(
-        self, plan: Acquisition, options: AcquireOptions, deadline: float | None
-    ) -> Lease | None:
-        while True:
-            if not await self._turns.wait_until_free(self._holdings, plan.lock_id, deadline):
-                self._acquirer.held_here(plan)
-                return None
-            self._ensure_open()  # a closing client ends the wait above, too
-            # Cancelled meanwhile, the attempt (a join, say) is seen to its end before the turn and the seat
-            # go to another waiter, or out of line: one request, bounded by its time-out.
-            lease = await self._calls.run(
-                functools.partial(self._acquirer.attempt_while_waiting, plan, options),
-                if_abandoned=_release,
-                finish_first=True,
-            )
-            if lease is not None:
-                return lease
-            delay = plan.delay(self._clock.monotonic())
-            if delay is None:
-                return None
-            await pause(self._clock, delay)
+    async def _wait(self, plan: Acquisition, options: AcquireOptions, deadline: float | None) -> Lease | None:
+        round_ = PlannedRound(plan, functools.partial(self._acquirer.attempt_while_waiting, plan, options))
+        # Cancelled meanwhile, the attempt (a join, say) is seen to its end before the turn and the seat
+        # go to another waiter, or out of line: one request, bounded by its time-out.
+        ready = functools.partial(self._free_here, plan, deadline)
+        return await wait_loop.await_(round_, self._parts, ready=ready, finish_first=True)
 
-    async def try_acquire(self, lock_id: LockId, options: AcquireOptions) -> Lease | None:
-        return await self._calls.run(
-            functools.partial(self._acquirer.try_acquire, lock_id, options), if_abandoned=_release
-        )
+    async def _free_here(self, plan: Acquisition, deadline: float | None) -> bool:
+        """Wait, without requests, while another holder of this client has the lock; False at the deadline."""
+        if await self._parts.turns.wait_until_free(self._parts.holdings, plan.lock_id, deadline):
+            return True
+        self._acquirer.held_here(plan)
+        return False
+
+    async def try_acquire(self, request: AcquireRequest) -> Lease | None:
+        try_once = functools.partial(self._acquirer.try_acquire, request)
+        return await self._parts.calls.run(try_once, if_abandoned=release_abandoned)
 
     @telemetry.traced_acquire("dynalock.acquire_many")
-    async def acquire_many(
-        self, lock_ids: Sequence[LockId], options: AcquireOptions, timeout: float | None
-    ) -> list[Lease]:
-        deadline = None if timeout is None else self._clock.monotonic() + timeout
-        plan = self._group_acquirer.plan(lock_ids, deadline)
+    async def acquire_many(self, request: AcquireRequest) -> list[Lease]:
+        options, timeout = request.options, request.timeout
+        deadline = None if timeout is None else self._parts.clock.monotonic() + timeout
+        seats = self._parts.seats.own_seats(request.lock_ids)
+        plan = self._group_acquirer.plan(request.lock_ids, deadline, seats)
         try:
-            while True:
-                if not await self._wait_until_free_here(plan, deadline):
-                    break
-                self._ensure_open()
-                leases = await self._calls.run(
-                    functools.partial(self._group_acquirer.attempt, plan, options), if_abandoned=_release_all
-                )
-                if leases is not None:
-                    return leases
-                delay = plan.delay(self._clock.monotonic())
-                if delay is None:
-                    break
-                await pause(self._clock, delay)
+            round_ = PlannedRound(plan, functools.partial(self._group_acquirer.attempt, plan, options))
+            ready = functools.partial(self._all_free_here, plan, deadline)
+            # Cancelled meanwhile, the attempt (a join, say) is seen to its end before the seats are vacated.
+            leases = await wait_loop.await_(round_, self._parts, ready=ready, finish_first=True)
         finally:
             if any(key_plan.unanswered for key_plan in plan.plans.values()):
+                await self._clean_up(functools.partial(self._group_acquirer.clean_up, plan, options))
+            if any(seat.may_be_in_line for seat in seats.values()):
                 with contextlib.suppress(ClientClosed):
-                    await self._calls.run(functools.partial(self._group_acquirer.clean_up, plan, options))
-        raise plan.gave_up(timeout)
+                    vacate = functools.partial(self._parts.seats.vacate_all, seats, deadline)
+                    await self._parts.calls.run(vacate, even_if_cancelled=True)
+        if leases is None:
+            raise plan.gave_up(timeout)
+        return leases
 
-    async def _wait_until_free_here(self, plan: GroupAcquisition, deadline: float | None) -> bool:
+    async def _all_free_here(self, plan: GroupAcquisition, deadline: float | None) -> bool:
+        holdings = self._parts.holdings
         for lock_id in plan.lock_ids:
-            if not await self._turns.wait_until_free(self._holdings, lock_id, deadline):
-                plan.held_locally(lock_id, self._holdings.holder(lock_id))
+            if not await self._parts.turns.wait_until_free(holdings, lock_id, deadline):
+                plan.held_locally(lock_id, holdings.holder(lock_id))
                 return False
         return True
 
-    async def try_acquire_many(self, lock_ids: Sequence[LockId], options: AcquireOptions) -> list[Lease] | None:
-        return await self._calls.run(
-            functools.partial(self._group_acquirer.try_acquire, lock_ids, options), if_abandoned=_release_all
-        )
+    async def try_acquire_many(self, request: AcquireRequest) -> list[Lease] | None:
+        try_once = functools.partial(self._group_acquirer.try_acquire, request)
+        return await self._parts.calls.run(try_once, if_abandoned=release_abandoned)
 
-
-def _release(lease: Lease | None) -> None:
-    if lease is not None:
-        lease.release(best_effort=True)
-
-
-def _release_all(leases: list[Lease] | None) -> None:
-    for lease in leases or ():
-        lease.release(best_effort=True)
+    async def _clean_up(self, clean_up: functools.partial[None]) -> None:
+        with contextlib.suppress(ClientClosed):  # best effort, as the sync path's: closing ends it
+            await self._parts.calls.run(clean_up)

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .. import telemetry
@@ -31,74 +30,51 @@ from ..clock import Instant
 from ..exceptions import CircuitOpen, DynamoDBError, DynamoDBUnavailable
 from ..wire import writes
 from ..wire.writes import Stamp
+from . import wait_loop
 from .group_plan import GroupAcquisition
-from .plan import ran_out
+from .plan import Join, ran_out
 from .unanswered_cleanup import in_background
+from .wait_loop import PlannedRound
 
 if TYPE_CHECKING:
-    from ..aws.store import LockStore
-    from ..clock import Clock
-    from ..leases.holdings import Holdings
     from ..leases.lease import Lease
-    from ..leases.lease_writes import LeaseWriter
-    from ..options import AcquireOptions
-    from ..wire.layout import LockId, TableLayout
+    from ..options import AcquireOptions, AcquireRequest
+    from ..wire.layout import LockId
     from .acquirer import Acquirer
-    from .observations import Observations
+    from .line_seats import Seat
+    from .parts import EngineParts
     from .plan import UnansweredWrites
 
 
 class GroupAcquirer:
-    def __init__(
-        self,
-        *,
-        acquirer: Acquirer,
-        lease_writer: LeaseWriter,
-        observations: Observations,
-        holdings: Holdings,
-        store: LockStore,
-        layout: TableLayout,
-        clock: Clock,
-        refresh_period: float,
-        closed: threading.Event,
-        ensure_open: Callable[[], None],
-    ) -> None:
+    def __init__(self, parts: EngineParts, acquirer: Acquirer) -> None:
+        self.parts = parts
         self._acquirer = acquirer
-        self._lease_writer = lease_writer
-        self._observations = observations
-        self._holdings = holdings
-        self._closed = closed
-        self._ensure_open = ensure_open
-        self._store = store
-        self._layout = layout
-        self._clock = clock
-        self._refresh_period = refresh_period
 
     @telemetry.traced_acquire("dynalock.acquire_many")
-    def acquire(self, lock_ids: Sequence[LockId], options: AcquireOptions, timeout: float | None) -> list[Lease]:
-        deadline = None if timeout is None else self._clock.monotonic() + timeout
-        plan = self.plan(lock_ids, deadline)
+    def acquire(self, request: AcquireRequest) -> list[Lease]:
+        options, timeout = request.options, request.timeout
+        deadline = None if timeout is None else self.parts.clock.monotonic() + timeout
+        seats = self.parts.seats.own_seats(request.lock_ids)
+        plan = self.plan(request.lock_ids, deadline, seats)
         try:
-            while True:
-                self._ensure_open()
-                if not self._wait_until_free_here(plan, deadline):
-                    break
-                leases = self.attempt(plan, options)
-                if leases is not None:
-                    return leases
-                delay = plan.delay(self._clock.monotonic())
-                if delay is None:
-                    break
-                self._clock.wait(self._closed, delay)
+            round_ = PlannedRound(plan, functools.partial(self.attempt, plan, options))
+            leases = wait_loop.wait(
+                round_, self.parts, ready=functools.partial(self._wait_until_free_here, plan, deadline)
+            )
         finally:
             self.clean_up(plan, options)
-        raise plan.gave_up(timeout)
+            self.parts.seats.vacate_all(seats, deadline)
+        if leases is None:
+            raise plan.gave_up(timeout)
+        return leases
 
     @telemetry.traced_acquire("dynalock.acquire_many")
-    def try_acquire(self, lock_ids: Sequence[LockId], options: AcquireOptions) -> list[Lease] | None:
-        if any(self._holdings.get(lock_id) is not None for lock_id in lock_ids):
+    def try_acquire(self, request: AcquireRequest) -> list[Lease] | None:
+        lock_ids, options = request.lock_ids, request.options
+        if any(self.parts.holdings.get(lock_id) is not None for lock_id in lock_ids):
             return None  # held by this very client: no need to ask DynamoDB
-        plan = self.plan(lock_ids, deadline=self._clock.monotonic())  # an answer now: no retry inside botocore
+        plan = self.plan(lock_ids, deadline=self.parts.clock.monotonic())  # an answer now: no retry inside botocore
         try:
             leases = self.attempt(plan, options)
             if leases is None and not plan.holders() and plan.error is None:
@@ -109,14 +85,24 @@ class GroupAcquirer:
             raise plan.error
         return leases
 
-    def plan(self, lock_ids: Sequence[LockId], deadline: float | None) -> GroupAcquisition:
-        return GroupAcquisition(lock_ids, self._observations, refresh_period=self._refresh_period, deadline=deadline)
+    def plan(
+        self, lock_ids: Sequence[LockId], deadline: float | None, seats: dict[LockId, Seat] | None = None
+    ) -> GroupAcquisition:
+        """The plan of one acquire_many; ``seats``: a wait's own, one per key, to stand in the line of those held."""
+        return GroupAcquisition(
+            lock_ids,
+            self.parts.observations,
+            refresh_period=self.parts.refresh_period,
+            deadline=deadline,
+            seats=seats,
+            timing=self.parts.seats.timing,
+        )
 
     def _wait_until_free_here(self, plan: GroupAcquisition, deadline: float | None) -> bool:
         """Wait, without requests, while other threads of this client hold any of the keys; False at the deadline."""
         for lock_id in plan.lock_ids:
-            if not self._holdings.wait_until_free(lock_id, deadline):
-                plan.held_locally(lock_id, self._holdings.holder(lock_id))
+            if not self.parts.holdings.wait_until_free(lock_id, deadline):
+                plan.held_locally(lock_id, self.parts.holdings.holder(lock_id))
                 return False
         return True
 
@@ -127,7 +113,7 @@ class GroupAcquirer:
         """
         plan.new_round()
         taken: list[Lease] = []
-        left = plan.deadline - self._clock.monotonic() if plan.deadline is not None else None
+        left = plan.deadline - self.parts.clock.monotonic() if plan.deadline is not None else None
         try:
             with deadlines.within(left):
                 if self._attempt(plan, options, taken):
@@ -145,19 +131,30 @@ class GroupAcquirer:
 
     def _attempt(self, plan: GroupAcquisition, options: AcquireOptions, taken: list[Lease]) -> bool:
         """One round; True when every chunk was taken (into ``taken``)."""
-        to_read = plan.to_read(self._clock.monotonic())
+        now = self.parts.clock.monotonic()
+        to_line, to_read = plan.to_line(now), plan.to_read(now)
+        for lock_id, step in to_line.items():  # a key found held: into its line, or keeping our place there
+            try:
+                line = step.line if isinstance(step, Join) else None
+                plan.wrote_line(lock_id, *self.parts.seats.send(lock_id, plan.plans[lock_id].seat, line))
+            except DynamoDBUnavailable as error:
+                plan.failed([lock_id], error)
+                raise
         if to_read:
             try:  # one GetItem for one key, one BatchGetItem per 100 for more
                 found = (
-                    {to_read[0]: self._store.read(to_read[0])} if len(to_read) == 1 else self._store.read_many(to_read)
+                    {to_read[0]: self.parts.store.read(to_read[0])}
+                    if len(to_read) == 1
+                    else self.parts.store.read_many(to_read)
                 )
             except DynamoDBUnavailable as error:
                 plan.failed(to_read, error)  # so the round backs off, as a failed write does
                 raise
-            seen = Instant.read(self._clock)
+            seen = Instant.read(self.parts.clock)
             for lock_id, current in found.items():
                 plan.found(lock_id, current, seen)
-        if plan.to_read(self._clock.monotonic()):
+        now = self.parts.clock.monotonic()
+        if plan.to_read(now) or plan.to_line(now):
             return False
         for chunk in plan.chunks:
             leases = self._take(plan, chunk, options)
@@ -179,18 +176,18 @@ class GroupAcquirer:
 
     def _transact(self, plan: GroupAcquisition, chunk: Sequence[LockId], options: AcquireOptions) -> list[Lease] | None:
         """One TransactWriteItems of the single acquire's writes, then one read for the tokens it issued."""
-        steps = plan.writes(chunk, self._clock.monotonic())
-        stamps = [Stamp.new(options.owner_name, options.lease_duration, self._clock) for _ in chunk]
+        steps = plan.writes(chunk, self.parts.clock.monotonic())
+        stamps = [Stamp.new(options.owner_name, options.lease_duration, self.parts.clock) for _ in chunk]
         requests = [
-            writes.in_transaction(step.request(self._layout, lock_id, stamp, options))
+            writes.in_transaction(step.request(self.parts.layout, lock_id, stamp, options))
             for lock_id, stamp, step in zip(chunk, stamps, steps, strict=True)
         ]
         try:
-            self._store.transact(requests)
+            self.parts.store.transact(requests)
         except Cancelled as cancelled:
             found = {chunk[position]: refused.current for position, refused in cancelled.refused.items()}
             if len(found) < len(chunk) or not all(map(Stamp.landed_in, stamps, found.values())):
-                seen = Instant.read(self._clock)
+                seen = Instant.read(self.parts.clock)
                 for lock_id, current in found.items():
                     plan.found(lock_id, current, seen)
                 return None
@@ -201,13 +198,14 @@ class GroupAcquirer:
             raise
         else:
             try:
-                found = self._store.read_many(chunk)
+                found = self.parts.store.read_many(chunk)
             except DynamoDBError as error:  # the transaction landed: the next round's condition finds it ours
                 self._unanswered(plan, chunk, stamps, error, landed=True)
                 raise
+        plan.taken_out_of_line(chunk)
         leases: list[Lease] = []
         # Counted from when the transaction was sent, as a single acquire's lease: a late answer grants nothing.
-        too_late = ran_out(min(stamp.started for stamp in stamps), options.lease_duration, self._clock.monotonic())
+        too_late = ran_out(min(stamp.started for stamp in stamps), options.lease_duration, self.parts.clock.monotonic())
         for lock_id, stamp, step in zip(chunk, stamps, steps, strict=True):
             current = found[lock_id]
             if too_late and stamp.landed_in(current) and current.fencing_token is not None:
@@ -226,7 +224,7 @@ class GroupAcquirer:
                     )
                 )
             else:  # changed hands between the commit and the read (a forced release, a takeover): start again
-                plan.found(lock_id, current, Instant.read(self._clock))
+                plan.found(lock_id, current, Instant.read(self.parts.clock))
         if len(leases) < len(chunk):
             self._release(leases)
             return None
@@ -267,14 +265,14 @@ class GroupAcquirer:
 
     def _release(self, leases: list[Lease]) -> None:
         if leases:
-            self._lease_writer.release_all(leases, best_effort=True)
+            self.parts.lease_writer.release_all(leases, best_effort=True)
             leases.clear()
 
     def clean_up(self, plan: GroupAcquisition, options: AcquireOptions) -> None:
         """Release what unanswered writes may have left: now if the deadline allows, else in one background thread."""
         if not any(key_plan.unanswered for key_plan in plan.plans.values()):
             return
-        left = plan.deadline - self._clock.monotonic() if plan.deadline is not None else None
+        left = plan.deadline - self.parts.clock.monotonic() if plan.deadline is not None else None
         if left is None or left > 0:
             with deadlines.within(left):
                 self.abandon(plan, options)
@@ -282,7 +280,7 @@ class GroupAcquirer:
         unanswered = {lock_id: key_plan.unanswered.copy() for lock_id, key_plan in plan.plans.items()}
         for key_plan in plan.plans.values():
             key_plan.unanswered.clear()
-        in_background(self._clock, functools.partial(self._abandon_all, unanswered, options))
+        in_background(self.parts.clock, functools.partial(self._abandon_all, unanswered, options))
 
     def abandon(self, plan: GroupAcquisition, options: AcquireOptions) -> None:
         self._abandon_all({lock_id: key_plan.unanswered for lock_id, key_plan in plan.plans.items()}, options)

@@ -25,15 +25,17 @@ from typing import TYPE_CHECKING
 from ..exceptions import LockTimeout
 from ..wire.item import describe_holder
 from ..wire.writes import MAX_TRANSACTION_ITEMS
-from .plan import FIRST_POLL_SECONDS, Acquisition, Jitter, Write, late_answers_message
+from .backoff import FIRST_POLL_SECONDS, Jitter, backoff, within_deadline
+from .plan import Acquisition, Join, Read, Refresh, Write, late_answers_message
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from ..clock import Instant
     from ..exceptions import DynamoDBError
     from ..wire.item import LockInfo
     from ..wire.layout import LockId
+    from .line_seats import LineTiming, Seat
     from .observations import Observations
 
 
@@ -53,11 +55,22 @@ class GroupAcquisition:
         refresh_period: float,
         deadline: float | None,
         jitter: Jitter = random.uniform,
+        seats: Mapping[LockId, Seat] | None = None,
+        timing: LineTiming | None = None,
     ) -> None:
         self.lock_ids = sorted_lock_ids(lock_ids)
         self.deadline = deadline
+        seats = seats or {}  # a wait's: a seat per key, in the line of each it finds held; a try's: none
         self.plans = {
-            lock_id: Acquisition(lock_id, observations, refresh_period=refresh_period, deadline=deadline, jitter=jitter)
+            lock_id: Acquisition(
+                lock_id,
+                observations,
+                refresh_period=refresh_period,
+                deadline=deadline,
+                jitter=jitter,
+                seat=seats.get(lock_id),
+                timing=timing,
+            )
             for lock_id in self.lock_ids
         }
         self.chunks = [
@@ -72,7 +85,26 @@ class GroupAcquisition:
 
     def to_read(self, now: float) -> list[LockId]:
         """The keys to read before writing: held at the last look, and not ours to take yet."""
-        return [lock_id for lock_id, plan in self.plans.items() if not isinstance(plan.next_step(now), Write)]
+        return [lock_id for lock_id, plan in self.plans.items() if isinstance(plan.next_step(now), Read)]
+
+    def to_line(self, now: float) -> dict[LockId, Join | Refresh]:
+        """The keys whose line to join, or whose entry to refresh, before writing (each one write)."""
+        steps = {lock_id: plan.next_step(now) for lock_id, plan in self.plans.items()}
+        return {lock_id: step for lock_id, step in steps.items() if isinstance(step, Join | Refresh)}
+
+    def wrote_line(
+        self, lock_id: LockId, current: LockInfo | None, seen: Instant, written: bool, started: float
+    ) -> None:
+        """``lock_id``'s join or refresh, sent at ``started``, was ``written`` (or refused) and showed ``current``."""
+        self.plans[lock_id].wrote_line(current, seen, written, started)
+        self.attempted(lock_id)
+
+    def taken_out_of_line(self, chunk: Sequence[LockId]) -> None:
+        """A transaction of ours landed: its writes took our entries out of the keys' lines, granted or not."""
+        for lock_id in chunk:
+            seat = self.plans[lock_id].seat
+            if seat is not None:
+                seat.taken_out()
 
     def writes(self, chunk: Sequence[LockId], now: float) -> list[Write]:
         """Each key's acquire write (call once :meth:`to_read` is empty): free, ours, or to be taken over."""
@@ -149,11 +181,8 @@ class GroupAcquisition:
         delays = [self.plans[lock_id].delay(now) for lock_id in self._in_the_way]
         if not delays:
             # Rounds answered too late back off: the store they wait for is the slow one.
-            delay = FIRST_POLL_SECONDS * 2.0 ** min(self.late_answers, 6) * self._jitter(0.5, 1.0)
-            if self.deadline is None:
-                return delay
-            left = self.deadline - now
-            return min(delay, left) if left > 0 else None
+            delay = backoff(self.late_answers, cap=FIRST_POLL_SECONDS * 2**6, jitter=self._jitter)
+            return within_deadline(delay, self.deadline, now)
         if any(delay is None for delay in delays):
             return None
         return min(delay for delay in delays if delay is not None)

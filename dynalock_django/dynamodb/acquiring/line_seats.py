@@ -30,7 +30,7 @@ import logging
 import random
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -94,11 +94,6 @@ class LineTiming:
     def pause(self, *, quick: bool, jitter: Jitter = random.uniform) -> float:
         """The next pause between looks: from half the period to all of it, so waiters do not look in step."""
         return (self.head_look if quick else self.line_look) * jitter(0.5, 1.0)
-
-    def backoff(self, failures: int, jitter: Jitter = random.uniform) -> float:
-        """The pause after ``failures`` looks in a row that failed (throttled, unanswered): doubling from the
-        quick period up to the rare one, jittered, so that throttled waiters do not come back in step."""
-        return min(self.line_look, self.head_look * 2.0 ** min(failures, 30)) * jitter(0.5, 1.0)
 
 
 class Seat:
@@ -179,6 +174,19 @@ class Seats:
             seat = self.depart(lock_id)
             if seat is not None:
                 self.vacate(lock_id, seat, deadline)
+
+    def own_seats(self, lock_ids: Sequence[LockId]) -> dict[LockId, Seat]:
+        """A wait's own seats, one per key, outside the process's shared ones: a group's, which takes no turns.
+
+        Its entries stand in line beside the process's shared one (a group that waited for a turn per key
+        could wait for a thread of its own process that holds one key and waits for another's turn).
+        """
+        return {lock_id: Seat(self._owner_name()) for lock_id in lock_ids}
+
+    def vacate_all(self, seats: dict[LockId, Seat], deadline: float | None) -> None:
+        """Take a wait's own seats out of line (those that may be there), as :meth:`vacate` does one."""
+        for lock_id, seat in seats.items():
+            self.vacate(lock_id, seat, deadline)
 
     def seat(self, lock_id: LockId) -> Seat:
         """The key's seat, while a waiter of this process has arrived and not departed."""

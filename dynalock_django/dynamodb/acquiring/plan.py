@@ -6,10 +6,9 @@ and the delay before it. :mod:`.acquirer` drives it with real requests and
 sleeps; the same decisions can drive another kind of wait.
 
 Waiting reads the lock with consistent GetItems (cheaper than refused writes),
-backing off from :data:`FIRST_POLL_SECONDS` up to ``refresh_period`` with
-jitter, never past the deadline, and waking when the holder's version will
-have stood for its lease, or its stamp says it ran out (:mod:`.observations`
-holds both rules). It writes
+backing off by the one rule of every wait (:mod:`.backoff`), waking when the
+holder's version will have stood for its lease, or its stamp says it ran out
+(:mod:`.observations` holds both rules). It writes
 only when the lock looks free, may be taken over, or a write of ours got no
 answer.
 
@@ -35,7 +34,6 @@ head reads often, the others' looks are refreshes of their entries, rarely.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -43,6 +41,7 @@ from ..exceptions import LockTimeout
 from ..wire import writes
 from ..wire.item import describe_holder
 from ..wire.waiters import NO_LINE, Place, place_in_line
+from .backoff import Jitter, backoff, until_takeover, within_deadline
 
 if TYPE_CHECKING:
     from ..clock import Instant
@@ -54,15 +53,9 @@ if TYPE_CHECKING:
     from .line_seats import LineTiming, Seat
     from .observations import Observations
 
-# The first poll comes quickly (most locks are held briefly), then backs off
-# exponentially up to refresh_period.
-FIRST_POLL_SECONDS = 0.02
-
 # Versions of one key whose answer was lost that the next write may still accept: past this many, read
 # first. It bounds every acquire's condition (and a transaction's size) however many answers are lost.
 MAX_UNANSWERED = 4
-
-Jitter = Callable[[float, float], float]
 
 
 def ran_out(started: float, lease_duration: float, now: float) -> bool:
@@ -335,39 +328,26 @@ class Acquisition:
         if self.retry_at_once and not late_past_deadline:
             return 0.0
         delay = self._line_delay(now) if self.seat is not None else self._poll_delay(now)
-        if self.deadline is not None:
-            left = self.deadline - now
-            if left <= 0:
-                return None
-            delay = min(delay, left)
-        return delay
+        return within_deadline(delay, self.deadline, now)
 
     def _line_delay(self, now: float) -> float:
         """A waiter with a seat: join at once; then the head and the next look often (the head in time to take
         over), the others rarely."""
         assert self.timing is not None
-        if self.error is not None:
-            return self.timing.backoff(self._failures_in_a_row, jitter=self._jitter)
+        if self.error is not None:  # throttled or unanswered: from the quick period up to the rare one
+            return backoff(
+                self._failures_in_a_row, first=self.timing.head_look, cap=self.timing.line_look, jitter=self._jitter
+            )
         if self._join_next and self._refused_joins < 2 and not self._joined_in_vain:  # one refusal: it changed
             return 0.0
         head = self.place.joined and not self.place.ahead
         quick = self.place.joined and self.timing.looks_quickly(self.place.ahead)
         delay = self.timing.pause(quick=quick, jitter=self._jitter)
-        observation = self._observations.get(self.lock_id)
-        if head and observation is not None and observation.takeover_at >= now:
-            delay = min(delay, observation.takeover_at - now + 0.001)
-        return delay
+        return until_takeover(delay, self._observations, [self.lock_id], now) if head else delay
 
     def _poll_delay(self, now: float) -> float:
-        delay = min(self._refresh_period, FIRST_POLL_SECONDS * 2.0 ** min(self._attempts, 30))
-        delay *= self._jitter(0.5, 1.0)
-        observation = self._observations.get(self.lock_id)
-        if observation is not None:
-            # Be there when the holder's lease would run out, not a refresh later.
-            until_takeover = observation.takeover_at - now
-            if until_takeover >= 0:
-                delay = min(delay, until_takeover + 0.001)
-        return delay
+        delay = backoff(self._attempts, cap=self._refresh_period, jitter=self._jitter)
+        return until_takeover(delay, self._observations, [self.lock_id], now)
 
 
 def late_answers_message(count: int) -> str:

@@ -183,8 +183,12 @@ class LockStore:
 
     def read(self, lock_id: LockId) -> LockInfo | None:
         """The item as stored now (one consistent GetItem), or None."""
-        stored = self._read_key(self._layout.key(lock_id))
+        stored = self.read_item(lock_id)
         return self._layout.parse(stored) if stored is not None else None
+
+    def read_item(self, lock_id: LockId) -> Item | None:
+        """The item as stored now, unparsed (one consistent GetItem), or None: for items that are not locks."""
+        return self._read_key(self._layout.key(lock_id))
 
     def live_page(self, *, limit: int | None, cursor: str | None, key_prefix: str | None) -> ScanPage:
         """One Scan of the live-locks index: only held items are read (and billed).

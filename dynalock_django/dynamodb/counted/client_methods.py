@@ -12,21 +12,16 @@ from .semaphore import Semaphore
 
 if TYPE_CHECKING:
     from ..aws.store import LockStore
-    from ..clock import Clock
     from ..options import CallChecks
     from ..process_state import ProcessState
-    from ..wire.layout import TableLayout
 
 
 class CountedMethods:
-    """Counted locks of the client: the client provides its checks, store, clock and process state."""
+    """Counted locks of the client: the client provides its checks, store and process state."""
 
     call_checks: CallChecks
     process_state: ProcessState
     store: LockStore
-    layout: TableLayout
-    clock: Clock
-    refresh_period: float
 
     def semaphore(self, name: str, permits: int, *, sort_key: str | None = None) -> Semaphore:
         """At most ``permits`` holders of ``name`` at once: one lock item per permit, each with its own lease and token.

@@ -6,24 +6,22 @@ readers-writer lock's readers; the item format is in :mod:`..wire.permits`.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from ..acquiring.counted_waits import await_for, wait_for
-from ..acquiring.permit_round import PermitRound
+from ..acquiring.wait_loop import await_for, release_abandoned, wait_for
 from ..leases.lease import Lease
-from ..wire import permits, validation
+from ..wire import permits
+from .permit_round import PermitRound
 
 if TYPE_CHECKING:
     from ..aws.store import LockStore
-    from ..clock import Clock
     from ..leases.lease import LostCallback
-    from ..options import AcquireOptions, CallChecks
+    from ..options import AcquireRequest, CallChecks
     from ..process_state import ProcessState
     from ..wire.item import LockInfo
-    from ..wire.layout import LockId, TableLayout
+    from ..wire.layout import LockId
 
 
 T = TypeVar("T")
@@ -33,11 +31,8 @@ class CountedClient(Protocol):
     """What a counted lock asks of its client (a LockClient)."""
 
     call_checks: CallChecks
-    process_state: ProcessState
+    process_state: ProcessState  # its engine's parts, for this process
     store: LockStore
-    layout: TableLayout
-    clock: Clock
-    refresh_period: float
 
 
 @dataclass(frozen=True)
@@ -62,58 +57,40 @@ class PermitSet:
         # Read with the set, never written: an item there is a larger set's, under the same name.
         self.beyond = client.call_checks.lock_id(permits.permit_key(name, suffix, count), sort_key)
 
-    def options(self, lease_duration: float | None, data: bytes | None, on_lost: LostCallback | None) -> AcquireOptions:
-        options = self._client.call_checks.acquire_options(self.ids[-1], None, lease_duration, True, data, on_lost)
-        return dataclasses.replace(options, permits=self.count)
+    def request(
+        self, timeout: float | None, lease_duration: float | None, data: bytes | None, on_lost: LostCallback | None
+    ) -> AcquireRequest:
+        """A call's request for one permit; its data is checked against the longest permit key, the last."""
+        checks = self._client.call_checks
+        return checks.request(
+            self.ids[-1], timeout=timeout, lease_duration=lease_duration, data=data, on_lost=on_lost, permits=self.count
+        )
 
-    def round(self, options: AcquireOptions, timeout: float | None, gate: LockId | None = None) -> PermitRound:
-        client, state = self._client, self._client.process_state
+    def round(self, request: AcquireRequest, gate: LockId | None = None) -> PermitRound:
+        state, timeout = self._client.process_state, request.timeout
         return PermitRound(
+            state.parts,
+            state.acquirer,
             what=self.what,
             permit_ids=self.ids,
-            options=options,
-            acquirer=state.acquirer,
-            store=client.store,
-            holdings=state.holdings,
-            observations=state.observations,
-            clock=client.clock,
-            refresh_period=client.refresh_period,
-            deadline=None if timeout is None else client.clock.monotonic() + timeout,
+            options=request.options,
+            deadline=None if timeout is None else state.parts.clock.monotonic() + timeout,
             beyond=self.beyond,
-            layout=client.layout,
             gate=gate,
         )
 
-    def acquire(self, options: AcquireOptions, timeout: float | None, gate: LockId | None = None) -> Lease:
-        validation.check_timeout(timeout)
-        state = self._client.process_state
-        round_ = self.round(options, timeout, gate)
-        return wait_for(
-            round_,
-            timeout,
-            clock=self._client.clock,
-            closed=state.closed,
-            ensure_open=state.ensure_open,
-            clean_up=round_.clean_up,
-        )
+    def acquire(self, request: AcquireRequest, gate: LockId | None = None) -> Lease:
+        round_ = self.round(request, gate)
+        return wait_for(round_, request.timeout, self._client.process_state.parts, round_.clean_up)
 
-    async def aacquire(self, options: AcquireOptions, timeout: float | None, gate: LockId | None = None) -> Lease:
-        validation.check_timeout(timeout)
-        state = self._client.process_state
-        round_ = self.round(options, timeout, gate)
-        return await await_for(
-            round_,
-            timeout,
-            clock=self._client.clock,
-            calls=state.calls,
-            ensure_open=state.ensure_open,
-            clean_up=round_.clean_up,
-        )
+    async def aacquire(self, request: AcquireRequest, gate: LockId | None = None) -> Lease:
+        round_ = self.round(request, gate)
+        return await await_for(round_, request.timeout, self._client.process_state.parts, round_.clean_up)
 
-    def try_acquire(self, options: AcquireOptions, gate: LockId | None = None) -> Lease | None:
+    def try_acquire(self, request: AcquireRequest, gate: LockId | None = None) -> Lease | None:
         state = self._client.process_state
         state.ensure_open()
-        round_ = self.round(options, 0.0, gate)  # an answer now: no retry inside botocore
+        round_ = self.round(request, gate)  # a try's timeout is 0: an answer now, no retry inside botocore
         try:
             return round_.try_once()
         finally:
@@ -121,7 +98,7 @@ class PermitSet:
 
     async def run_in_call_thread(self, call: Callable[[], T]) -> T:
         """One short call (a try, a read) on the client's call threads; a permit it won after a cancel is released."""
-        return await self._client.process_state.calls.run(call, if_abandoned=_release_if_lease)
+        return await self._client.process_state.calls.run(call, if_abandoned=release_abandoned)
 
     def holders(self) -> list[PermitHolder]:
         """The permits in use now (one consistent BatchGetItem): every item not released, by permit."""
@@ -131,8 +108,3 @@ class PermitSet:
             for index, lock_id in enumerate(self.ids)
             if (lock := found[lock_id]) is not None and not lock.is_released
         ]
-
-
-def _release_if_lease(result: object) -> None:
-    if isinstance(result, Lease):
-        result.release(best_effort=True)

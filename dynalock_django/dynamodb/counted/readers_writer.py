@@ -6,24 +6,25 @@ lock: the writer's lease and fencing token are that lock's, so
 for them) and a set of ``max_readers`` reader permits, ``report#reader-0``
 and on (:mod:`..wire.permits`). A writer takes the write item, then, if
 readers may be in (:mod:`..wire.readers_mark`), waits for them to leave
-(:mod:`..acquiring.readers_drain`); a
+(:mod:`.readers_drain`); a
 reader takes a permit only while no writer holds or waits for the write
-item (:mod:`..acquiring.permit_round`), so a stream of readers cannot
+item (:mod:`.permit_round`), so a stream of readers cannot
 starve a writer. See docs/protocol.md, "Readers and writers".
 """
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
-from ..acquiring.counted_waits import await_for, wait_for
-from ..acquiring.readers_drain import ReadersDrain
-from ..wire import permits, validation
+from ..acquiring.wait_loop import await_for, wait_for
+from ..wire import permits
 from .permit_set import CountedClient, PermitHolder, PermitSet
+from .readers_drain import ReadersDrain
 
 if TYPE_CHECKING:
     from ..leases.lease import Lease, LostCallback
-    from ..options import AcquireOptions
+    from ..options import AcquireRequest
     from ..wire.item import LockInfo
 
 # Readers at once by default: one BatchGetItem reads them with the write item (at most 99).
@@ -74,7 +75,7 @@ class ReadersWriterLock:
         on_lost: LostCallback | None = None,
     ) -> Lease:
         """Wait until no writer holds or waits for the lock and a reader permit is ours; its lease."""
-        return self._readers.acquire(self._readers.options(lease_duration, data, on_lost), timeout, self._write_id)
+        return self._readers.acquire(self._readers.request(timeout, lease_duration, data, on_lost), self._write_id)
 
     def try_acquire_read(
         self,
@@ -84,7 +85,7 @@ class ReadersWriterLock:
         on_lost: LostCallback | None = None,
     ) -> Lease | None:
         """One round, never waiting: a reader's lease, or None while a writer is in or all permits are held."""
-        return self._readers.try_acquire(self._readers.options(lease_duration, data, on_lost), self._write_id)
+        return self._readers.try_acquire(self._readers.request(0.0, lease_duration, data, on_lost), self._write_id)
 
     async def aacquire_read(
         self,
@@ -95,8 +96,19 @@ class ReadersWriterLock:
         on_lost: LostCallback | None = None,
     ) -> Lease:
         """:meth:`acquire_read` for coroutines."""
-        options = self._readers.options(lease_duration, data, on_lost)
-        return await self._readers.aacquire(options, timeout, self._write_id)
+        request = self._readers.request(timeout, lease_duration, data, on_lost)
+        return await self._readers.aacquire(request, self._write_id)
+
+    async def atry_acquire_read(
+        self,
+        *,
+        lease_duration: float | None = None,
+        data: bytes | None = None,
+        on_lost: LostCallback | None = None,
+    ) -> Lease | None:
+        """:meth:`try_acquire_read` for coroutines."""
+        request = self._readers.request(0.0, lease_duration, data, on_lost)
+        return await self._readers.run_in_call_thread(lambda: self._readers.try_acquire(request, self._write_id))
 
     def acquire_write(
         self,
@@ -105,21 +117,24 @@ class ReadersWriterLock:
         lease_duration: float | None = None,
         data: bytes | None = None,
         on_lost: LostCallback | None = None,
+        reentrant: bool = False,
     ) -> Lease:
         """Take the write item (keeping new readers out), then wait for the readers in place to leave; its lease.
 
         When ``timeout`` runs out the write item is released and LockTimeout names who was in the way.
+        ``reentrant``: as :meth:`.LockClient.acquire`'s, for the write item.
         """
-        validation.check_timeout(timeout)
-        options = self._write_options(lease_duration, data, on_lost)
-        state, clock = self._client.process_state, self._client.clock
-        deadline = None if timeout is None else clock.monotonic() + timeout
-        writer = state.acquirer.acquire(self._write_id, options, timeout)
+        request = self._write_request(timeout, lease_duration, data, on_lost)
+        take = functools.partial(self._take_write, request)
+        return self._client.process_state.reentrancy.acquire(request.lock_id, request.options, reentrant, take)
+
+    def _take_write(self, request: AcquireRequest) -> Lease:
+        state, timeout = self._client.process_state, request.timeout
+        deadline = None if timeout is None else state.parts.clock.monotonic() + timeout
+        writer = state.acquirer.acquire(request)
         try:
             drain = self._drain(writer, deadline)
-            if not drain.needed:
-                return writer
-            return wait_for(drain, timeout, clock=clock, closed=state.closed, ensure_open=state.ensure_open)
+            return wait_for(drain, timeout, state.parts) if drain.needed else writer
         except BaseException:
             writer.release(best_effort=True)
             raise
@@ -131,21 +146,77 @@ class ReadersWriterLock:
         lease_duration: float | None = None,
         data: bytes | None = None,
         on_lost: LostCallback | None = None,
+        reentrant: bool = False,
     ) -> Lease:
         """:meth:`acquire_write` for coroutines; cancelling it releases the write item."""
-        validation.check_timeout(timeout)
-        options = self._write_options(lease_duration, data, on_lost)
-        state, clock = self._client.process_state, self._client.clock
-        deadline = None if timeout is None else clock.monotonic() + timeout
-        writer = await state.async_acquirer.acquire(self._write_id, options, timeout)
+        request = self._write_request(timeout, lease_duration, data, on_lost)
+        take = functools.partial(self._atake_write, request)
+        return await self._client.process_state.reentrancy.aacquire(request.lock_id, request.options, reentrant, take)
+
+    async def _atake_write(self, request: AcquireRequest) -> Lease:
+        state, timeout = self._client.process_state, request.timeout
+        deadline = None if timeout is None else state.parts.clock.monotonic() + timeout
+        writer = await state.async_acquirer.acquire(request)
         try:
             drain = self._drain(writer, deadline)
-            if not drain.needed:
-                return writer
-            return await await_for(drain, timeout, clock=clock, calls=state.calls, ensure_open=state.ensure_open)
+            return await await_for(drain, timeout, state.parts) if drain.needed else writer
         except BaseException:
             await writer.arelease(best_effort=True)
             raise
+
+    def try_acquire_write(
+        self,
+        *,
+        lease_duration: float | None = None,
+        data: bytes | None = None,
+        on_lost: LostCallback | None = None,
+        reentrant: bool = False,
+    ) -> Lease | None:
+        """One attempt, never waiting: the writer's lease, or None while another writer or a reader is in.
+
+        The write item is taken with one attempt, then (only if readers may be in) the readers are
+        read once; found in, they keep it: the write item is given back. ``reentrant``: as
+        :meth:`acquire_write`'s (None where that raises WouldDeadlock).
+        """
+        request = self._write_request(0.0, lease_duration, data, on_lost)
+        self._client.process_state.ensure_open()
+        take = functools.partial(self._try_take_write, request)
+        return self._client.process_state.reentrancy.try_acquire(request.lock_id, request.options, reentrant, take)
+
+    async def atry_acquire_write(
+        self,
+        *,
+        lease_duration: float | None = None,
+        data: bytes | None = None,
+        on_lost: LostCallback | None = None,
+        reentrant: bool = False,
+    ) -> Lease | None:
+        """:meth:`try_acquire_write` for coroutines (the hold is the calling task's)."""
+        request = self._write_request(0.0, lease_duration, data, on_lost)
+        self._client.process_state.ensure_open()
+
+        async def take() -> Lease | None:
+            return await self._readers.run_in_call_thread(functools.partial(self._try_take_write, request))
+
+        return await self._client.process_state.reentrancy.atry_acquire(
+            request.lock_id, request.options, reentrant, take
+        )
+
+    def _try_take_write(self, request: AcquireRequest) -> Lease | None:
+        writer = self._client.process_state.acquirer.try_acquire(request)
+        if writer is None:
+            return None
+        try:
+            drain = self._drain(writer, self._client.process_state.clock.monotonic())
+            lease = drain.attempt() if drain.needed else writer
+            if lease is None and drain.error is not None:
+                raise drain.error  # the readers could not be read: as a try that cannot tell, it raises
+        except BaseException:
+            writer.release(best_effort=True)
+            raise
+        if lease is None:
+            writer.release(best_effort=True)
+        return lease
 
     def readers(self) -> list[PermitHolder]:
         """The reader permits in use now (one consistent BatchGetItem)."""
@@ -155,19 +226,14 @@ class ReadersWriterLock:
         """The write item as stored now (a consistent read): held by a writer unless released; None if none."""
         return self._client.store.read(self._write_id)
 
-    def _write_options(
-        self, lease_duration: float | None, data: bytes | None, on_lost: LostCallback | None
-    ) -> AcquireOptions:
-        return self._client.call_checks.acquire_options(self._write_id, None, lease_duration, True, data, on_lost)
+    def _write_request(
+        self, timeout: float | None, lease_duration: float | None, data: bytes | None, on_lost: LostCallback | None
+    ) -> AcquireRequest:
+        checks = self._client.call_checks
+        return checks.request(
+            self._write_id, timeout=timeout, lease_duration=lease_duration, data=data, on_lost=on_lost
+        )
 
     def _drain(self, writer: Lease, deadline: float | None) -> ReadersDrain:
-        return ReadersDrain(
-            writer=writer,
-            reader_ids=self._readers.ids,
-            store=self._client.store,
-            layout=self._client.layout,
-            observations=self._client.process_state.observations,
-            clock=self._client.clock,
-            refresh_period=self._client.refresh_period,
-            deadline=deadline,
-        )
+        parts = self._client.process_state.parts
+        return ReadersDrain(parts, writer=writer, reader_ids=self._readers.ids, deadline=deadline)

@@ -54,7 +54,7 @@ class Semaphore:
         our clock, as a single lock is. ``lease_duration``, ``data`` and ``on_lost`` are
         :meth:`LockClient.acquire`'s.
         """
-        return self._set.acquire(self._set.options(lease_duration, data, on_lost), timeout)
+        return self._set.acquire(self._set.request(timeout, lease_duration, data, on_lost))
 
     def try_acquire(
         self,
@@ -64,7 +64,7 @@ class Semaphore:
         on_lost: LostCallback | None = None,
     ) -> Lease | None:
         """One round, never waiting: a permit's lease, or None when all are held."""
-        return self._set.try_acquire(self._set.options(lease_duration, data, on_lost))
+        return self._set.try_acquire(self._set.request(0.0, lease_duration, data, on_lost))
 
     async def aacquire(
         self,
@@ -75,7 +75,7 @@ class Semaphore:
         on_lost: LostCallback | None = None,
     ) -> Lease:
         """:meth:`acquire` for coroutines: waiting is ``asyncio.sleep``; cancelling it leaks no permit."""
-        return await self._set.aacquire(self._set.options(lease_duration, data, on_lost), timeout)
+        return await self._set.aacquire(self._set.request(timeout, lease_duration, data, on_lost))
 
     async def atry_acquire(
         self,
@@ -85,8 +85,8 @@ class Semaphore:
         on_lost: LostCallback | None = None,
     ) -> Lease | None:
         """:meth:`try_acquire` for coroutines."""
-        options = self._set.options(lease_duration, data, on_lost)
-        return await self._set.run_in_call_thread(lambda: self._set.try_acquire(options))
+        request = self._set.request(0.0, lease_duration, data, on_lost)
+        return await self._set.run_in_call_thread(lambda: self._set.try_acquire(request))
 
     def holders(self) -> list[PermitHolder]:
         """The permits in use now, by index (one consistent BatchGetItem); a holder that died shows until taken."""

@@ -55,11 +55,16 @@ class Lease:
     elsewhere (``LockClient.lease()``), so no heartbeat renews it, it is never
     reported lost for running out, and ``remaining()`` counts only from this
     object's own last write.
+
+    A lease given by a reentrant acquire (``reentered``) is a handle on the lease its context
+    already held: the same lock, token and heartbeat; releasing it releases the lock only when
+    it is the hold's last handle (see docs/protocol.md, "Reentrant locks").
     """
 
-    def __init__(self, client: LeaseClient, record: LeaseRecord) -> None:
+    def __init__(self, client: LeaseClient, record: LeaseRecord, *, reentered: bool = False) -> None:
         self._client = client
         self._record = record
+        self._reentered = reentered
 
     def __repr__(self) -> str:
         return (
@@ -91,6 +96,11 @@ class Lease:
     def permit(self) -> int | None:
         """Which permit of a semaphore (or reader of a readers-writer lock) this lease holds; None for a plain lock."""
         return self._record.permit
+
+    @property
+    def reentered(self) -> bool:
+        """True for a lease a reentrant acquire gave without a request: the context held the lock already."""
+        return self._reentered
 
     @property
     def data(self) -> bytes | None:

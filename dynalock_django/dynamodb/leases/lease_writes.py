@@ -198,7 +198,7 @@ class LeaseWriter:
             stamps = [Stamp.new(lease.owner_name, lease.lease_duration, self._clock) for lease in leases]
             try:
                 self._store.transact(
-                    [writes.in_transaction(self._release_request(*pair)) for pair in zip(leases, stamps, strict=True)]
+                    [writes.in_transaction(self.release_request(*pair)) for pair in zip(leases, stamps, strict=True)]
                 )
             except (Cancelled, TransactionsUnsupported) as refused:
                 release_logger.debug("Releasing %d leases together failed (%r): one by one", len(leases), refused)
@@ -215,7 +215,7 @@ class LeaseWriter:
             release_logger.debug("Released %r (token %d)", lease.key, lease.fencing_token)
         return True
 
-    def _release_request(self, lease: Lease, stamp: Stamp) -> dict[str, Any]:
+    def release_request(self, lease: Lease, stamp: Stamp) -> dict[str, Any]:
         holding = record_of(lease).holding()
         if self._delete_on_release:
             return writes.delete(self._layout, lease.lock_id, holding=holding)
@@ -225,7 +225,7 @@ class LeaseWriter:
     def _write_release(self, lease: Lease) -> _Released | LockLost:
         """One conditional write that marks our lock released (or deletes it)."""
         stamp = Stamp.new(lease.owner_name, lease.lease_duration, self._clock)
-        request = self._release_request(lease, stamp)
+        request = self.release_request(lease, stamp)
         try:
             if self._delete_on_release:
                 self._store.delete(request)

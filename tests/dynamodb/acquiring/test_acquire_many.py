@@ -229,16 +229,18 @@ def test_a_try_whose_answer_was_lost_raises_and_leaves_nothing_held(make_client,
     wait_for(lambda: held_by(client, names) == set(), PATIENCE)
 
 
-def test_failing_reads_of_a_held_key_back_off_and_the_time_out_says_dynamodb_is_unavailable(make_client, dynamodb):
+def test_failing_looks_at_a_held_key_back_off_and_the_time_out_says_dynamodb_is_unavailable(make_client, dynamodb):
     names = keys(3)
     make_client(lease_duration=60, heartbeat_period=20).acquire(names[1])
     client = make_client(dynamodb)
     faults = FaultInjector(dynamodb)
+    # A waiting group looks at a held key by its reads and by its writes to the key's line (join, refresh).
     faults.fail("GetItem", times=10_000)
+    faults.fail("UpdateItem", times=10_000)
     with pytest.raises(DynamoDBUnavailable):
         client.acquire_many(names, timeout=1.0)
-    # Backing off doubles the pause from 20 ms; a round that forgot its failed read would poll every 20 ms (~50).
-    assert 1 <= faults.injected["GetItem"] <= 15
+    # Backing off doubles the pause; a round that forgot its failed look would look every 20 ms (~50).
+    assert 1 <= faults.injected["GetItem"] + faults.injected["UpdateItem"] <= 15
     faults.clear()
     assert held_by(client, names) == set()
 

@@ -7,10 +7,10 @@ import dataclasses
 import pytest
 
 from dynalock_django.dynamodb import DynamoDBUnavailable, LockInfo
+from dynalock_django.dynamodb.acquiring.backoff import FIRST_POLL_SECONDS
 from dynalock_django.dynamodb.acquiring.line_seats import LineTiming, Seat
 from dynalock_django.dynamodb.acquiring.observations import Observations
 from dynalock_django.dynamodb.acquiring.plan import (
-    FIRST_POLL_SECONDS,
     MAX_UNANSWERED,
     Acquisition,
     Join,

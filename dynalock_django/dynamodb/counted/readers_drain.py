@@ -32,22 +32,21 @@ import random
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ..acquiring.backoff import Jitter, backoff, until_takeover, within_deadline
 from ..aws import deadlines
 from ..aws.store import Refused
 from ..clock import Instant
-from ..exceptions import CircuitOpen, DynamoDBError, DynamoDBUnavailable, LockTimeout
+from ..exceptions import DynamoDBError, DynamoDBUnavailable, LockTimeout
 from ..leases.lease import record_of
 from ..wire import readers_mark
 from ..wire.item import describe_holder
-from .plan import FIRST_POLL_SECONDS, Jitter
+from .permit_round import read_set
 
 if TYPE_CHECKING:
-    from ..aws.store import LockStore
-    from ..clock import Clock
+    from ..acquiring.parts import EngineParts
     from ..leases.lease import Lease
     from ..wire.item import LockInfo
-    from ..wire.layout import LockId, TableLayout
-    from .observations import Observations
+    from ..wire.layout import LockId
 
 
 class ReadersDrain:
@@ -55,14 +54,10 @@ class ReadersDrain:
 
     def __init__(
         self,
+        parts: EngineParts,
         *,
         writer: Lease,
         reader_ids: Sequence[LockId],
-        store: LockStore,
-        layout: TableLayout,
-        observations: Observations,
-        clock: Clock,
-        refresh_period: float,
         deadline: float | None,
         jitter: Jitter = random.uniform,
     ) -> None:
@@ -71,8 +66,7 @@ class ReadersDrain:
         self.error: DynamoDBError | None = None
         self.readers: list[LockInfo] = []  # the readers in place at the last look
         self._ids = list(reader_ids)
-        self._store = store
-        self._layout = layout
+        self._parts = parts
         self._record = record_of(writer)
         seen = self._record.readers_seen
         self._mark = None if seen is None else seen.mark  # to take off the item once the readers are gone
@@ -82,9 +76,6 @@ class ReadersDrain:
             # The grant knew nothing and the item has no mark: until the readers are seen gone, the
             # writer's release leaves one, so that the next writer looks too.
             self._record.release_readers_mark = readers_mark.new_mark()
-        self._observations = observations
-        self._clock = clock
-        self._refresh_period = refresh_period
         self._jitter = jitter
         self._looks = 0
 
@@ -92,23 +83,18 @@ class ReadersDrain:
         """One look at the readers: the writer's lease when none is in place; LockLost if the writer's lease ended."""
         self.writer.ensure_held()
         self._looks += 1
-        left = None if self.deadline is None else self.deadline - self._clock.monotonic()
-        try:
-            with deadlines.within(left):
-                found = self._store.read_many(self._ids)
-        except CircuitOpen:
-            raise
-        except DynamoDBUnavailable as unavailable:
-            self.error = unavailable
+        left = None if self.deadline is None else self.deadline - self._parts.clock.monotonic()
+        found = read_set(self._parts, self._ids, left)
+        self.error = found if isinstance(found, DynamoDBUnavailable) else None
+        if isinstance(found, DynamoDBUnavailable):
             return None
-        self.error = None
-        seen = Instant.read(self._clock)
+        seen = Instant.read(self._parts.clock)
         self.readers = []
         for lock_id in self._ids:
             current = found[lock_id]
-            if current is None or not self._observations.saw(lock_id, current, seen):
+            if current is None or not self._parts.observations.saw(lock_id, current, seen):
                 continue  # no item, or released
-            observation = self._observations.get(lock_id)
+            observation = self._parts.observations.get(lock_id)
             if observation is not None and observation.may_take_over(seen.monotonic):
                 continue  # its reader stopped renewing a lease ago
             self.readers.append(current)
@@ -124,24 +110,14 @@ class ReadersDrain:
             return
         try:
             with deadlines.within(left):
-                self._store.update(readers_mark.clear(self._layout, self.writer.lock_id, self._mark))
+                self._parts.store.update(readers_mark.clear(self._parts.layout, self.writer.lock_id, self._mark))
         except (Refused, DynamoDBError):
             pass  # a reader marked it since (its writer lost the item meanwhile), or no answer
 
     def delay(self, now: float) -> float | None:
         """Until the next look: backing off up to ``refresh_period``, waking when a silent reader's lease ends."""
-        delay = min(self._refresh_period, FIRST_POLL_SECONDS * 2.0 ** min(self._looks, 30))
-        delay *= self._jitter(0.5, 1.0)
-        for lock_id in self._ids:
-            observation = self._observations.get(lock_id)
-            if observation is not None and observation.takeover_at >= now:
-                delay = min(delay, observation.takeover_at - now + 0.001)
-        if self.deadline is not None:
-            left = self.deadline - now
-            if left <= 0:
-                return None
-            delay = min(delay, left)
-        return delay
+        delay = backoff(self._looks, cap=self._parts.refresh_period, jitter=self._jitter)
+        return within_deadline(until_takeover(delay, self._parts.observations, self._ids, now), self.deadline, now)
 
     def gave_up(self, timeout: float | None) -> DynamoDBError | LockTimeout:
         if self.error is not None:

@@ -17,7 +17,7 @@ renewing has not yet been silent for a lease) no permit is written; after a
 reader wins a permit it marks the gate (:mod:`..wire.readers_mark`), on the
 condition that it is still free as read, and gives the permit back if a
 writer came in meanwhile. A writer takes its item first and then reads the
-readers when its grant shows the mark (:mod:`..counted.readers_writer`), so
+readers when its grant shows the mark (:mod:`.readers_writer`), so
 of any reader and writer one of them sees the other (docs/protocol.md,
 "Readers and writers").
 
@@ -32,28 +32,43 @@ import random
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from ..acquiring.backoff import Jitter, backoff, until_takeover, within_deadline
+from ..acquiring.plan import Write
 from ..aws import botocore_errors, deadlines
 from ..aws.store import Refused
 from ..clock import Instant
 from ..exceptions import CircuitOpen, DynamoDBUnavailable, InvalidLockRequest, LockTimeout
+from ..leases.lease import record_of
 from ..wire import item, writes
 from ..wire.display import printable
 from ..wire.item import describe_holder
 from ..wire.writes import Stamp
-from .plan import FIRST_POLL_SECONDS, Jitter, Write
 
 if TYPE_CHECKING:
-    from ..aws.store import LockStore
-    from ..clock import Clock
+    from ..acquiring.acquirer import Acquirer
+    from ..acquiring.parts import EngineParts
+    from ..acquiring.plan import Acquisition
     from ..exceptions import DynamoDBError
-    from ..leases.holdings import Holdings
     from ..leases.lease import Lease
     from ..options import AcquireOptions
     from ..wire.item import LockInfo
-    from ..wire.layout import LockId, TableLayout
-    from .acquirer import Acquirer
-    from .observations import Observations
-    from .plan import Acquisition
+    from ..wire.layout import LockId
+
+
+def read_set(
+    parts: EngineParts, lock_ids: list[LockId], seconds_left: float | None
+) -> dict[LockId, LockInfo | None] | DynamoDBUnavailable:
+    """One consistent BatchGetItem of a round's items, within its deadline.
+
+    DynamoDB being unavailable is returned (the round notes it, and its wait backs off); CircuitOpen is raised.
+    """
+    try:
+        with deadlines.within(seconds_left):
+            return parts.store.read_many(lock_ids)
+    except CircuitOpen:
+        raise
+    except DynamoDBUnavailable as unavailable:
+        return unavailable
 
 
 class PermitRound:
@@ -61,19 +76,14 @@ class PermitRound:
 
     def __init__(
         self,
+        parts: EngineParts,
+        acquirer: Acquirer,
         *,
         what: str,
         permit_ids: Sequence[LockId],
         options: AcquireOptions,
-        acquirer: Acquirer,
-        store: LockStore,
-        holdings: Holdings,
-        observations: Observations,
-        clock: Clock,
-        refresh_period: float,
         deadline: float | None,
         beyond: LockId,
-        layout: TableLayout,
         gate: LockId | None = None,
         jitter: Jitter = random.uniform,
         start: Callable[[int], int] = random.randrange,
@@ -88,16 +98,11 @@ class PermitRound:
         self._ids = list(permit_ids)
         self._beyond = beyond  # the key of permit N: an item there belongs to a set of more permits
         self._gate = gate
-        self._layout = layout
         # The gate as this round read it when it let the reader in, and whether it was free only by the takeover rule.
         self._gate_read: LockInfo | None = None
         self._gate_expired = False
         self._acquirer = acquirer
-        self._store = store
-        self._holdings = holdings
-        self._observations = observations
-        self._clock = clock
-        self._refresh_period = refresh_period
+        self._parts = parts
         self._jitter = jitter
         self._start = start
         self._plans: dict[LockId, Acquisition] = {lock_id: acquirer.plan(lock_id, deadline) for lock_id in self._ids}
@@ -114,16 +119,12 @@ class PermitRound:
         """
         self._rounds += 1
         retried, self._retry_now = self._retry_now, False
-        try:
-            with deadlines.within(self.seconds_left(self._clock.monotonic())):
-                found = self._store.read_many([*self._ids, self._beyond, *([self._gate] if self._gate else [])])
-        except CircuitOpen:
-            raise
-        except DynamoDBUnavailable as unavailable:
-            self.error = unavailable
+        lock_ids = [*self._ids, self._beyond, *([self._gate] if self._gate else [])]
+        found = read_set(self._parts, lock_ids, self.seconds_left(self._parts.clock.monotonic()))
+        self.error = found if isinstance(found, DynamoDBUnavailable) else None
+        if isinstance(found, DynamoDBUnavailable):
             return None
-        self.error = None
-        seen = Instant.read(self._clock)
+        seen = Instant.read(self._parts.clock)
         self._check_counts(found)
         if self._gate is not None and self._gate_closed(found[self._gate], seen):
             return None
@@ -131,7 +132,7 @@ class PermitRound:
         for lock_id in candidates:
             lease = self._acquirer.attempt_while_waiting(self._plans[lock_id], self.options)
             if lease is not None:
-                return self._checked_at_gate(lease)
+                return self._won(lease)
             plan = self._plans[lock_id]
             if plan.error is not None:
                 self.error = plan.error
@@ -155,8 +156,14 @@ class PermitRound:
         for plan in pending:
             lease = self._acquirer.attempt(plan, self.options)  # its condition accepts our lost write
             if lease is not None:
-                return self._checked_at_gate(lease)
+                return self._won(lease)
         return None
+
+    def _won(self, lease: Lease) -> Lease | None:
+        """A permit's lease, told its index (the single lock's grant knows nothing of permits); a reader's, if its
+        gate lets it in."""
+        record_of(lease).permit = self._ids.index(lease.lock_id)
+        return self._checked_at_gate(lease)
 
     def _check_counts(self, found: dict[LockId, LockInfo | None]) -> None:
         """Refuse a set whose items say another count: any of ours, or one past our last (a larger set's)."""
@@ -184,7 +191,7 @@ class PermitRound:
             current, plan = found[lock_id], self._plans[lock_id]
             if current is not None and not current.is_released:
                 self.holders.append(current)
-            if self._holdings.get(lock_id) is not None:
+            if self._parts.holdings.get(lock_id) is not None:
                 continue  # another thread of this client holds it: not ours to take
             plan.found(current, seen)
             if plan.unanswered:
@@ -196,15 +203,15 @@ class PermitRound:
     def _gate_closed(self, gate: LockInfo | None, seen: Instant) -> bool:
         """A writer holds the gate (or claims it): a reader does not write."""
         assert self._gate is not None
-        local = self._holdings.get(self._gate)
+        local = self._parts.holdings.get(self._gate)
         if local is not None:
             self.blocked_by = gate
             return True
         self._gate_read, self._gate_expired = gate, False
-        if gate is None or not self._observations.saw(self._gate, gate, seen):
+        if gate is None or not self._parts.observations.saw(self._gate, gate, seen):
             self.blocked_by = None
             return False
-        observation = self._observations.get(self._gate)
+        observation = self._parts.observations.get(self._gate)
         if observation is not None and observation.may_take_over(seen.monotonic):
             self.blocked_by, self._gate_expired = None, True
             return False  # its writer stopped renewing a lease ago: it keeps no reader out
@@ -219,19 +226,21 @@ class PermitRound:
         """
         if self._gate is None:
             return lease
-        if self._holdings.get(self._gate) is not None:  # a writer of this client came in meanwhile
+        if self._parts.holdings.get(self._gate) is not None:  # a writer of this client came in meanwhile
             self.blocked_by = None
             lease.release(best_effort=True)
             return None
-        stamp = Stamp.new(self.options.owner_name, self.options.lease_duration, self._clock)
-        mark = writes.reader_in(self._layout, self._gate, gate=self._gate_read, expired=self._gate_expired, stamp=stamp)
+        stamp = Stamp.new(self.options.owner_name, self.options.lease_duration, self._parts.clock)
+        mark = writes.reader_in(
+            self._parts.layout, self._gate, gate=self._gate_read, expired=self._gate_expired, stamp=stamp
+        )
         try:
-            with deadlines.within(self.seconds_left(self._clock.monotonic())):
-                self._store.update(mark)
+            with deadlines.within(self.seconds_left(self._parts.clock.monotonic())):
+                self._parts.store.update(mark)
         except Refused as refused:
             if refused.current is None:
                 return lease  # deleted since read: the grant that creates it again seeds a token and reads the readers
-            self._gate_closed(refused.current, Instant.read(self._clock))
+            self._gate_closed(refused.current, Instant.read(self._parts.clock))
             lease.release(best_effort=True)
             return None
         except DynamoDBUnavailable as unavailable:
@@ -243,23 +252,16 @@ class PermitRound:
     def delay(self, now: float) -> float | None:
         """Seconds to wait before the next round; None when the deadline has passed.
 
-        Backs off from :data:`.plan.FIRST_POLL_SECONDS` to ``refresh_period``, and wakes when a
+        Backs off by :func:`.backoff.backoff` up to ``refresh_period``, and wakes when a
         holder's version (or the writer's) will have stood for its lease.
         """
         if self._retry_now:
             return 0.0
-        delay = min(self._refresh_period, FIRST_POLL_SECONDS * 2.0 ** min(self._rounds, 30))
-        delay *= self._jitter(0.5, 1.0)
-        for lock_id in [*self._ids, *([self._gate] if self._gate else [])]:
-            observation = self._observations.get(lock_id)
-            if observation is not None and observation.takeover_at >= now:
-                delay = min(delay, observation.takeover_at - now + 0.001)
-        left = self.seconds_left(now)
-        if left is not None:
-            if left <= 0:
-                return None
-            delay = min(delay, left)
-        return delay
+        delay = backoff(self._rounds, cap=self._parts.refresh_period, jitter=self._jitter)
+        delay = until_takeover(
+            delay, self._parts.observations, [*self._ids, *([self._gate] if self._gate else [])], now
+        )
+        return within_deadline(delay, self.deadline, now)
 
     def gave_up(self, timeout: float | None) -> DynamoDBError | LockTimeout:
         if self.error is not None:
