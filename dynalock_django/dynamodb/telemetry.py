@@ -177,9 +177,9 @@ class _Acquire:
             self.span.set_status(trace.StatusCode.ERROR, f"{type(error).__name__}: {error}")
 
 
-def _target(request: Any) -> Any:
-    """What an acquiring call is about: its lock id, or a group's lock ids (a list)."""
-    return list(request.lock_ids) if request.many else request.lock_id
+def _target(request: Any, *, timeout: bool = False) -> Any:
+    """What an acquiring call is about (its lock id, or a group's lock ids, a list), or with ``timeout`` its timeout."""
+    return request.timeout if timeout else list(request.lock_ids) if request.many else request.lock_id
 
 
 def _start(name: str, target: Any) -> tuple[_Acquire, Any, contextvars.Token[bool]]:
@@ -222,7 +222,7 @@ def traced_acquire(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
                     raise
                 finally:
                     _in_operation.reset(token)
-                    acquire.end(result, error, args[1].timeout)
+                    acquire.end(result, error, _target(args[1], timeout=True))
                     scope.__exit__(None, None, None)
 
             return traced_coroutine  # type: ignore[return-value]
@@ -239,7 +239,7 @@ def traced_acquire(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
                 raise
             finally:
                 _in_operation.reset(token)
-                acquire.end(result, error, args[1].timeout)
+                acquire.end(result, error, _target(args[1], timeout=True))
                 scope.__exit__(None, None, None)
 
         return traced
