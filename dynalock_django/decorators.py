@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, TypeVar, cast
 
 from asgiref.sync import sync_to_async
@@ -29,6 +29,7 @@ from django.views import View
 from .contention import locked_response, wants_json
 from .exceptions import DynamoDBUnavailable, LockNotAcquired
 from .locks import KeyLock, lock_object
+from .sensitive_fields import Sensitive, declared, declared_by, union
 
 V = TypeVar("V", bound=Callable[..., Any])
 # Whether the request may use the object: asked before its lock is taken.
@@ -47,6 +48,7 @@ def requires_lock(
     purpose: str = "",
     status: int | None = None,
     check: Check | None = None,
+    sensitive: bool | Collection[str] = (),
 ) -> Callable[[V], V]:
     """Decorate a function view, or a class-based view (its ``dispatch``), sync or async.
 
@@ -55,13 +57,17 @@ def requires_lock(
     waits up to ``timeout`` seconds for the lock before answering 423.
     ``check(request, obj)`` is the view's access check, made before the lock
     is taken (a plain function, run in a thread for async views): False or
-    ``PermissionDenied`` answers 403, and no lock is taken.
+    ``PermissionDenied`` answers 403, and no lock is taken. ``sensitive``: the
+    fields of a POST the 423 page must not offer to send again (True: none is
+    offered), besides secret-looking names and the view's
+    ``sensitive_post_parameters``, above or below this decorator.
     """
     if check is not None and (not callable(check) or inspect.iscoroutinefunction(check)):
         raise TypeError(
             f"requires_lock: check= must be a plain function check(request, obj) -> bool, not {check!r}; "
             "it runs in a thread for async views, so it may use the ORM."
         )
+    marked = declared(sensitive)
 
     def lock_for(request: HttpRequest, kwargs: dict[str, Any]) -> tuple[KeyLock, models.Model]:
         value = _url_value(kwargs, url_kwarg or lookup)
@@ -74,8 +80,16 @@ def requires_lock(
 
     def decorate(view: V) -> V:
         if isinstance(view, type) and issubclass(view, View):
-            view.dispatch = decorate(view.dispatch)  # type: ignore[method-assign]
+            # The handlers' own sensitive_post_parameters (method_decorator on post) run after dispatch.
+            handlers = [getattr(view, method) for method in view.http_method_names if hasattr(view, method)]
+            marks = union(marked, *map(declared_by, handlers))
+            view.dispatch = decorated(view.dispatch, marks)  # type: ignore[method-assign]
             return cast(V, view)
+        return decorated(view, marked)
+
+    def decorated(view: V, marks: Sensitive) -> V:
+        # With a sensitive_post_parameters below this decorator, it has not run when the lock is refused.
+        sensitive = union(marks, declared_by(view))
         bound = _is_method(view)
         if inspect.iscoroutinefunction(view):
 
@@ -88,7 +102,9 @@ def requires_lock(
                         request.lock_lease = lease
                         return await view(*args, **kwargs)
                 except LockNotAcquired as refused:  # who may be told reads permissions: the ORM, in a thread
-                    return await sync_to_async(locked_response)(request, refused.holder, status, instance=instance)
+                    return await sync_to_async(locked_response)(
+                        request, refused.holder, status, instance=instance, sensitive=sensitive
+                    )
                 except DynamoDBUnavailable as unavailable:
                     return unavailable_response(request, unavailable)
 
@@ -103,7 +119,7 @@ def requires_lock(
                     request.lock_lease = lease
                     return view(*args, **kwargs)
             except LockNotAcquired as refused:
-                return locked_response(request, refused.holder, status, instance=instance)
+                return locked_response(request, refused.holder, status, instance=instance, sensitive=sensitive)
             except DynamoDBUnavailable as unavailable:
                 return unavailable_response(request, unavailable)
 
