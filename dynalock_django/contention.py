@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
@@ -30,6 +30,7 @@ from django.utils.http import escape_leading_slashes, url_has_allowed_host_and_s
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
+from .client import wall_now
 from .conf import dynalock_settings
 from .dynamodb import LockInfo
 from .live_lock_rows import holder_label
@@ -85,7 +86,7 @@ def locked_response(
     request came from no page of this site. ``sensitive``: the fields of a POST the view
     marks, besides the request's ``sensitive_post_parameters`` (:mod:`.sensitive_fields`).
     """
-    now = datetime.now(UTC)
+    now = wall_now()
     retry_after = retry_seconds(holder, now)
     told = told_holder(request, holder)
     status = status or dynalock_settings.CONTENTION_STATUS

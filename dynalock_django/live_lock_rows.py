@@ -10,7 +10,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib import admin
@@ -20,6 +20,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.text import capfirst
 from django.utils.translation import gettext as _
 
+from .client import wall_now
 from .conf import dynalock_settings
 from .dynamodb import MAX_PERMITS, MAX_READERS, InvalidLockRequest, LockClient, LockInfo, PermitHolder, ScanPage
 from .keys import ParsedKey, model_label, parse_key
@@ -70,7 +71,7 @@ class LockRow:
         if self.state != "held" or self.lock.renewed_at is None:
             return None
         ends = _later(self.lock.renewed_at, self.lock.lease_duration)
-        return None if ends is None else max(0.0, (ends - datetime.now(UTC)).total_seconds())
+        return None if ends is None else max(0.0, (ends - wall_now()).total_seconds())
 
 
 def holder_label(lock: LockInfo, *, shows_hosts: bool) -> str:
@@ -213,7 +214,7 @@ def _state(lock: LockInfo) -> str:
     if renewed is None:
         return "held"
     dead_after = _later(renewed, lock.lease_duration, DEAD_AFTER.total_seconds())
-    return "dead" if dead_after is not None and dead_after < datetime.now(UTC) else "held"
+    return "dead" if dead_after is not None and dead_after < wall_now() else "held"
 
 
 def _later(moment: datetime, *seconds: float) -> datetime | None:

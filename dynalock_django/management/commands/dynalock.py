@@ -14,13 +14,13 @@ import os
 import shutil
 import socket
 import sys
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from django.apps import apps
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ...client import get_client
+from ...client import get_client, wall_now
 from ...conf import dynalock_settings
 from ...dynamodb import (
     TTL_UNAVAILABLE,
@@ -346,5 +346,5 @@ def _as_dict(row: LockRow) -> dict[str, Any]:
 def _age(since: datetime | None) -> str:
     if since is None:
         return "?"
-    seconds = max(0, int((datetime.now(UTC) - since).total_seconds()))
+    seconds = max(0, int((wall_now() - since).total_seconds()))
     return f"{seconds // 3600}h{seconds % 3600 // 60:02}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02}s"
