@@ -35,13 +35,27 @@ from ...keys import key_for_model, model_label
 from ...leader import EXIT_LEASE_LOST, run_while_leader
 from ...live_lock_rows import LockRow, describe_rows, read_counted, read_page
 from ...supervised import command_input
+from ..command_line import DjangoOption, SubcommandParser, accept_django_options
 
 
 class Command(BaseCommand):
     help = "Manage the DynamoDB lock table and its locks. `manage.py dynalock SUBCOMMAND --help` for each."
 
+    def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
+        self.django_options: list[DjangoOption] = []  # what add_base_argument adds, for the sub-commands too
+        return super().create_parser(prog_name, subcommand, **kwargs)
+
+    def add_base_argument(self, parser: CommandParser, *args: Any, **kwargs: Any) -> None:
+        super().add_base_argument(parser, *args, **kwargs)
+        if kwargs.get("action") != "version":
+            self.django_options.append((args, kwargs))
+
     def add_arguments(self, parser: CommandParser) -> None:
-        commands = parser.add_subparsers(title="sub-commands", dest="subcommand", required=True)
+        if self.requires_system_checks:  # Django adds it with add_argument, not add_base_argument
+            self.django_options.append((("--skip-checks",), {"action": "store_true"}))
+        commands = parser.add_subparsers(
+            title="sub-commands", dest="subcommand", required=True, parser_class=SubcommandParser
+        )
 
         create = commands.add_parser(
             "createtable", help="Create the lock table (idempotent), wait until ACTIVE, enable TTL where available."
@@ -86,11 +100,11 @@ class Command(BaseCommand):
         listing.set_defaults(method=self.list_locks)
 
         show = commands.add_parser("show", help="One lock: `show KEY` or `show APP.MODEL PK`.")
-        show.add_argument("target", nargs="+", metavar="KEY | APP.MODEL PK")
         show.set_defaults(method=self.show)
 
-        release = commands.add_parser("release", help="Force-release someone else's lock (recorded as yours).")
-        release.add_argument("key")
+        release = commands.add_parser(
+            "release", help="Force-release someone else's lock (recorded as yours): `release KEY` or `APP.MODEL PK`."
+        )
         release.add_argument("--force", action="store_true", help="Required: you are taking someone's lock away.")
         release.add_argument("--yes", action="store_true", help="Do not ask for confirmation.")
         release.add_argument("--by", default=None, help="Who releases it (default: your login @ this host).")
@@ -111,6 +125,11 @@ class Command(BaseCommand):
         )
         run.add_argument("command", nargs="+", help="The command (after --).")
         run.set_defaults(method=self.run)
+        for one_lock in (show, release):
+            one_lock.add_argument("key", metavar="KEY | APP.MODEL", help="A lock's key, or a model's label.")
+            one_lock.add_argument("pk", nargs="?", metavar="PK", help="After APP.MODEL: the row's primary key.")
+        for subparser in commands.choices.values():
+            accept_django_options(subparser, self.django_options)
 
     def handle(self, *args: Any, method: Any, **options: Any) -> None:
         try:
@@ -213,13 +232,8 @@ class Command(BaseCommand):
         if not as_json:
             self.stdout.write(f"{count} lock(s)")
 
-    def show(self, *, target: list[str], **_: Any) -> None:
-        if len(target) == 2:
-            key = key_for_model(_model(target[0]), target[1])
-        elif len(target) == 1:
-            key = target[0]
-        else:
-            raise CommandError("show takes a KEY, or APP.MODEL and PK.")
+    def show(self, *, key: str, pk: str | None, **_: Any) -> None:
+        key = _lock_key(key, pk)
         lock = get_client().get(key)
         counted = read_counted(get_client(), key)
         if lock is None and not counted.permits and not counted.readers:
@@ -242,7 +256,8 @@ class Command(BaseCommand):
             cells = [described[name] for name in ("holder", "age", "lease", "token", "state")]
             self.stdout.write(f"{f'{label} {holder.permit}':>10}  {'  '.join(_for_people(cell) for cell in cells)}")
 
-    def release(self, *, key: str, force: bool, yes: bool, by: str | None, **_: Any) -> None:
+    def release(self, *, key: str, pk: str | None, force: bool, yes: bool, by: str | None, **_: Any) -> None:
+        key = _lock_key(key, pk)
         if not force:
             raise CommandError("release takes a lock away from its holder: add --force if that is what you want.")
         client = get_client()
@@ -304,6 +319,11 @@ def _not_runnable(program: str) -> str:
     if os.sep in program:
         return "no such file" if not os.path.exists(program) else "not an executable file"
     return "not found on PATH"
+
+
+def _lock_key(key_or_model: str, pk: str | None) -> str:
+    """The lock's key from ``KEY``, or from ``APP.MODEL PK`` as ``lock_object`` makes it."""
+    return key_or_model if pk is None else key_for_model(_model(key_or_model), pk)
 
 
 def _model(label: str) -> Any:
