@@ -10,7 +10,7 @@ DEMO_STAMP := $(VENV)/.installed-demo
 NODE_STAMP := node_modules/.package-lock.json
 PYTEST_ARGS ?=
 
-.PHONY: test test-fast lint docs docs-serve demo bench chaos clean screenshots
+.PHONY: test test-fast lint docs docs-serve demo bench chaos clean screenshots dist
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -114,5 +114,12 @@ screenshots: $(STAMP)
 	# the hashes of the sources these pictures were taken from (tests/test_screenshot_sources.py)
 	$(BIN)/python -m tests.screenshot_sources update $$(cd docs/images && ls *-django5.png *-django6.png)
 
+## The sdist and the wheel into dist/, checked as PyPI checks them; what `pip install ".../dist/<wheel>[local]"` takes.
+## (CI builds and checks them in tests/installed/, with the installed wheel's tests.)
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+	$(BIN)/twine check --strict dist/*
+
 clean:
-	rm -rf $(VENV) site .mypy_cache .ruff_cache .pytest_cache node_modules .import_linter_cache .coverage .coverage.*
+	rm -rf $(VENV) dist site .mypy_cache .ruff_cache .pytest_cache node_modules .import_linter_cache .coverage .coverage.*
