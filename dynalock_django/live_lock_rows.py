@@ -93,13 +93,14 @@ def holder_label(lock: LockInfo, *, shows_hosts: bool) -> str:
 
 @dataclass
 class LockRowPage:
-    """One Scan request's rows, and how many of each state it read."""
+    """One Scan request's rows, how many of each state are shown, and how many it read but does not show."""
 
     rows: list[LockRow]
     next_cursor: str | None
     counts: collections.Counter[str] = field(default_factory=collections.Counter)
     # Read from the live-locks index (held locks only); False: a scan of the whole table.
     from_index: bool = False
+    hidden: int = 0  # dead or released without show_all, another holder's with a holder filter
 
 
 def load_page(
@@ -135,11 +136,13 @@ def load_page(
         other_clients=other_clients,
     )
     rows = [describe(lock) for lock in page.locks]
-    counts = collections.Counter(row.state for row in rows)
     visible = [row for row in rows if show_all or row.state in ("held", "malformed")]
     if holder:
         visible = [row for row in visible if row.holder == holder]
-    return LockRowPage(with_objects(visible, admin_site, may_view), page.cursor, counts, page.from_index)
+    # The footer counts the rows above it: "1 held, 1 whose holder is gone" stood above one row.
+    counts = collections.Counter(row.state for row in visible)
+    shown = with_objects(visible, admin_site, may_view)
+    return LockRowPage(shown, page.cursor, counts, page.from_index, hidden=len(rows) - len(visible))
 
 
 def read_page(
