@@ -10,7 +10,7 @@ DEMO_STAMP := $(VENV)/.installed-demo
 NODE_STAMP := node_modules/.package-lock.json
 PYTEST_ARGS ?=
 
-.PHONY: test test-fast lint docs docs-serve demo bench chaos clean screenshots
+.PHONY: test test-fast lint docs docs-serve demo bench chaos clean screenshots dist
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,16 +34,16 @@ $(NODE_STAMP): package.json package-lock.json
 ## DynamoDB endpoints for the stores and processes tiers: moto, dynalite and DynamoDB Local), in random order
 ## (pytest-randomly; -p no:randomly for the file order), measuring coverage of dynalock_django: it fails under the
 ## [tool.coverage.report] fail_under of pyproject.toml. On Python 3.12+ coverage measures through sys.monitoring: a
-## fraction of its C tracer's cost (3.11 has only the tracer); COVERAGE_CORE, set, chooses. LINT= leaves out the lint
+## fraction of its C tracer's cost (3.11 has only the tracer); COVERAGE_CORE, set, chooses. CHECKS= leaves out the lint
 ## (CI lints on one leg only), and the documentation site's strict build with it. No test is rerun.
-LINT ?= lint docs
+CHECKS ?= lint docs
 ## First the tiers that run in this process on the in-process store (unit, protocol, django), on every core; then,
 ## one at a time, the tiers that start servers, browsers and processes; one coverage report for both.
 ## TEST_PARTS=in-process or TEST_PARTS=servers runs one of the two (CI runs them so); IN_PROCESS_WORKERS, the first's cores.
 IN_PROCESS_TIERS = (unit or protocol or django) and not slow
 TEST_PARTS ?= in-process servers
 IN_PROCESS_WORKERS ?= auto
-test: $(LINT) $(STAMP) $(NODE_STAMP)
+test: $(CHECKS) $(STAMP) $(NODE_STAMP)
 	export COVERAGE_CORE="$${COVERAGE_CORE:-$$($(BIN)/python -c 'import sys; print("sysmon" if sys.version_info >= (3, 12) else "ctrace")')}"; \
 	status=0; \
 	case " $(TEST_PARTS) " in *" in-process "*) \
@@ -114,5 +114,12 @@ screenshots: $(STAMP)
 	# the hashes of the sources these pictures were taken from (tests/test_screenshot_sources.py)
 	$(BIN)/python -m tests.screenshot_sources update $$(cd docs/images && ls *-django5.png *-django6.png)
 
+## The sdist and the wheel into dist/, checked as PyPI checks them; what `pip install ".../dist/<wheel>[local]"` takes.
+## (CI builds and checks them in tests/installed/, with the installed wheel's tests.)
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+	$(BIN)/twine check --strict dist/*
+
 clean:
-	rm -rf $(VENV) site .mypy_cache .ruff_cache .pytest_cache node_modules .import_linter_cache .coverage .coverage.*
+	rm -rf $(VENV) dist site .mypy_cache .ruff_cache .pytest_cache node_modules .import_linter_cache .coverage .coverage.*

@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on 
     from .locks import lock_object as lock_object
     from .locks import lock_objects as lock_objects
 
-__version__ = "0.1.0.dev0"
+__version__ = "0.1.0"
 
 # name -> module that defines it
 _LAZY: dict[str, str] = {

@@ -12,6 +12,7 @@ import atexit
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from django.core.signals import setting_changed
@@ -47,6 +48,15 @@ def get_client() -> LockClient:
         if _client is None:
             _client = build_client(get_dynamodb)
         return _client
+
+
+def wall_now() -> datetime:
+    """Now by the lock client's wall clock: what pages and the command compare the items' timestamps with.
+
+    The machine's clock in production; under ``locks_in_memory()`` the virtual clock that stamped
+    the items, so a test reads what production shows (a live lock as live, its ``Retry-After``).
+    """
+    return datetime.fromtimestamp(get_client().clock.time(), UTC)
 
 
 def build_client(

@@ -15,9 +15,8 @@ to send the form's fields again, with a fresh CSRF token.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
@@ -27,15 +26,17 @@ from django.http.request import RawPostDataException
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch
 from django.utils import timezone
-from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.http import escape_leading_slashes, url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
+from .client import wall_now
 from .conf import dynalock_settings
 from .dynamodb import LockInfo
 from .live_lock_rows import holder_label
 from .models import VIEW_LOCK_PERMISSION
 from .payload import LockData
+from .sensitive_fields import ALL, Sensitive, echoable, union
 
 TEMPLATE = "dynalock_django/locked.html"
 # A day: an item can claim a lease of millions of years, and no client should be told to wait that long.
@@ -45,8 +46,6 @@ ACTIVITIES = {"edit": gettext_lazy("editing it")}
 # The form's own CSRF field: the page renders a fresh one.
 CSRF_FIELD = "csrfmiddlewaretoken"
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
-# Fields never echoed into a page (it may be cached, shown over a shoulder, saved): typed again instead.
-SECRET_FIELD = re.compile(r"pass|secret|token|otp|pin$|cvc|cvv|card|iban|ssn", re.IGNORECASE)
 NO_RESUBMISSION: dict[str, Any] = {
     "resubmit": False,
     "resubmit_fields": [],
@@ -79,13 +78,15 @@ def locked_response(
     status: int | None = None,
     *,
     instance: models.Model | None = None,
+    sensitive: Sensitive = frozenset(),
 ) -> HttpResponse:
     """The answer to a request for a locked object: who holds it (to those who may know) and when to retry.
 
     ``instance`` is the locked object, when known: its page is the way back when the
-    request came from no page of this site.
+    request came from no page of this site. ``sensitive``: the fields of a POST the view
+    marks, besides the request's ``sensitive_post_parameters`` (:mod:`.sensitive_fields`).
     """
-    now = datetime.now(UTC)
+    now = wall_now()
     retry_after = retry_seconds(holder, now)
     told = told_holder(request, holder)
     status = status or dynalock_settings.CONTENTION_STATUS
@@ -105,8 +106,9 @@ def locked_response(
             "retry_in": duration_words(retry_after),
             "object": instance,
             "back_url": back_url(request, instance),
-            "retry_url": request.get_full_path() if request.method in ("GET", "HEAD") else None,
-            **resubmission(request),
+            # A path of "//host/..." (a catch-all route) links to another site: escaped as Django's redirects do.
+            "retry_url": escape_leading_slashes(request.get_full_path()) if request.method in ("GET", "HEAD") else None,
+            **resubmission(request, sensitive),
         }
         response = TemplateResponse(request, TEMPLATE, context, status=status)
     response["Retry-After"] = str(retry_after)
@@ -168,28 +170,28 @@ def back_url(request: HttpRequest, instance: models.Model | None) -> str | None:
         return None
 
 
-def resubmission(request: HttpRequest) -> dict[str, Any]:
+def resubmission(request: HttpRequest, sensitive: Sensitive = frozenset()) -> dict[str, Any]:
     """What a form's POST needs to be sent again: its fields (not its files, which a page cannot hold).
 
     Only for a signed-in user's POST that passed Django's CSRF check: the page's fresh token would
     otherwise turn a cross-site POST (or one to a ``csrf_exempt`` view) into a same-site one, a click
-    away. Secret-looking fields (passwords, tokens, card numbers) and Django's
-    ``sensitive_post_parameters`` are left out, to be typed again.
+    away. Secret-looking fields (passwords, keys, tokens, card numbers), ``sensitive`` and
+    Django's ``sensitive_post_parameters`` are left out, to be typed again.
     """
     if request.method != "POST" or request.content_type not in FORM_TYPES:
         return NO_RESUBMISSION
     user = getattr(request, "user", None)
     if not getattr(request, "csrf_processing_done", False) or user is None or not user.is_authenticated:
         return NO_RESUBMISSION
-    sensitive = getattr(request, "sensitive_post_parameters", None) or ()
-    if sensitive == "__ALL__":
+    sensitive = union(sensitive, getattr(request, "sensitive_post_parameters", None))
+    if sensitive == ALL:
         return NO_RESUBMISSION
     try:
         typed = [(name, value) for name, values in request.POST.lists() if name != CSRF_FIELD for value in values]
         files_dropped = bool(request.FILES)
     except (RawPostDataException, RequestDataTooBig, SuspiciousOperation):  # read as a stream, or refused
         return NO_RESUBMISSION
-    fields = [(name, value) for name, value in typed if name not in sensitive and not SECRET_FIELD.search(name)]
+    fields = [(name, value) for name, value in typed if echoable(name, sensitive)]
     return {
         "resubmit": True,
         "resubmit_fields": fields,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, TypeVar, cast
 
 from asgiref.sync import sync_to_async
@@ -29,6 +29,7 @@ from django.views import View
 from .contention import locked_response, wants_json
 from .exceptions import DynamoDBUnavailable, LockNotAcquired
 from .locks import KeyLock, lock_object
+from .sensitive_fields import Sensitive, declared, declared_by, union
 
 V = TypeVar("V", bound=Callable[..., Any])
 # Whether the request may use the object: asked before its lock is taken.
@@ -48,6 +49,7 @@ def requires_lock(
     status: int | None = None,
     check: Check | None = None,
     reentrant: bool = False,
+    sensitive: bool | Collection[str] = (),
 ) -> Callable[[V], V]:
     """Decorate a function view, or a class-based view (its ``dispatch``), sync or async.
 
@@ -59,13 +61,17 @@ def requires_lock(
     ``PermissionDenied`` answers 403, and no lock is taken. ``reentrant=True``:
     a view called by code already holding the object's lock in the same thread
     or task shares that hold (see ``lock_object``); without it, such a call is
-    refused at once (WouldDeadlock, a ``LockTimeout``: 423).
+    refused at once (WouldDeadlock, a ``LockTimeout``: 423). ``sensitive``: the
+    fields of a POST the 423 page must not offer to send again (True: none is
+    offered), besides secret-looking names and the view's
+    ``sensitive_post_parameters``, above or below this decorator.
     """
     if check is not None and (not callable(check) or inspect.iscoroutinefunction(check)):
         raise TypeError(
             f"requires_lock: check= must be a plain function check(request, obj) -> bool, not {check!r}; "
             "it runs in a thread for async views, so it may use the ORM."
         )
+    marked = declared(sensitive)
 
     def lock_for(request: HttpRequest, kwargs: dict[str, Any]) -> tuple[KeyLock, models.Model]:
         value = _url_value(kwargs, url_kwarg or lookup)
@@ -85,8 +91,16 @@ def requires_lock(
 
     def decorate(view: V) -> V:
         if isinstance(view, type) and issubclass(view, View):
-            view.dispatch = decorate(view.dispatch)  # type: ignore[method-assign]
+            # The handlers' own sensitive_post_parameters (method_decorator on post) run after dispatch.
+            handlers = [getattr(view, method) for method in view.http_method_names if hasattr(view, method)]
+            marks = union(marked, *map(declared_by, handlers))
+            view.dispatch = decorated(view.dispatch, marks)  # type: ignore[method-assign]
             return cast(V, view)
+        return decorated(view, marked)
+
+    def decorated(view: V, marks: Sensitive) -> V:
+        # With a sensitive_post_parameters below this decorator, it has not run when the lock is refused.
+        sensitive = union(marks, declared_by(view))
         bound = _is_method(view)
         if inspect.iscoroutinefunction(view):
 
@@ -99,7 +113,9 @@ def requires_lock(
                         request.lock_lease = lease
                         return await view(*args, **kwargs)
                 except LockNotAcquired as refused:  # who may be told reads permissions: the ORM, in a thread
-                    return await sync_to_async(locked_response)(request, refused.holder, status, instance=instance)
+                    return await sync_to_async(locked_response)(
+                        request, refused.holder, status, instance=instance, sensitive=sensitive
+                    )
                 except DynamoDBUnavailable as unavailable:
                     return unavailable_response(request, unavailable)
 
@@ -114,7 +130,7 @@ def requires_lock(
                     request.lock_lease = lease
                     return view(*args, **kwargs)
             except LockNotAcquired as refused:
-                return locked_response(request, refused.holder, status, instance=instance)
+                return locked_response(request, refused.holder, status, instance=instance, sensitive=sensitive)
             except DynamoDBUnavailable as unavailable:
                 return unavailable_response(request, unavailable)
 

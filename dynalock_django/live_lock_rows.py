@@ -10,7 +10,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib import admin
@@ -20,6 +20,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.text import capfirst
 from django.utils.translation import gettext as _
 
+from .client import wall_now
 from .conf import dynalock_settings
 from .dynamodb import MAX_PERMITS, MAX_READERS, InvalidLockRequest, LockClient, LockInfo, PermitHolder, ScanPage
 from .key_scope import in_current_scope, key_head
@@ -71,7 +72,7 @@ class LockRow:
         if self.state != "held" or self.lock.renewed_at is None:
             return None
         ends = _later(self.lock.renewed_at, self.lock.lease_duration)
-        return None if ends is None else max(0.0, (ends - datetime.now(UTC)).total_seconds())
+        return None if ends is None else max(0.0, (ends - wall_now()).total_seconds())
 
 
 def holder_label(lock: LockInfo, *, shows_hosts: bool) -> str:
@@ -93,13 +94,14 @@ def holder_label(lock: LockInfo, *, shows_hosts: bool) -> str:
 
 @dataclass
 class LockRowPage:
-    """One Scan request's rows, and how many of each state it read."""
+    """One Scan request's rows, how many of each state are shown, and how many it read but does not show."""
 
     rows: list[LockRow]
     next_cursor: str | None
     counts: collections.Counter[str] = field(default_factory=collections.Counter)
     # Read from the live-locks index (held locks only); False: a scan of the whole table.
     from_index: bool = False
+    hidden: int = 0  # dead or released without show_all, another holder's with a holder filter
 
 
 def load_page(
@@ -138,11 +140,13 @@ def load_page(
     )
     # The public schema's prefix is every tenant's too: their scoped keys are left out here.
     rows = [describe(lock) for lock in page.locks if show_all_keys or in_current_scope(lock.key)]
-    counts = collections.Counter(row.state for row in rows)
     visible = [row for row in rows if show_all or row.state in ("held", "malformed")]
     if holder:
         visible = [row for row in visible if row.holder == holder]
-    return LockRowPage(with_objects(visible, admin_site, may_view), page.cursor, counts, page.from_index)
+    # The footer counts the rows above it: "1 held, 1 whose holder is gone" stood above one row.
+    counts = collections.Counter(row.state for row in visible)
+    shown = with_objects(visible, admin_site, may_view)
+    return LockRowPage(shown, page.cursor, counts, page.from_index, hidden=len(rows) - len(visible))
 
 
 def read_page(
@@ -217,7 +221,7 @@ def _state(lock: LockInfo) -> str:
     if renewed is None:
         return "held"
     dead_after = _later(renewed, lock.lease_duration, DEAD_AFTER.total_seconds())
-    return "dead" if dead_after is not None and dead_after < datetime.now(UTC) else "held"
+    return "dead" if dead_after is not None and dead_after < wall_now() else "held"
 
 
 def _later(moment: datetime, *seconds: float) -> datetime | None:

@@ -30,6 +30,7 @@ import atexit
 import logging
 import os
 import threading
+import time
 import uuid
 import warnings
 from collections.abc import Iterator
@@ -112,7 +113,8 @@ class LocksInMemory:
     """What :func:`locks_in_memory` yields: an in-process lock table, its clock, its faults and its clients."""
 
     def __init__(self, table_name: str) -> None:
-        self.clock = VirtualClock()
+        # Its wall clock starts at the machine's now: the items' stamps read as today's (pages compare with it).
+        self.clock = VirtualClock(wall=time.time())
         self.store = InMemoryDynamoDB(self.clock)
         self.faults: Faults = self.store.faults
         self.table_name = table_name

@@ -54,6 +54,24 @@ def test_every_python_block_of_the_installation_is_valid_python():
         ast.parse(block)
 
 
+def test_the_models_of_the_installation_name_their_rows():
+    """Without ``__str__`` the admin, the live-locks page and the 423 page say "Customer object (1)"."""
+    tree = ast.parse(readme.python_block("models.py"))
+    models = [node for node in tree.body if isinstance(node, ast.ClassDef)]
+    assert models
+    for model in models:
+        assert "__str__" in {node.name for node in model.body if isinstance(node, ast.FunctionDef)}, model.name
+
+
+def test_the_two_commands_stay_two_commands_and_a_few_lines():
+    """A newcomer reads how to start; what the suite checks and what CI runs is in tests/README.md."""
+    (block,) = readme.section_blocks("Two commands")
+    assert [line.split()[:2] for line in block.text.splitlines()] == [["make", "demo"], ["make", "test"]]
+    section = readme.README.read_text().split("\n## Two commands\n", 1)[1].split("\n## ", 1)[0]
+    prose = [line for line in section.split("```")[-1].splitlines() if line.strip()]
+    assert len(prose) <= 6, "the CI detail belongs in tests/README.md"
+
+
 # ---------------------------------------------------------------- the lock_object example: the safe pattern
 
 EXAMPLE = "services.py"

@@ -11,7 +11,6 @@ live-locks page filtered on that key.
 from __future__ import annotations
 
 import functools
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -28,7 +27,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_safe
 
-from ..client import get_client
+from ..client import get_client, wall_now
 from ..conf import dynalock_settings
 from ..dynamodb import DynalockError, DynamoDBError, InvalidLockRequest, LockInfo, LockNotAcquired
 from ..key_scope import in_current_scope, key_head
@@ -169,7 +168,7 @@ class LiveLocksAdmin(_ModelAdmin):
                 "title": title,
                 "row": row,
                 "activity": activity(row),
-                "taken_at": clock(row.lock.acquired_at, datetime.now(UTC)) if row.lock.acquired_at else "",
+                "taken_at": clock(row.lock.acquired_at, wall_now()) if row.lock.acquired_at else "",
                 "holding": _holding(lock),
             }
             return TemplateResponse(request, "admin/dynalock_django/live_locks/release_confirmation.html", context)

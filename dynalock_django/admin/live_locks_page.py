@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import collections
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -23,6 +23,7 @@ from django.utils import dateformat, timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from ..client import wall_now
 from ..live_lock_rows import LockRow, ModelFilter, admin_change_url
 
 HELD_FOR = "held"  # the ``o`` parameter: longest held first; "-held" shortest first
@@ -135,7 +136,7 @@ def page_rows(
 
     Holders link to their users for viewers who ``may_view`` users in this admin.
     """
-    now = datetime.now(UTC)
+    now = wall_now()
     user_model = get_user_model()
     links_users = may_view(user_model)
 

@@ -13,7 +13,7 @@ from dynalock_django.client import get_client
 from dynalock_django.keys import key_for_instance
 from dynalock_django.payload import LockData
 from dynalock_django.testing import locks_in_memory
-from testproject.desk.models import Customer
+from testproject.desk.models import Customer, Note
 from testproject.desk.views import NOTE_WAIT_SECONDS
 
 pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
@@ -79,6 +79,7 @@ def test_demo_setup_seeds_customers_and_staff(dynalock, django_user_model):
         "carol",
     }
     assert django_user_model.objects.get(username="alice").check_password("alice-demo")
+    assert not Note.objects.filter(author=None).exists()  # the page names every note's author, not "?"
 
 
 # ---------------------------------------------------------------- a colleague, and DynamoDB not answering

@@ -15,9 +15,12 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.http import HttpResponse
 from django.test import Client, override_settings
-from django.urls import include, path
+from django.urls import include, path, re_path
 from django.utils import dateformat, formats, timezone
+from django.utils.decorators import method_decorator
+from django.views import View
 from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.debug import sensitive_post_parameters
 
 from dynalock_django import requires_lock
 from dynalock_django.client import get_client
@@ -208,3 +211,82 @@ def test_no_fresh_csrf_token_for_a_post_that_did_not_pass_the_csrf_check_or_is_a
         assert page.status_code == 423
         assert "Send my changes again" not in page.content.decode()
         assert "csrfmiddlewaretoken" not in page.content.decode()
+
+
+@requires_lock(Customer)
+@sensitive_post_parameters("pet_name")
+def lock_above_sensitive(request, pk):
+    return HttpResponse("saved")
+
+
+@sensitive_post_parameters("pet_name")
+@requires_lock(Customer)
+def sensitive_above_lock(request, pk):
+    return HttpResponse("saved")
+
+
+@requires_lock(Customer, sensitive=["pet_name"])
+def lock_told_sensitive(request, pk):
+    return HttpResponse("saved")
+
+
+@requires_lock(Customer)
+class SensitiveHandler(View):
+    @method_decorator(sensitive_post_parameters("pet_name"))
+    def post(self, request, pk):
+        return HttpResponse("saved")
+
+
+@requires_lock(Customer)
+@sensitive_post_parameters()
+async def all_sensitive(request, pk):
+    return HttpResponse("saved")
+
+
+urlpatterns += [
+    path("customers/<int:pk>/lock-above/", lock_above_sensitive),
+    path("customers/<int:pk>/sensitive-above/", sensitive_above_lock),
+    path("customers/<int:pk>/told/", lock_told_sensitive),
+    path("customers/<int:pk>/handler/", SensitiveHandler.as_view()),
+    path("customers/<int:pk>/all-sensitive/", all_sensitive),
+]
+
+
+@pytest.mark.parametrize("view", ["lock-above", "sensitive-above", "told", "handler"])
+def test_fields_the_view_marks_sensitive_are_not_echoed_whatever_the_decorators_order(mia, customer, view):
+    held_for(customer, lease_s=600, renewed_s_ago=0)
+    page = mia.post(f"/customers/{customer.pk}/{view}/", with_token({"name": "Acme", "pet_name": "Rex"}))
+    assert page.status_code == 423
+    assert "Rex" not in page.content.decode()
+    assert [field for field in parsed(page).hidden if field[0] != "csrfmiddlewaretoken"] == [("name", "Acme")]
+
+
+def test_a_view_whose_every_field_is_sensitive_offers_nothing_to_send_again(mia, customer):
+    held_for(customer, lease_s=600, renewed_s_ago=0)
+    page = mia.post(f"/customers/{customer.pk}/all-sensitive/", with_token({"name": "Acme"}))
+    assert page.status_code == 423
+    assert "Acme" not in page.content.decode()
+    assert "Send my changes again" not in page.content.decode()
+
+
+def test_keys_recovery_codes_and_security_answers_are_not_echoed(mia, customer):
+    held_for(customer, lease_s=600, renewed_s_ago=0)
+    typed = {"api_key": "k1", "private_key": "k2", "recovery_code": "c3", "security_answer": "a4", "name": "Acme"}
+    page = mia.post(f"/customers/{customer.pk}/rename/", with_token(typed))
+    assert [field for field in parsed(page).hidden if field[0] != "csrfmiddlewaretoken"] == [("name", "Acme")]
+
+
+def test_sensitive_takes_a_list_of_names_not_one_string():
+    with pytest.raises(TypeError, match=r"sensitive=\['api_key'\]"):
+        requires_lock(Customer, sensitive="pet_name")
+
+
+urlpatterns.append(re_path(r"^.*?(?P<pk>\d+)/$", rename))  # a catch-all route, as a site's last one may be
+
+
+def test_try_again_stays_on_this_site_for_a_path_that_starts_with_two_slashes(mia, customer):
+    held_for(customer, lease_s=600, renewed_s_ago=0)
+    page = mia.get("/", PATH_INFO=f"//evil.example/{customer.pk}/")
+    assert page.status_code == 423
+    assert f"/%2Fevil.example/{customer.pk}/" in parsed(page).links
+    assert not any(link.startswith("//") for link in parsed(page).links)

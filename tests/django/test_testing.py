@@ -18,6 +18,7 @@ from typing import ClassVar
 from django.conf import settings
 from django.test import SimpleTestCase
 
+import dynalock_django
 from dynalock_django import lock_key
 from dynalock_django.client import get_client
 from dynalock_django.testing import ENDPOINT_ENV, DynalockTestMixin, local_endpoint_url, lock_table
@@ -70,9 +71,27 @@ def test_the_pytest_fixture_points_dynalock_at_a_fresh_table(dynalock_table):
 
 USER_SETTINGS = """
 SECRET_KEY = "x"
-INSTALLED_APPS = ["django.contrib.contenttypes", "django.contrib.auth", "dynalock_django"]
+INSTALLED_APPS = ["django.contrib.contenttypes", "django.contrib.auth", "dynalock_django", "customers"]
+ROOT_URLCONF = "customers.urls"
+TEMPLATES = [{"BACKEND": "django.template.backends.django.DjangoTemplates", "APP_DIRS": True}]  # startproject's
 DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
 USE_TZ = True
+"""
+
+# The app the docs' view example belongs to: its model and its URL.
+CUSTOMER_MODEL = """
+from django.db import models
+
+
+class Customer(models.Model):
+    name = models.CharField(max_length=100)
+"""
+CUSTOMER_URLS = """
+from django.urls import path
+
+from . import views
+
+urlpatterns = [path("customers/<int:pk>/rename/", views.rename)]
 """
 
 USER_TESTS = """
@@ -109,7 +128,7 @@ def docs_example(containing: str) -> str:
 
 def in_memory_example() -> str:
     """The test docs/django/testing.md shows first (its in-memory example)."""
-    return docs_example("dynalock_in_memory")
+    return docs_example("def test_a_dead_workers_lock_is_taken_over_a_lease_later")
 
 
 def mixin_example() -> str:
@@ -117,15 +136,33 @@ def mixin_example() -> str:
     return docs_example("class EditTests(DynalockTestMixin")
 
 
+def view_examples() -> tuple[str, str]:
+    """The docs' first test, of a view answering 423: the view, and the test."""
+    return docs_example("# customers/views.py"), docs_example("# customers/test_views.py")
+
+
 def test_a_users_project_gets_working_tables_from_the_docs_setup_alone(tmp_path):
-    """docs/django/testing.md, followed: the plugin in conftest.py, its in-memory example, the fixture, the mixin."""
+    """docs/django/testing.md, followed: the plugin in conftest.py, its examples, the fixture, the mixin."""
     (tmp_path / "user_settings.py").write_text(USER_SETTINGS)
+    customers = tmp_path / "customers"
+    customers.mkdir()
+    view, view_test = view_examples()
+    (customers / "__init__.py").write_text("")
+    (customers / "models.py").write_text(CUSTOMER_MODEL)
+    (customers / "urls.py").write_text(CUSTOMER_URLS)
+    (customers / "views.py").write_text(view)
+    (customers / "test_views.py").write_text(view_test)
     (tmp_path / "conftest.py").write_text('pytest_plugins = ["dynalock_django.testing"]\n')
     (tmp_path / "test_user.py").write_text(textwrap.dedent(USER_TESTS))
     (tmp_path / "test_in_memory.py").write_text(in_memory_example())
     (tmp_path / "test_mixin.py").write_text(mixin_example() + USER_MIXIN_TEST)
     env = {name: value for name, value in os.environ.items() if not name.startswith(("AWS_", "DYNALOCK_", "DJANGO_"))}
-    env |= {"DJANGO_SETTINGS_MODULE": "user_settings", "PYTHONPATH": str(tmp_path)}
+    # The project first; then the package this run imports (an editable install may be another checkout's).
+    package_root = Path(dynalock_django.__file__).resolve().parents[1]
+    env |= {
+        "DJANGO_SETTINGS_MODULE": "user_settings",
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), str(package_root)]),
+    }
     done = subprocess.run(
         # Every warning an error: the docs' examples, pasted, run clean (no RetryBudgetWarning for a short lease).
         [
@@ -148,4 +185,4 @@ def test_a_users_project_gets_working_tables_from_the_docs_setup_alone(tmp_path)
         timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "3 passed" in done.stdout
+    assert "4 passed" in done.stdout

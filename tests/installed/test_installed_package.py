@@ -73,6 +73,12 @@ def venv(dists: Dists, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return home
 
 
+def test_the_sdist_and_the_wheel_pass_the_package_indexs_checks(dists):
+    """What PyPI would refuse at upload (metadata, a README that does not render) fails here first."""
+    pytest.importorskip("twine", reason="twine comes with the dev extra: pip install -e '.[dev]'")
+    run([sys.executable, "-m", "twine", "check", "--strict", str(dists.sdist), str(dists.wheel)])
+
+
 def test_the_wheel_holds_the_package_and_nothing_else(dists):
     with zipfile.ZipFile(dists.wheel) as wheel:
         names = set(wheel.namelist())

@@ -7,13 +7,12 @@ its :class:`~.object_locks.EditLock`.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Literal
 
 from django.utils.translation import gettext as _
 
-from ...client import get_client
+from ...client import get_client, wall_now
 from ...dynamodb import LockInfo, LockNotAcquired, span_event
 from ...keys import telemetry_attributes
 from .edit_queue import kept_for_message, live_waiters, next_in_line, waiter_id
@@ -64,7 +63,7 @@ def _turn(edit_lock: EditLock, current: LockInfo | None, *, asked: bool) -> Turn
     if current is None:  # nobody holds it, and there is no queue: as if the page were opened now
         state = edit_lock.open()
     else:
-        now = time.time()
+        now = wall_now().timestamp()
         live = live_waiters(current.waiters, now)
         gone = [waiter.waiter_id for waiter in current.waiters if waiter not in live and waiter.waiter_id != me]
         try:
@@ -79,7 +78,7 @@ def _turn(edit_lock: EditLock, current: LockInfo | None, *, asked: bool) -> Turn
 
 def _place(current: LockInfo, me: str, holder: str) -> str:
     mine = [waiter.waiter_id for waiter in current.waiters].index(me)
-    ahead = live_waiters(current.waiters[:mine], time.time())
+    ahead = live_waiters(current.waiters[:mine], wall_now().timestamp())
     if not ahead:
         place = _("You are next: this page switches to editing by itself when %(holder)s lets go. Keep it open.")
     else:

@@ -10,7 +10,7 @@ shown without the column, with a notice.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from django.contrib import messages
@@ -18,7 +18,7 @@ from django.contrib.admin.views.main import ChangeList
 from django.http import HttpRequest
 from django.utils.translation import gettext as _
 
-from ...client import get_client
+from ...client import get_client, wall_now
 from ...dynamodb import DynamoDBError, LockInfo
 from ...keys import key_for_instance
 from ...live_lock_rows import describe, holder_label
@@ -58,7 +58,7 @@ def editors_on_page(request: HttpRequest, changelist: ChangeList) -> dict[str, s
             paused_message(error) or f"{_('Who is editing which row cannot be shown.')} {staff_message(error)}",
         )
         return {}
-    now, shows_hosts = datetime.now(UTC), request.user.has_perm(VIEW_LOCK_PERMISSION)
+    now, shows_hosts = wall_now(), request.user.has_perm(VIEW_LOCK_PERMISSION)
     return {key: editor_label(lock, request.user, now, shows_hosts=shows_hosts) for key, lock in locks.items()}
 
 

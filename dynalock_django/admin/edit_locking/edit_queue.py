@@ -12,7 +12,6 @@ force-release permission jumps the queue.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -21,6 +20,7 @@ from django.core.checks import CheckMessage, Warning
 from django.utils import dateformat, timezone
 from django.utils.translation import gettext as _
 
+from ...client import wall_now
 from ...dynamodb import Waiter
 from .tickets import django_user_id
 
@@ -64,13 +64,14 @@ def live_waiters(waiters: Sequence[Waiter], now: float) -> list[Waiter]:
 
 def next_in_line(waiters: Sequence[Waiter], user: Any) -> Waiter | None:
     """The first live waiter, if it is someone other than ``user``: the one a free lock is kept for."""
-    waiting = live_waiters(waiters, time.time())
+    waiting = live_waiters(waiters, wall_now().timestamp())
     return waiting[0] if waiting and waiting[0].waiter_id != waiter_id(user) else None
 
 
 def waiting_message(waiters: Sequence[Waiter], holder: Any) -> str:
     """What the holder's page says of who waits ("" for nobody), from the waiters its renewal returned."""
-    others = [waiter for waiter in live_waiters(waiters, time.time()) if waiter.waiter_id != waiter_id(holder)]
+    live = live_waiters(waiters, wall_now().timestamp())
+    others = [waiter for waiter in live if waiter.waiter_id != waiter_id(holder)]
     if not others:
         return ""
     first, *rest = others

@@ -10,7 +10,6 @@ puts the user ahead of anyone in line.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +24,7 @@ from django.urls import URLPattern, path
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from ...client import wall_now
 from ...dynamodb import DynamoDBError, LockLost, LockNotAcquired, span_event
 from ...keys import telemetry_attributes
 from ...models import FORCE_RELEASE_PERMISSION
@@ -191,7 +191,7 @@ class EditLockEndpoints:
                 "holder": holder,
                 "title": title,
                 "change_url": back,
-                "waiting": [waiter.name for waiter in edit_queue.live_waiters(current.waiters, time.time())],
+                "waiting": [waiter.name for waiter in edit_queue.live_waiters(current.waiters, wall_now().timestamp())],
             }
             return TemplateResponse(request, TAKE_OVER_TEMPLATE, context)
         if request.POST.get("fencing_token") != str(current.fencing_token):

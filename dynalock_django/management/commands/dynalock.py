@@ -14,13 +14,13 @@ import os
 import shutil
 import socket
 import sys
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from django.apps import apps
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ...client import get_client
+from ...client import get_client, wall_now
 from ...conf import dynalock_settings
 from ...dynamodb import (
     TTL_UNAVAILABLE,
@@ -36,20 +36,32 @@ from ...keys import key_for_model, model_label
 from ...leader import EXIT_LEASE_LOST, run_while_leader
 from ...live_lock_rows import LockRow, describe_rows, read_counted, read_page
 from ...supervised import command_input
+from ..command_line import DjangoOption, SubcommandParser, accept_django_options
 
 
 class Command(BaseCommand):
     help = "Manage the DynamoDB lock table and its locks. `manage.py dynalock SUBCOMMAND --help` for each."
 
+    def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
+        self.django_options: list[DjangoOption] = []  # what add_base_argument adds, for the sub-commands too
+        return super().create_parser(prog_name, subcommand, **kwargs)
+
+    def add_base_argument(self, parser: CommandParser, *args: Any, **kwargs: Any) -> None:
+        super().add_base_argument(parser, *args, **kwargs)
+        if kwargs.get("action") != "version":
+            self.django_options.append((args, kwargs))
+
     def add_arguments(self, parser: CommandParser) -> None:
-        commands = parser.add_subparsers(title="sub-commands", dest="subcommand", required=True)
+        if self.requires_system_checks:  # Django adds it with add_argument, not add_base_argument
+            self.django_options.append((("--skip-checks",), {"action": "store_true"}))
+        commands = parser.add_subparsers(
+            title="sub-commands", dest="subcommand", required=True, parser_class=SubcommandParser
+        )
 
         create = commands.add_parser(
             "createtable", help="Create the lock table (idempotent), wait until ACTIVE, enable TTL where available."
         )
-        create.add_argument(
-            "--provisioned", nargs=2, type=int, metavar=("READ", "WRITE"), help="Provisioned capacity units."
-        )
+        create.add_argument("--provisioned", nargs=2, type=int, metavar=("READ", "WRITE"), help="Capacity units.")
         create.add_argument("--dry-run", action="store_true", help="Print the CreateTable request; create nothing.")
         create.set_defaults(method=self.createtable)
 
@@ -73,27 +85,21 @@ class Command(BaseCommand):
             "list", help="Current locks, page by page, from the live-locks index (only held locks are read)."
         )
         listing.add_argument("--model", metavar="APP.MODEL", help="Only locks on rows of this model.")
-        listing.add_argument(
-            "--all", action="store_true", dest="include_released", help="Include released locks (scans the table)."
-        )
-        listing.add_argument(
-            "--other-clients",
-            action="store_true",
-            help="Include locks taken by clients that keep no live mark, such as the AWS Java lock client "
-            "(scans the whole table).",
-        )
+        listing.add_argument("--all", action="store_true", dest="include_released", help="Released too (a scan).")
+        other_clients = "Include locks of clients that keep no live mark, such as the AWS Java lock client (a scan)."
+        listing.add_argument("--other-clients", action="store_true", help=other_clients)
         listing.add_argument("--json", action="store_true", dest="as_json", help="One JSON object per line.")
         listing.add_argument("--all-scopes", action="store_true", help=_ALL_SCOPES_HELP)
         listing.add_argument("--page-size", type=int, default=100, help="Items read per DynamoDB request.")
         listing.set_defaults(method=self.list_locks)
 
         show = commands.add_parser("show", help="One lock: `show KEY` or `show APP.MODEL PK`.")
-        show.add_argument("target", nargs="+", metavar="KEY | APP.MODEL PK")
         show.add_argument("--all-scopes", action="store_true", help=_ALL_SCOPES_HELP)
         show.set_defaults(method=self.show)
 
-        release = commands.add_parser("release", help="Force-release someone else's lock (recorded as yours).")
-        release.add_argument("key")
+        release = commands.add_parser(
+            "release", help="Force-release someone else's lock (recorded as yours): `release KEY` or `APP.MODEL PK`."
+        )
         release.add_argument("--force", action="store_true", help="Required: you are taking someone's lock away.")
         release.add_argument("--yes", action="store_true", help="Do not ask for confirmation.")
         release.add_argument("--by", default=None, help="Who releases it (default: your login @ this host).")
@@ -112,16 +118,17 @@ class Command(BaseCommand):
         run.add_argument(
             "--grace-period", type=_seconds, default=10.0, help="Seconds between SIGTERM and SIGKILL (default 10)."
         )
+        min_hold = "Keep the lease (no longer renewed) until SECONDS after it was granted, and exit then: hosts "
         run.add_argument(
-            "--min-hold",
-            type=_min_hold,
-            default=None,
-            metavar="SECONDS",
-            help="Keep the lease (no longer renewed) until SECONDS after it was granted, however early the command "
-            "ends, and exit then: hosts starting the same schedule slot run it once.",
+            "--min-hold", type=_min_hold, metavar="SECONDS", help=min_hold + "starting a slot run it once."
         )
         run.add_argument("command", nargs="+", help="The command (after --).")
         run.set_defaults(method=self.run)
+        for one_lock in (show, release):
+            one_lock.add_argument("key", metavar="KEY | APP.MODEL", help="A lock's key, or a model's label.")
+            one_lock.add_argument("pk", nargs="?", metavar="PK", help="After APP.MODEL: the row's primary key.")
+        for subparser in commands.choices.values():
+            accept_django_options(subparser, self.django_options)
 
     def handle(self, *args: Any, method: Any, **options: Any) -> None:
         try:
@@ -227,13 +234,8 @@ class Command(BaseCommand):
         if not as_json:
             self.stdout.write(f"{count} lock(s)")
 
-    def show(self, *, target: list[str], all_scopes: bool, **_: Any) -> None:
-        if len(target) == 2:
-            key = key_for_model(_model(target[0]), target[1])
-        elif len(target) == 1:
-            key = target[0]
-        else:
-            raise CommandError("show takes a KEY, or APP.MODEL and PK.")
+    def show(self, *, key: str, pk: str | None, all_scopes: bool, **_: Any) -> None:
+        key = _lock_key(key, pk)
         if scope_path() is not None and not all_scopes and not in_current_scope(key):
             raise CommandError(
                 f"Key {key!r} is not of the current KEY_SCOPE ({current_scope() or 'none'}): add --all-scopes to "
@@ -261,7 +263,8 @@ class Command(BaseCommand):
             cells = [described[name] for name in ("holder", "age", "lease", "token", "state")]
             self.stdout.write(f"{f'{label} {holder.permit}':>10}  {'  '.join(_for_people(cell) for cell in cells)}")
 
-    def release(self, *, key: str, force: bool, yes: bool, by: str | None, **_: Any) -> None:
+    def release(self, *, key: str, pk: str | None, force: bool, yes: bool, by: str | None, **_: Any) -> None:
+        key = _lock_key(key, pk)
         if not force:
             raise CommandError("release takes a lock away from its holder: add --force if that is what you want.")
         client = get_client()
@@ -345,6 +348,11 @@ def _not_runnable(program: str) -> str:
     return "not found on PATH"
 
 
+def _lock_key(key_or_model: str, pk: str | None) -> str:
+    """The lock's key from ``KEY``, or from ``APP.MODEL PK`` as ``lock_object`` makes it."""
+    return key_or_model if pk is None else key_for_model(_model(key_or_model), pk)
+
+
 def _model(label: str) -> Any:
     try:
         return apps.get_model(label)
@@ -386,5 +394,5 @@ def _as_dict(row: LockRow) -> dict[str, Any]:
 def _age(since: datetime | None) -> str:
     if since is None:
         return "?"
-    seconds = max(0, int((datetime.now(UTC) - since).total_seconds()))
+    seconds = max(0, int((wall_now() - since).total_seconds()))
     return f"{seconds // 3600}h{seconds % 3600 // 60:02}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02}s"

@@ -10,7 +10,7 @@ import pytest
 from dynalock_django import lock_object
 from dynalock_django.admin.live_locks_page import since
 
-from ..admin_support import LIVE_LOCKS, held_by_user, logged_in
+from ..admin_support import LIVE_LOCKS, held_by_user, logged_in, put_item
 
 pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
@@ -121,3 +121,29 @@ def test_the_sidebar_filters_by_model_state_and_holder(make_staff, customer):
         assert "job-a" in only_dora.content.decode()
         assert "Acme" not in only_dora.content.decode()
         assert '<a href="?o=held">&#10006; Clear all filters</a>' in only_dora.content.decode()  # keeps the order
+
+
+def footer(html):
+    return " ".join(re.sub(r"<[^>]+>", " ", html.split('<p class="paginator">', 1)[1].split("</p>", 1)[0]).split())
+
+
+def test_the_footer_counts_the_rows_above_it(viewer):
+    held_since("job-a", 1)
+    now_ms = int(datetime.now(UTC).timestamp() * 1000)
+    put_item(  # a holder gone two hours ago: not listed unless every state is asked for
+        {
+            "key": {"S": "job-gone"},
+            "ownerName": {"S": "host:1"},
+            "leaseDuration": {"S": "1000"},
+            "recordVersionNumber": {"S": "rvn-gone"},
+            "acquiredAt": {"N": str(now_ms - 7_300_000)},
+            "renewedAt": {"N": str(now_ms - 7_200_000)},
+        }
+    )
+    default = logged_in(viewer).get(LIVE_LOCKS).content.decode()
+    assert "job-gone" not in default
+    assert footer(default).startswith("1 held; 1 more not shown")
+    everything = logged_in(viewer).get(LIVE_LOCKS, {"status": "all"}).content.decode()
+    assert "job-gone" in everything
+    assert footer(everything).startswith("1 held, 1 whose holder is gone")
+    assert "not shown" not in footer(everything)

@@ -129,6 +129,23 @@ def test_release_needs_force_asks_and_records_who_did_it(monkeypatch):
     assert lease.wait_until_lost(2)
 
 
+def test_release_takes_a_rows_model_and_pk_as_show_does():
+    account = Account.objects.create(name="Acme")
+    lease = lock_object(account).acquire()
+    released = dynalock_output("release", "testapp.account", str(account.pk), "--force", "--yes")
+    assert f"Released {lease.key!r}" in released
+    assert lease.wait_until_lost(2)
+    with pytest.raises(CommandError, match="unrecognized arguments: 3"):
+        dynalock_output("release", "testapp.account", "1", "3", "--force")
+
+
+@pytest.mark.parametrize("option", [["--traceback"], ["--verbosity", "2"], ["--no-color"], ["--skip-checks"]])
+def test_djangos_options_work_after_the_subcommand(option):
+    with lock_key("job"):
+        assert "job" in dynalock_output("list", *option)
+        assert "job" in dynalock_output("show", "job", *option)
+
+
 def test_release_of_a_free_lock_says_so():
     with pytest.raises(CommandError, match="not held"):
         dynalock_output("release", "free", "--force", "--yes")

@@ -74,6 +74,7 @@ class Command(BaseCommand):
 
     def seed(self) -> None:
         desk_permissions = Permission.objects.filter(content_type__app_label__in=["desk", "dynalock_django"])
+        staff = []
         for username, password, superuser in STAFF:
             user, _ = User.objects.get_or_create(username=username, defaults={"is_staff": True})
             user.is_staff = True
@@ -81,11 +82,14 @@ class Command(BaseCommand):
             user.set_password(password)
             user.save()
             user.user_permissions.set(desk_permissions.exclude(codename="force_release"))
-        for name, email, plan, street, city in CUSTOMERS:
+            staff.append(user)
+        for index, (name, email, plan, street, city) in enumerate(CUSTOMERS):
             customer, created = Customer.objects.get_or_create(name=name, defaults={"email": email, "plan": plan})
             if created:
                 Address.objects.create(customer=customer, street=street, city=city)
-                Note.objects.create(customer=customer, body=f"{name} signed up for the {plan} plan.")
+                # Written by a member of staff (in turn), as the desk's own notes are: the page names its author.
+                author = staff[index % len(staff)]
+                Note.objects.create(customer=customer, author=author, body=f"{name} signed up for the {plan} plan.")
 
 
 def _check_port_free(port: int) -> None:

@@ -1,0 +1,44 @@
+"""The Makefile does what README.md says: ``make test`` lints and builds the docs before the suite."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="GNU make is not installed")
+
+
+def make(*arguments: str, check: bool = True) -> str:
+    """What make prints (``-n``: nothing runs), from the repository's root."""
+    done = subprocess.run(
+        ["make", "--no-print-directory", *arguments], cwd=ROOT, capture_output=True, text=True, check=check, timeout=60
+    )
+    return done.stdout
+
+
+def test_make_test_lints_and_builds_the_docs() -> None:
+    # A Makefile variable that make predefines (its built-in LINT = lint) ignores `?=`: the docs were never built.
+    planned = make("-n", "test")
+    assert "mkdocs build --strict" in planned
+    assert "ruff check" in planned
+
+
+def test_the_checks_can_be_left_out_as_ci_does() -> None:
+    variable = re.search(r"^test: \$\((\w+)\)", (ROOT / "Makefile").read_text(), re.MULTILINE)
+    assert variable, "make test's first prerequisite is no longer the checks' variable"
+    planned = make("-n", "test", f"{variable[1]}=")
+    assert "mkdocs build" not in planned
+    assert f" {variable[1]}= " in (ROOT / ".ci/run").read_text()
+
+
+def test_no_makefile_variable_set_with_default_is_one_make_predefines() -> None:
+    # make's own database, with no Makefile (it exits 2: "no targets"), is what it predefines.
+    built_in = set(re.findall(r"^# default\n(\w+) :?= ", make("-p", "-f", "/dev/null", check=False), re.MULTILINE))
+    defaults = set(re.findall(r"^(\w+) \?=", (ROOT / "Makefile").read_text(), re.MULTILINE))
+    assert not defaults & built_in, f"make predefines {sorted(defaults & built_in)}: `?=` never sets them"
