@@ -224,7 +224,14 @@ class PermitRound:
             lease.release(best_effort=True)
             return None
         stamp = Stamp.new(self.options.owner_name, self.options.lease_duration, self._clock)
-        mark = writes.reader_in(self._layout, self._gate, gate=self._gate_read, expired=self._gate_expired, stamp=stamp)
+        mark = writes.reader_in(
+            self._layout,
+            self._gate,
+            gate=self._gate_read,
+            expired=self._gate_expired,
+            stamp=stamp,
+            count=len(self._ids),
+        )
         try:
             with deadlines.within(self.seconds_left(self._clock.monotonic())):
                 self._store.update(mark)

@@ -163,7 +163,9 @@ class ReadersWriterLock:
     def _drain(self, writer: Lease, deadline: float | None) -> ReadersDrain:
         return ReadersDrain(
             writer=writer,
-            reader_ids=self._readers.ids,
+            what=self._readers.what,
+            count=self.max_readers,
+            reader_ids=self._readers.ids_up_to,
             store=self._client.store,
             layout=self._client.layout,
             observations=self._client.process_state.observations,
