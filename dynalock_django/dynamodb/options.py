@@ -196,6 +196,7 @@ class CallChecks:
             item.LIVE_LOCK_KEY: {"S": lock_id[0]},
             item.PERMITS: {"N": "999"},
             readers_mark.READERS_MAY_HOLD: {"S": version},
+            readers_mark.READERS_COUNT: {"N": "999"},
             waiters.WAITERS: waiters.largest_queue(),
         }
         if self._layout.ttl_attribute:

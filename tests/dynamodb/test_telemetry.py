@@ -245,3 +245,23 @@ def test_without_a_describer_nothing_names_the_lock(otel, make_client):
         describe_keys_with(previous)
     (span,) = otel.spans("dynalock.acquire")
     assert span.attributes == {"dynalock.outcome": "acquired"}
+
+
+def test_a_reader_kept_out_by_a_writer_for_over_a_lease_takes_a_released_permit_as_no_takeover(
+    otel, make_client, key, virtual_clock, caplog
+):
+    """What the waiter saw of a permit ends when it reads the permit released: no stale "Took over", no count."""
+    holder, waiter, writer = (make_client(clock=virtual_clock).readers_writer(key, max_readers=1) for _ in range(3))
+    reading = holder.acquire_read(timeout=0)
+    assert waiter.try_acquire_read() is None  # the one permit held: the waiter saw its holder
+    reading.release()
+    writing = writer.acquire_write(timeout=0)
+    for _ in range(4):  # the writer keeps the waiter out for two leases; the permit stays released
+        virtual_clock.advance(LEASE / 2)
+        assert waiter.try_acquire_read() is None
+    writing.release()
+    otel.collect()
+    with caplog.at_level(logging.INFO, logger="dynalock_django"):
+        assert waiter.try_acquire_read() is not None
+    assert not otel.collect().of("dynalock.takeovers")
+    assert not [message for message in caplog.messages if message.startswith("Took over")]

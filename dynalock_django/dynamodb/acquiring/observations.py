@@ -78,10 +78,17 @@ class Observations:
         self._mutex = threading.Lock()
 
     def saw(self, lock_id: LockId, info: LockInfo, seen: Instant) -> bool:
-        """Remember an item read at ``seen``; True when it holds the lock, False when it is released."""
+        """Remember an item read at ``seen``; True when it holds the lock, False when it is released.
+
+        A released item ends what was seen of its holder: kept, a version seen a lease ago (by a
+        waiter that read nothing of the item since, a reader kept out by a writer) would make the
+        next grant of the free lock a takeover, reported and counted as a dead holder's.
+        """
         if info.is_released:
             if info.bad_fencing_token:
                 self._observe(lock_id, info, seen)  # the next grant must overwrite exactly that token
+            else:
+                self.forget(lock_id)
             return False
         self._observe(lock_id, info, seen)
         logger.debug("Lock %r is held by %r", lock_id[0], info.owner_name)

@@ -232,7 +232,12 @@ class PermitRound:
             return None
         stamp = Stamp.new(self.options.owner_name, self.options.lease_duration, self._parts.clock)
         mark = writes.reader_in(
-            self._parts.layout, self._gate, gate=self._gate_read, expired=self._gate_expired, stamp=stamp
+            self._parts.layout,
+            self._gate,
+            gate=self._gate_read,
+            expired=self._gate_expired,
+            stamp=stamp,
+            count=len(self._ids),
         )
         try:
             with deadlines.within(self.seconds_left(self._parts.clock.monotonic())):

@@ -51,11 +51,18 @@ class PermitSet:
         self.name = name
         self.count = count
         self._client = client
-        self.ids: list[LockId] = [
-            client.call_checks.lock_id(permits.permit_key(name, suffix, index), sort_key) for index in range(count)
-        ]
+        self._suffix = suffix
+        self._sort_key = sort_key
+        self.ids = self.ids_up_to(count)
         # Read with the set, never written: an item there is a larger set's, under the same name.
-        self.beyond = client.call_checks.lock_id(permits.permit_key(name, suffix, count), sort_key)
+        self.beyond = self.ids_up_to(count + 1)[-1]
+
+    def ids_up_to(self, count: int) -> list[LockId]:
+        """The lock ids of permits 0 to ``count`` - 1 of this name and kind (a set of another count's too)."""
+        return [
+            self._client.call_checks.lock_id(permits.permit_key(self.name, self._suffix, index), self._sort_key)
+            for index in range(count)
+        ]
 
     def request(
         self, timeout: float | None, lease_duration: float | None, data: bytes | None, on_lost: LostCallback | None

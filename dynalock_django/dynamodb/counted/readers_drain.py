@@ -13,6 +13,13 @@ permit back as soon as it sees the writer. A reader that stopped renewing
 counts as gone once its version has stood for its lease on our clock (the
 takeover rule), without a write: the writer never touches the readers' items.
 
+The drain reads every reader there may be: its own set, the set of the count
+stored with the mark (a reader of a larger set marked it) and the key past the
+last (where a larger set shows). A held reader permit stating another count
+than the writer's is refused (InvalidLockRequest), as a reader asking for
+another count is: the writer lets go of its item and the mark stays, so no
+writer clears it on a view of fewer readers than there are.
+
 Request budget: none when the grant shows no mark; else one consistent
 BatchGetItem of the reader set per look (with no reader in place, one in
 all), and one UpdateItem taking the mark off once the readers are gone.
@@ -29,7 +36,7 @@ mark, so letting go never hides a reader from the next writer.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..acquiring.backoff import Jitter, backoff, until_takeover, within_deadline
@@ -38,7 +45,7 @@ from ..aws.store import Refused
 from ..clock import Instant
 from ..exceptions import DynamoDBError, DynamoDBUnavailable, LockTimeout
 from ..leases.lease import record_of
-from ..wire import readers_mark
+from ..wire import permits, readers_mark
 from ..wire.item import describe_holder
 from .permit_round import read_set
 
@@ -57,7 +64,9 @@ class ReadersDrain:
         parts: EngineParts,
         *,
         writer: Lease,
-        reader_ids: Sequence[LockId],
+        what: str,
+        count: int,
+        reader_ids: Callable[[int], list[LockId]],
         deadline: float | None,
         jitter: Jitter = random.uniform,
     ) -> None:
@@ -65,10 +74,14 @@ class ReadersDrain:
         self.deadline = deadline
         self.error: DynamoDBError | None = None
         self.readers: list[LockInfo] = []  # the readers in place at the last look
-        self._ids = list(reader_ids)
         self._parts = parts
+        self._what = what  # for messages: "readers of 'report'"
+        self._count = count
         self._record = record_of(writer)
         seen = self._record.readers_seen
+        stored = None if seen is None else seen.count
+        # ``reader_ids(n)``: the keys of readers 0 to n-1; one more is the key past the last reader there may be.
+        self._ids = reader_ids(max(count, stored or 0) + 1)
         self._mark = None if seen is None else seen.mark  # to take off the item once the readers are gone
         # Whether readers may be in: if not, the writer's grant is all (see the module's docstring).
         self.needed = seen is None or not seen.none_in
@@ -90,14 +103,18 @@ class ReadersDrain:
             return None
         seen = Instant.read(self._parts.clock)
         self.readers = []
-        for lock_id in self._ids:
+        for index, lock_id in enumerate(self._ids):
             current = found[lock_id]
             if current is None or not self._parts.observations.saw(lock_id, current, seen):
                 continue  # no item, or released
             observation = self._parts.observations.get(lock_id)
             if observation is not None and observation.may_take_over(seen.monotonic):
                 continue  # its reader stopped renewing a lease ago
-            self.readers.append(current)
+            other = permits.other_count(current, self._count)
+            if other is not None:
+                raise permits.count_refused(self._what, other, lock_id[0], self._count)
+            if index < self._count:  # past our set, an item without a count is a plain lock's: no reader
+                self.readers.append(current)
         if self.readers:
             return None
         self._record.release_readers_mark = None

@@ -236,4 +236,11 @@ class ReadersWriterLock:
 
     def _drain(self, writer: Lease, deadline: float | None) -> ReadersDrain:
         parts = self._client.process_state.parts
-        return ReadersDrain(parts, writer=writer, reader_ids=self._readers.ids, deadline=deadline)
+        return ReadersDrain(
+            parts,
+            writer=writer,
+            what=self._readers.what,
+            count=self.max_readers,
+            reader_ids=self._readers.ids_up_to,
+            deadline=deadline,
+        )

@@ -21,7 +21,8 @@ from __future__ import annotations
 import re
 
 from ..exceptions import InvalidLockRequest
-from .item import MAX_PARTITION_KEY_BYTES
+from .display import printable
+from .item import MAX_PARTITION_KEY_BYTES, PERMITS, LockInfo
 
 SEMAPHORE_SUFFIX = "#permit-"
 READER_SUFFIX = "#reader-"
@@ -76,3 +77,24 @@ def check_set(kind: str, name: object, count: object, limit: int) -> None:
             f"A {kind}'s count of permits must be a whole number from 1 to {limit} (one BatchGetItem reads "
             f"them all), not {count!r}."
         )
+
+
+def other_count(lock: LockInfo, count: int) -> str | None:
+    """The count ``lock``'s item states when it is not ``count`` ("3 permits", "an unreadable count"); else None.
+
+    An item without the attribute is a plain lock's (or the Java client's) on a permit's key: it
+    holds that permit, whatever the set's count.
+    """
+    if lock.permits == count or (lock.permits is None and not any(PERMITS in problem for problem in lock.problems)):
+        return None
+    return "an unreadable count" if lock.permits is None else f"{lock.permits} permits"
+
+
+def count_refused(what: str, stored: str, key: str, count: int) -> InvalidLockRequest:
+    """The error of a call asking for ``count`` where an item of the set (``key``) states another, held."""
+    return InvalidLockRequest(
+        f"The {what} has {stored} (as stored on its item {printable(key)!r}, held), but this call asks for "
+        f"{count}. The count is part of the name's contract while a permit is held: pass the stored count "
+        "everywhere, wait until its holders are gone (a new count takes over once no permit is held), or use a "
+        "new name for the new count."
+    )

@@ -27,7 +27,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from . import item
+from . import item, permits
 from .expressions import Expressions
 
 if TYPE_CHECKING:
@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     from .layout import LockId, TableLayout
 
 READERS_MAY_HOLD = "readersMayHold"
+# The count of the set whose reader marked last (N): a writer reads that many readers even when it was given
+# fewer, so that a smaller ``max_readers`` cannot miss readers of a larger set (they are refused instead).
+READERS_COUNT = "readersCount"
 
 
 def new_mark() -> str:
@@ -48,6 +51,7 @@ class ReadersSeen:
 
     mark: str | None  # the mark on the granted item (None: none)
     known: bool
+    count: int | None = None  # the count of the set whose reader marked it (None: not stored)
 
     @property
     def none_in(self) -> bool:
@@ -68,21 +72,31 @@ class ReadersSeen:
         mark = stored.get("S") if isinstance(stored, dict) else None
         if stored is not None and not isinstance(mark, str):
             return cls(None, known=False)  # a mark of another shape: somebody else's, trust nothing
+        count = _count(granted.get(READERS_COUNT))
         try:
             token = int(granted[item.FENCING_TOKEN]["N"])
         except (KeyError, TypeError, ValueError):
-            return cls(mark, known=False)
-        return cls(mark, known=not taken_over and token not in (wall_ms, wall_ms + 1))
+            return cls(mark, known=False, count=count)
+        return cls(mark, known=not taken_over and token not in (wall_ms, wall_ms + 1), count=count)
+
+
+def _count(stored: object) -> int | None:
+    """A stored count within what a set may have; anything else (hostile, malformed) counts as none stored."""
+    text = stored.get("N") if isinstance(stored, dict) else None
+    if not isinstance(text, str) or not text.isdigit() or len(text) > 3:
+        return None
+    count = int(text)
+    return count if 1 <= count <= permits.MAX_PERMITS else None
 
 
 def clear(layout: TableLayout, write_id: LockId, mark: str) -> dict[str, Any]:
-    """A writer that saw every reader gone takes the mark off, if no reader marked the item since its grant."""
+    """A writer that saw every reader gone takes the mark and its count off, if no reader marked it since."""
     exprs = Expressions()
     name = exprs.name(READERS_MAY_HOLD)
     return {
         "TableName": layout.table_name,
         "Key": layout.key(write_id),
-        "UpdateExpression": f"REMOVE {name}",
+        "UpdateExpression": f"REMOVE {name}, {exprs.name(READERS_COUNT)}",
         "ConditionExpression": f"{name} = {exprs.string(mark)}",
         **exprs.params(),
     }

@@ -321,12 +321,13 @@ def _live(exprs: Expressions, lock_id: LockId) -> str:
 
 
 def reader_in(
-    layout: TableLayout, write_id: LockId, *, gate: LockInfo | None, expired: bool, stamp: Stamp
+    layout: TableLayout, write_id: LockId, *, gate: LockInfo | None, expired: bool, stamp: Stamp, count: int
 ) -> dict[str, Any]:
     """A reader that won a permit marks the write item, if no writer holds it (else it gives the permit back).
 
     ``gate``: the write item as the reader's round read it, judged free (None, released, or
-    ``expired``: its version stood for its lease). The mark is ``stamp.version``. Where the
+    ``expired``: its version stood for its lease). The mark is ``stamp.version``, stored with the
+    reader set's ``count`` (a writer given fewer readers reads that many). Where the
     round found no item, the mark comes with a released lock item in the Java client's format
     (as if ``stamp``'s owner had held and released it; no token, so the next grant seeds one),
     created only if there still is none: an UpdateItem of the mark alone would create an item
@@ -334,10 +335,12 @@ def reader_in(
     """
     exprs = Expressions()
     mark = f"{exprs.name(marks.READERS_MAY_HOLD)} = {exprs.string(stamp.version)}"
+    marked_count = f"{exprs.name(marks.READERS_COUNT)} = {exprs.number(count)}"
     key = exprs.name(layout.partition_key_name)
     if gate is None:
         sets = [
             mark,
+            marked_count,
             f"{exprs.name(item.OWNER_NAME)} = {exprs.string(stamp.owner_name)}",
             f"{exprs.name(item.RECORD_VERSION_NUMBER)} = {exprs.string(marks.new_mark())}",
             f"{exprs.name(item.LEASE_DURATION)} = {exprs.string(str(round(stamp.lease_duration * 1000)))}",
@@ -347,7 +350,7 @@ def reader_in(
             sets.append(f"{exprs.name(layout.ttl_attribute)} = {exprs.number(layout.ttl_seconds(stamp.wall_time, 0))}")
         condition = f"attribute_not_exists({key})"
     else:
-        sets = [mark]
+        sets = [mark, marked_count]
         free = [conditions.released(exprs)]
         if expired:
             free.append(conditions.version_is(exprs, gate.raw_version))

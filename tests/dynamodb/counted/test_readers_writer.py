@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from dynalock_django.dynamodb import LockTimeout
+from dynalock_django.dynamodb import InvalidLockRequest, LockTimeout
 
 from ...dynamodb_support import LEASE, REFRESH, RequestCounter
 from ..fake_clock import TICK
@@ -192,3 +192,37 @@ def test_the_reader_limit_is_a_count_of_the_set(make_client, key):
         client.readers_writer(key).try_acquire_read()
     for lease in leases:
         lease.release()
+
+
+def test_a_writer_with_fewer_readers_is_refused_while_readers_of_more_hold_and_never_clears_their_mark(
+    make_client, key, virtual_clock
+):
+    """8 readers of max_readers=8 in, 2 gone: a writer of max_readers=2 is refused, the right one waits for the 6."""
+    readers = [make_client(clock=virtual_clock).readers_writer(key, max_readers=8) for _ in range(8)]
+    leases = sorted((rw.acquire_read(timeout=0) for rw in readers), key=lambda lease: lease.permit)
+    for lease in leases[:2]:  # the first two permits let go: a set of 2 reads only released permits of its own
+        lease.release()
+    holding = leases[2:]
+    smaller, right = make_client(clock=virtual_clock), make_client(clock=virtual_clock)
+    for _ in range(2):  # refused each time: the first refusal left the mark for the next writer
+        with pytest.raises(InvalidLockRequest, match=r"has 8 permits .*held.* asks for 2"):
+            smaller.readers_writer(key, max_readers=2).acquire_write(timeout=2 * LEASE)
+        assert smaller.get(key).is_released  # the write item given back
+    with pytest.raises(LockTimeout, match="6 reader"):
+        right.readers_writer(key, max_readers=8).acquire_write(timeout=2 * LEASE)
+    assert all(lease.is_held() for lease in holding)
+    for lease in holding:
+        lease.release()
+    right.readers_writer(key, max_readers=8).acquire_write(timeout=0).release()
+
+
+def test_a_writer_reads_the_readers_of_the_count_stored_with_the_mark(make_client, key, virtual_clock):
+    """A reader of a larger set holding only a permit past the smaller set's key past its last: still seen."""
+    reader = make_client(clock=virtual_clock).readers_writer(key, max_readers=8)
+    leases = [reader.acquire_read(timeout=0) for _ in range(8)]
+    for lease in leases:
+        if lease.permit != 6:
+            lease.release()
+    writer = make_client(clock=virtual_clock)
+    with pytest.raises(InvalidLockRequest, match=r"has 8 permits .*#reader-6"):
+        writer.readers_writer(key, max_readers=2).acquire_write(timeout=0)

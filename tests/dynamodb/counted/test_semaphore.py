@@ -8,12 +8,21 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import re
 import threading
 
 import pytest
 
-from dynalock_django.dynamodb import DynamoDBUnavailable, InvalidLockRequest, LockTimeout, split_permit_key
+from dynalock_django.dynamodb import (
+    MAX_PERMITS,
+    MAX_READERS,
+    DynamoDBUnavailable,
+    InvalidLockRequest,
+    LockTimeout,
+    split_permit_key,
+)
 
+from ...docs_site import DOCS
 from ...dynamodb_support import LEASE, PATIENCE, FaultInjector, RequestCounter, wait_for
 from ..fake_clock import TICK
 
@@ -145,6 +154,24 @@ def test_a_smaller_count_sees_a_larger_set_past_its_last_permit(make_client, key
 def test_bad_names_and_counts_are_refused_with_the_fix(make_client, name, count, problem):
     with pytest.raises(InvalidLockRequest, match=problem):
         make_client().semaphore(name, count)
+
+
+def test_the_documented_largest_counts_are_the_codes_and_each_set_is_read_in_one_request(make_client, dynamodb, key):
+    """The docs' "1 to N" is MAX_PERMITS, and the largest set and reader set still fit one BatchGetItem (100 keys)."""
+    for page in ("django/semaphores.md", "django/tasks.md"):
+        assert re.findall(r"whole number from 1 to (\d+)", (DOCS / page).read_text()) == [str(MAX_PERMITS)], page
+    protocol = (DOCS / "protocol.md").read_text()
+    assert f"`MAX_PERMITS` ({MAX_PERMITS}:" in protocol
+    assert f"`MAX_READERS`, {MAX_READERS})" in protocol
+    client = make_client(dynamodb)
+    counter = RequestCounter(dynamodb)
+    assert client.semaphore(key, MAX_PERMITS).try_acquire() is not None
+    assert client.readers_writer(key + "-rw", max_readers=MAX_READERS).try_acquire_read() is not None
+    assert counter.calls["BatchGetItem"] == 2
+    with pytest.raises(InvalidLockRequest, match=f"from 1 to {MAX_PERMITS}"):
+        client.semaphore(key, MAX_PERMITS + 1)
+    with pytest.raises(InvalidLockRequest, match=f"from 1 to {MAX_READERS}"):
+        client.readers_writer(key, max_readers=MAX_READERS + 1)
 
 
 def test_permit_keys_decode_to_their_set():
