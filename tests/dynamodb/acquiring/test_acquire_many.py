@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from dynalock_django.dynamodb import DynamoDBUnavailable, InvalidLockRequest, LeaseGroup, LockLost, LockTimeout
+from dynalock_django.dynamodb import DynamoDBUnavailable, InvalidLockRequest, Lease, LeaseGroup, LockLost, LockTimeout
 
 from ...dynamodb_support import (
     HEARTBEAT,
@@ -347,7 +347,12 @@ def test_threads_of_one_client_wait_for_each_other_without_requests(make_client,
     names = keys(2)
     # A long lease: nothing renews while the requests are counted, and a slow answer (a loaded machine) loses nothing.
     client = make_client(dynamodb, lease_duration=60, heartbeat_period=20)
-    lease = client.acquire(names[1])
+    # Another thread holds it: this thread's own hold would be refused at once (WouldDeadlock), not waited for.
+    taken: list[Lease] = []
+    holder = threading.Thread(target=lambda: taken.append(client.acquire(names[1])))
+    holder.start()
+    holder.join()
+    (lease,) = taken
     counter = RequestCounter(dynamodb)
     releaser = threading.Timer(0.3, lease.release)
     releaser.start()
