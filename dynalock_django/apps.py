@@ -9,7 +9,3 @@ class DynalockConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks, client  # noqa: F401 (registers the checks and the settings receiver)
-        from .dynamodb import describe_keys_with
-        from .keys import telemetry_attributes
-
-        describe_keys_with(telemetry_attributes)  # spans and metrics name a lock's kind and model

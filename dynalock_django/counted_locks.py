@@ -46,11 +46,11 @@ class SemaphoreLock(HeldLock[Lease]):
         return f"<SemaphoreLock {self.name!r} of {self.permits}, {state}>"
 
     def _take(self, timeout: float | None) -> Lease:
-        counted = get_client().semaphore(self.key, self.permits)
+        counted = get_client().semaphore(self.key, self.permits, described=keys.described(self.key, "name"))
         return counted.acquire(timeout=timeout, data=self.lock_data.to_bytes())
 
     async def _atake(self, timeout: float | None) -> Lease:
-        counted = get_client().semaphore(self.key, self.permits)
+        counted = get_client().semaphore(self.key, self.permits, described=keys.described(self.key, "name"))
         return await counted.aacquire(timeout=timeout, data=self.lock_data.to_bytes())
 
 

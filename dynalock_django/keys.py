@@ -39,7 +39,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from .conf import dynalock_settings
-from .dynamodb import MAX_COUNTED_NAME_BYTES, MAX_PARTITION_KEY_BYTES, split_permit_key
+from .dynamodb import MAX_COUNTED_NAME_BYTES, MAX_PARTITION_KEY_BYTES, Described, split_permit_key
 from .exceptions import InvalidLockRequest
 from .key_scope import key_head, split_scope
 
@@ -126,6 +126,20 @@ def key_for_task(name: str, arguments: str, *, queued: bool = False, counted: bo
         raise InvalidLockRequest(f"A task's name must be a non-empty string, not {name!r}.")
     head = f"{key_head()}{'queued ' if queued else ''}{name}("
     return _fitting(head, f"{arguments})", MAX_COUNTED_NAME_BYTES if counted else MAX_PARTITION_KEY_BYTES)
+
+
+def described(key: str, kind: str, model: type[models.Model] | None = None) -> Described:
+    """How telemetry names the lock on ``key`` its caller takes: ``kind`` (object, name, task, queued task) and a
+    row's ``model``; the key itself only with the setting ``TRACE_KEYS``. Passed with each acquire, and told by
+    the caller, never read from the key's text: it runs at every acquire."""
+    label = model_label(model) if model is not None else None
+    return Described(kind, label, key if dynalock_settings.TRACE_KEYS else None)
+
+
+def described_as_read(key: str) -> Described:
+    """:func:`telemetry_attributes` as a :class:`Described`: for a lock read from the table (an operator's action)."""
+    attributes = telemetry_attributes(key)
+    return Described(attributes["dynalock.kind"], attributes.get("dynalock.model"), attributes.get("dynalock.key"))
 
 
 def telemetry_attributes(key: str) -> dict[str, str]:

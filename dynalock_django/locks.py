@@ -19,15 +19,20 @@ from types import TracebackType
 from typing import Any, Generic, Self, TypedDict, TypeVar, Unpack, cast
 
 from asgiref.sync import sync_to_async
-from django.apps import apps
 from django.db import models
 
 from . import keys, signals
 from .client import get_client
-from .conf import dynalock_settings
-from .dynamodb import MAX_COUNTED_NAME_BYTES, Lease, LeaseGroup, arelease_at_block_end, release_at_block_end
+from .dynamodb import (
+    Described,
+    Lease,
+    LeaseGroup,
+    arelease_at_block_end,
+    release_at_block_end,
+)
 from .exceptions import InvalidLockRequest, LockNotAcquired, LockTimeout, WouldDeadlock
 from .payload import LockData
+from .shared_rows import may_have_readers, readers_declared
 from .transactions import in_user_transaction, leases_of, release_when_transaction_ends
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -207,13 +212,19 @@ class KeyLock(HeldLock[Lease]):
     def __repr__(self) -> str:
         return f"<KeyLock {self.key!r} {'held' if self.held and self.held.is_held() else 'not held'}>"
 
+    def described(self) -> Described:
+        """How telemetry names it: a named lock (a row's names its model)."""
+        return keys.described(self.key, "name")
+
     def _take(self, timeout: float | None) -> Lease:
-        data = self.lock_data.to_bytes()
-        return get_client().acquire(self.key, timeout=timeout, data=data, reentrant=self.reentrant)
+        data, described = self.lock_data.to_bytes(), self.described()
+        return get_client().acquire(self.key, timeout=timeout, data=data, reentrant=self.reentrant, described=described)
 
     async def _atake(self, timeout: float | None) -> Lease:
-        data = self.lock_data.to_bytes()
-        return await get_client().aacquire(self.key, timeout=timeout, data=data, reentrant=self.reentrant)
+        client, data, described = get_client(), self.lock_data.to_bytes(), self.described()
+        return await client.aacquire(
+            self.key, timeout=timeout, data=data, reentrant=self.reentrant, described=described
+        )
 
 
 class RowLock(KeyLock):
@@ -231,6 +242,9 @@ class RowLock(KeyLock):
         super().__init__(key, **options)
         self.model = model
 
+    def described(self) -> Described:
+        return keys.described(self.key, "object", self.model)
+
     def has_readers(self) -> bool:
         """Read at each acquire, as the settings are (``override_settings``)."""
         return may_have_readers(self.key) and readers_declared(self.model)
@@ -238,13 +252,15 @@ class RowLock(KeyLock):
     def _take(self, timeout: float | None) -> Lease:
         if not self.has_readers():
             return super()._take(timeout)
-        readers_writer, data = get_client().readers_writer(self.key), self.lock_data.to_bytes()
+        readers_writer = get_client().readers_writer(self.key, described=self.described())
+        data = self.lock_data.to_bytes()
         return readers_writer.acquire_write(timeout=timeout, data=data, reentrant=self.reentrant)
 
     async def _atake(self, timeout: float | None) -> Lease:
         if not self.has_readers():
             return await super()._atake(timeout)
-        readers_writer, data = get_client().readers_writer(self.key), self.lock_data.to_bytes()
+        readers_writer = get_client().readers_writer(self.key, described=self.described())
+        data = self.lock_data.to_bytes()
         return await readers_writer.aacquire_write(timeout=timeout, data=data, reentrant=self.reentrant)
 
 
@@ -277,35 +293,18 @@ class SharedRowLock(KeyLock):
                 "lock it with lock_object(row) without shared=True."
             )
         super().__init__(key, **options)
+        self.model = model
+
+    def described(self) -> Described:
+        return keys.described(self.key, "object", self.model)
 
     def _take(self, timeout: float | None) -> Lease:
-        return get_client().readers_writer(self.key).acquire_read(timeout=timeout, data=self.lock_data.to_bytes())
+        readers_writer = get_client().readers_writer(self.key, described=self.described())
+        return readers_writer.acquire_read(timeout=timeout, data=self.lock_data.to_bytes())
 
     async def _atake(self, timeout: float | None) -> Lease:
-        readers_writer = get_client().readers_writer(self.key)
+        readers_writer = get_client().readers_writer(self.key, described=self.described())
         return await readers_writer.aacquire_read(timeout=timeout, data=self.lock_data.to_bytes())
-
-
-def may_have_readers(key: str) -> bool:
-    """Whether the keys of ``key``'s readers fit DynamoDB's: else the row can have no reader."""
-    return len(key.encode()) <= MAX_COUNTED_NAME_BYTES
-
-
-def readers_declared(model: type[models.Model]) -> bool:
-    """Whether ``model``'s rows may have readers (``DYNALOCK["SHARED_LOCK_MODELS"]``): only then do writers look."""
-    return keys.model_label(model) in shared_lock_labels(dynalock_settings.SHARED_LOCK_MODELS)
-
-
-@functools.lru_cache(maxsize=8)
-def shared_lock_labels(declared: tuple[str, ...]) -> frozenset[str]:
-    """The labels of the rows ``declared`` names (a proxy's or a child's: its root's); unknown ones are checks' E031."""
-    labels = set()
-    for label in declared:
-        try:
-            labels.add(keys.model_label(apps.get_model(label)))
-        except (LookupError, ValueError):
-            continue
-    return frozenset(labels)
 
 
 class ObjectsLock(HeldLock[LeaseGroup]):
@@ -320,17 +319,26 @@ class ObjectsLock(HeldLock[LeaseGroup]):
 
     def lock_keys(self) -> list[str]:
         """The keys of the rows, querysets read now (so a decorated function locks what they select at each call)."""
-        found = dict.fromkeys(keys.key_for_instance(obj) for obj in _instances(self.sources))
+        return self._rows()[0]
+
+    def _rows(self) -> tuple[list[str], Described]:
+        """The rows' keys, and how telemetry names them: rows, of their model if they share one."""
+        instances = list(_instances(self.sources))
+        found = dict.fromkeys(keys.key_for_instance(obj) for obj in instances)
         if not found:
             raise InvalidLockRequest("lock_objects() got no objects to lock (an empty queryset?): pass at least one.")
-        return list(found)
+        labels = {keys.model_label(type(obj)) for obj in instances}
+        return list(found), Described("object", labels.pop() if len(labels) == 1 else None)  # no key: they differ
 
     def _take(self, timeout: float | None) -> LeaseGroup:
-        return get_client().acquire_many(self.lock_keys(), timeout=timeout, data=self.lock_data.to_bytes())
+        lock_keys, described = self._rows()
+        data = self.lock_data.to_bytes()
+        return get_client().acquire_many(lock_keys, timeout=timeout, data=data, described=described)
 
     async def _atake(self, timeout: float | None) -> LeaseGroup:
-        lock_keys = await sync_to_async(self.lock_keys)()  # querysets are read by the ORM, which is sync
-        return await get_client().aacquire_many(lock_keys, timeout=timeout, data=self.lock_data.to_bytes())
+        lock_keys, described = await sync_to_async(self._rows)()  # querysets are read by the ORM, which is sync
+        data = self.lock_data.to_bytes()
+        return await get_client().aacquire_many(lock_keys, timeout=timeout, data=data, described=described)
 
 
 def lock_object(instance: models.Model, *, shared: bool = False, **options: Any) -> KeyLock:

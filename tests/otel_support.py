@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +20,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from dynalock_django.dynamodb import describe_keys_with
+from dynalock_django.dynamodb import Described
+from dynalock_django.dynamodb.options import CallChecks
 
 DELTA = AggregationTemporality.DELTA
 
@@ -95,13 +96,17 @@ def recorded() -> Recorded:
 
 @contextlib.contextmanager
 def described_as_their_keys() -> Iterator[None]:
-    """Each lock's ``dynalock.kind`` is its key for the block: a test's metrics are told apart from others'."""
+    """Each lock acquired without ``described=`` is described with its key as its kind for the block: a test's
+    metrics are told apart from other tests'. (A caller's description is kept.)"""
+    request = CallChecks.request
 
-    def describe(key: str) -> Mapping[str, str]:
-        return {"dynalock.kind": key}
+    def described_by_key(checks: CallChecks, lock_ids: Any, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("described") is None and not isinstance(lock_ids, list):
+            kwargs["described"] = Described(lock_ids[0])
+        return request(checks, lock_ids, *args, **kwargs)
 
-    previous = describe_keys_with(describe)
+    CallChecks.request = described_by_key  # type: ignore[method-assign]
     try:
         yield
     finally:
-        describe_keys_with(previous)
+        CallChecks.request = request  # type: ignore[method-assign]

@@ -31,6 +31,7 @@ from ..client import get_client, wall_now
 from ..conf import dynalock_settings
 from ..dynamodb import DynalockError, DynamoDBError, InvalidLockRequest, LockInfo, LockNotAcquired
 from ..key_scope import in_current_scope, key_head
+from ..keys import described_as_read
 from ..live_lock_rows import LockRow, ModelFilter, describe, load_page, with_objects
 from ..models import FORCE_RELEASE_PERMISSION, Lock
 from .breadcrumbs import Crumb, breadcrumbs
@@ -175,7 +176,8 @@ class LiveLocksAdmin(_ModelAdmin):
         if (form.get("owner", ""), form.get("fencing_token", "")) != _holding(lock):
             return self._changed_hands(request, row, row)
         try:
-            get_client().force_release(lock, released_by=request.user.get_username())
+            released_by, described = request.user.get_username(), described_as_read(lock.key)
+            get_client().force_release(lock, released_by=released_by, described=described)
         except LockNotAcquired as changed:
             return self._changed_hands(request, row, describe(changed.holder) if changed.holder else None)
         except DynamoDBError as error:

@@ -43,9 +43,9 @@ from .lock_client import LockClient
 from .options import MAX_RENEWAL_WORKERS
 from .records.record_item import CompletionRecord
 from .telemetry import (
+    Described,
     botocore_request_hook,
     botocore_response_hook,
-    describe_keys_with,
     idempotency_answered,
     span_event,
     task_skipped,
@@ -72,6 +72,7 @@ __all__ = [
     "Clock",
     "CompletionRecord",
     "ConfigurationError",
+    "Described",
     "DynalockError",
     "DynamoDBError",
     "DynamoDBUnavailable",
@@ -104,7 +105,6 @@ __all__ = [
     "botocore_request_hook",
     "botocore_response_hook",
     "build_dynamodb_client",
-    "describe_keys_with",
     "idempotency_answered",
     "lambda_lease",
     "lambda_locked",
@@ -116,3 +116,25 @@ __all__ = [
     "task_skipped",
     "validate_table_name",
 ]
+
+# Names once exported here, kept importable for a while: each warns and says what replaced it.
+_DEPRECATED = {
+    "describe_keys_with": (
+        "dynalock_django.dynamodb.describe_keys_with is deprecated and has no effect: telemetry names a lock as its "
+        "acquire describes it. Pass described=Described(kind, model=...) to acquire (and the other acquiring calls)."
+    ),
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _DEPRECATED:
+        import warnings
+
+        warnings.warn(_DEPRECATED[name], DeprecationWarning, stacklevel=2)
+        return _describe_keys_with
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _describe_keys_with(describer: object) -> None:
+    """Formerly registered a describer of keys for telemetry; now each acquire's ``described=`` names its lock."""
+    return None

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from .leases.lease_group import LockKey
     from .options import AcquireRequest, CallChecks
     from .process_state import ProcessState
+    from .telemetry import Described
     from .wire.layout import LockId, TableLayout
 
 
@@ -31,6 +32,7 @@ class GroupMethods:
         timeout: float | None = None,
         data: bytes | None = None,
         on_lost: LostCallback | None = None,
+        described: Described | None = None,
     ) -> LeaseGroup:
         """Wait until every lock in ``keys`` is ours, and return them as one LeaseGroup; all or none.
 
@@ -46,9 +48,9 @@ class GroupMethods:
         ``keys`` are strings, or ``(key, sort_key)`` pairs on a table with a
         sort key; ``data`` and ``on_lost`` apply to every member. A key the calling thread or task
         holds already would be waited for by itself: WouldDeadlock at once, naming the keys, without
-        a request (a group is not reentrant).
+        a request (a group is not reentrant). ``described``: how telemetry names every member.
         """
-        request = self._many(keys, timeout, data, on_lost)
+        request = self._many(keys, timeout, data, on_lost, described)
         self.process_state.reentrancy.refuse_held(list(request.lock_ids))
         return self._group(self.process_state.group_acquirer.acquire(request))
 
@@ -58,9 +60,10 @@ class GroupMethods:
         *,
         data: bytes | None = None,
         on_lost: LostCallback | None = None,
+        described: Described | None = None,
     ) -> LeaseGroup | None:
         """One attempt at :meth:`acquire_many`, never waiting: the group, or None when any lock is held."""
-        request = self._many(keys, 0.0, data, on_lost)
+        request = self._many(keys, 0.0, data, on_lost, described)
         self.process_state.ensure_open()
         if self.process_state.reentrancy.holds_any(list(request.lock_ids)):
             return None
@@ -74,9 +77,10 @@ class GroupMethods:
         timeout: float | None = None,
         data: bytes | None = None,
         on_lost: LostCallback | None = None,
+        described: Described | None = None,
     ) -> LeaseGroup:
         """:meth:`acquire_many` for coroutines: waiting is ``asyncio.sleep``."""
-        request = self._many(keys, timeout, data, on_lost)
+        request = self._many(keys, timeout, data, on_lost, described)
         self.process_state.reentrancy.refuse_held(list(request.lock_ids))
         return self._group(await self.process_state.async_acquirer.acquire_many(request))
 
@@ -86,9 +90,10 @@ class GroupMethods:
         *,
         data: bytes | None = None,
         on_lost: LostCallback | None = None,
+        described: Described | None = None,
     ) -> LeaseGroup | None:
         """:meth:`try_acquire_many` for coroutines."""
-        request = self._many(keys, 0.0, data, on_lost)
+        request = self._many(keys, 0.0, data, on_lost, described)
         self.process_state.ensure_open()
         if self.process_state.reentrancy.holds_any(list(request.lock_ids)):
             return None
@@ -96,7 +101,12 @@ class GroupMethods:
         return None if leases is None else self._group(leases)
 
     def _many(
-        self, keys: Iterable[LockKey], timeout: float | None, data: bytes | None, on_lost: LostCallback | None
+        self,
+        keys: Iterable[LockKey],
+        timeout: float | None,
+        data: bytes | None,
+        on_lost: LostCallback | None,
+        described: Described | None,
     ) -> AcquireRequest:
         if isinstance(keys, str | bytes):
             raise InvalidLockRequest("keys must be a list of keys, not one string: acquire_many([key, ...]).")
@@ -108,7 +118,7 @@ class GroupMethods:
             raise InvalidLockRequest(
                 f"Each key may appear only once in acquire_many; repeated: {', '.join(map(repr, duplicates))}."
             )
-        request = self.call_checks.request(lock_ids, timeout=timeout, data=data, on_lost=on_lost)
+        request = self.call_checks.request(lock_ids, timeout=timeout, data=data, on_lost=on_lost, described=described)
         # Not a refusal: the caller may mean to hold them briefly, or know its round trip is faster.
         self.process_state.heartbeat.warn_if_too_many(len(lock_ids))
         return request

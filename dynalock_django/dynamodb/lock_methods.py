@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .clock import Clock
     from .options import CallChecks
     from .process_state import ProcessState
+    from .telemetry import Described
     from .wire.item import LockInfo
 
 
@@ -46,6 +47,7 @@ class LockMethods:
         lease_duration: float | None = None,
         keep_alive: bool = True,
         reentrant: bool = False,
+        described: Described | None = None,
     ) -> Lease:
         """Wait until the lock is ours and return its lease.
 
@@ -62,7 +64,9 @@ class LockMethods:
         a lease on the hold, at no request (docs/protocol.md, "Reentrant locks").
         """
         lock_id = self.call_checks.lock_id(key, sort_key)
-        request = self.call_checks.request(lock_id, timeout, owner_name, lease_duration, keep_alive, data, on_lost)
+        request = self.call_checks.request(
+            lock_id, timeout, owner_name, lease_duration, keep_alive, data, on_lost, described=described
+        )
         return self.process_state.acquire(request, reentrant=reentrant)
 
     def try_acquire(
@@ -76,6 +80,7 @@ class LockMethods:
         lease_duration: float | None = None,
         keep_alive: bool = True,
         reentrant: bool = False,
+        described: Described | None = None,
     ) -> Lease | None:
         """One attempt, never waiting: the lease, or None when someone holds the lock.
 
@@ -84,7 +89,9 @@ class LockMethods:
         DynamoDBUnavailable when DynamoDB cannot answer. The other options are :meth:`acquire`'s.
         """
         lock_id = self.call_checks.lock_id(key, sort_key)
-        request = self.call_checks.request(lock_id, 0.0, owner_name, lease_duration, keep_alive, data, on_lost)
+        request = self.call_checks.request(
+            lock_id, 0.0, owner_name, lease_duration, keep_alive, data, on_lost, described=described
+        )
         self.process_state.ensure_open()
         return self.process_state.try_acquire(request, reentrant=reentrant)
 
@@ -131,7 +138,7 @@ class LockMethods:
         """
         return self.process_state.release(lease, best_effort=best_effort)
 
-    def force_release(self, lock: LockInfo, *, released_by: str) -> LockInfo:
+    def force_release(self, lock: LockInfo, *, released_by: str, described: Described | None = None) -> LockInfo:
         """Release someone else's lock (an operator's action), and return it as released.
 
         Conditioned on the holding in ``lock``, as read by the operator (its
@@ -140,7 +147,8 @@ class LockMethods:
         nothing changes. ``released_by`` is stored so the holder learns who did it.
         """
         self.call_checks.lock_id(lock.key, lock.sort_key)
-        return self.process_state.operator.force_release(lock, released_by=released_by)
+        described = self.call_checks.described(described)
+        return self.process_state.operator.force_release(lock, released_by=released_by, described=described)
 
     def take_over(
         self,
@@ -153,6 +161,7 @@ class LockMethods:
         on_lost: LostCallback | None = None,
         dequeue: Sequence[str] = (),
         unchanged: bool = False,
+        described: Described | None = None,
     ) -> Lease:
         """Take someone else's lock now (an operator's or a user's action), and return our lease.
 
@@ -167,7 +176,9 @@ class LockMethods:
         line, never from a holder that has renewed since. The other options are :meth:`acquire`'s.
         """
         lock_id = self.call_checks.lock_id(lock.key, lock.sort_key)
-        request = self.call_checks.request(lock_id, 0.0, owner_name, lease_duration, keep_alive, data, on_lost)
+        request = self.call_checks.request(
+            lock_id, 0.0, owner_name, lease_duration, keep_alive, data, on_lost, described=described
+        )
         self.process_state.ensure_open()
         return self.process_state.operator.take_over(lock, request.options, dequeue=list(dequeue), unchanged=unchanged)
 
@@ -229,6 +240,7 @@ class LockMethods:
         lease_duration: float | None = None,
         keep_alive: bool = True,
         reentrant: bool = False,
+        described: Described | None = None,
     ) -> Lease:
         """:meth:`acquire` for coroutines: waiting is ``asyncio.sleep``; one event loop's coroutines queue for a key.
 
@@ -237,7 +249,9 @@ class LockMethods:
         the lock they wait for its release without a request.
         """
         lock_id = self.call_checks.lock_id(key, sort_key)
-        request = self.call_checks.request(lock_id, timeout, owner_name, lease_duration, keep_alive, data, on_lost)
+        request = self.call_checks.request(
+            lock_id, timeout, owner_name, lease_duration, keep_alive, data, on_lost, described=described
+        )
         return await self.process_state.aacquire(request, reentrant=reentrant)
 
     async def atry_acquire(
@@ -251,10 +265,13 @@ class LockMethods:
         lease_duration: float | None = None,
         keep_alive: bool = True,
         reentrant: bool = False,
+        described: Described | None = None,
     ) -> Lease | None:
         """:meth:`try_acquire` for coroutines."""
         lock_id = self.call_checks.lock_id(key, sort_key)
-        request = self.call_checks.request(lock_id, 0.0, owner_name, lease_duration, keep_alive, data, on_lost)
+        request = self.call_checks.request(
+            lock_id, 0.0, owner_name, lease_duration, keep_alive, data, on_lost, described=described
+        )
         self.process_state.ensure_open()
         return await self.process_state.atry_acquire(request, reentrant=reentrant)
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .exceptions import ConfigurationError, InvalidLockRequest
+from .telemetry import Described
 from .wire import item, readers_mark, validation, waiters, writes
 
 if TYPE_CHECKING:
@@ -74,6 +75,8 @@ class AcquireOptions:
     on_lost: LostCallback | None
     # A permit of a counted lock: its set's count, written on the item and checked by the grant's condition.
     permits: int | None = None
+    # How telemetry names the lock (its caller's words: the Django layer's kind and model); its lease keeps it.
+    described: Described | None = None
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,7 @@ class CallChecks:
         on_lost: LostCallback | None = None,
         *,
         permits: int | None = None,
+        described: Described | None = None,
     ) -> AcquireRequest:
         """The request of one acquiring call; ``lock_ids``: one lock id, or a group's (a list)."""
         many = isinstance(lock_ids, list)
@@ -139,8 +143,8 @@ class CallChecks:
         # The data budget depends on the key: check the longest.
         longest = max(ids, key=lambda lock_id: len(lock_id[0].encode()) + len((lock_id[1] or "").encode()))
         options = self.acquire_options(longest, owner_name, lease_duration, keep_alive, data, on_lost)
-        if permits is not None:
-            options = dataclasses.replace(options, permits=permits)
+        if permits is not None or described is not None:
+            options = dataclasses.replace(options, permits=permits, described=self.described(described))
         validation.check_timeout(timeout)
         return AcquireRequest(ids, options, timeout, many=many)
 
@@ -163,6 +167,15 @@ class CallChecks:
         )
         self._check_data(lock_id, options)
         return options
+
+    @staticmethod
+    def described(described: Described | None) -> Described | None:
+        if described is not None and not isinstance(described, Described):
+            raise InvalidLockRequest(
+                f"described= takes a Described (its kind and model, for telemetry), not {type(described).__name__}: "
+                'e.g. Described("object", model="desk.customer").'
+            )
+        return described
 
     def lease_duration(self, lease_duration: float | None, *, keep_alive: bool) -> float:
         """A lease's own duration, the client's by default.

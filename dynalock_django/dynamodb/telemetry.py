@@ -7,11 +7,10 @@ and tracer are named ``dynalock_django``; docs/operations.md lists the
 instruments and what to alert on.
 
 Attributes are low-cardinality on purpose: an outcome, a result, a cause,
-and the lock's kind and model as the describer set with
-:func:`describe_keys_with` tells them (the Django layer registers one that
-reads its keys). A key, a primary key or a user's name appears on a span
-only when the describer puts it there (the Django setting ``TRACE_KEYS``),
-and never on a metric.
+and the lock's kind and model as its acquire's caller described it (a
+:class:`Described`, kept on the lease; the Django layer passes one with each
+acquire). A key appears on a span only when the description shows it (the
+Django setting ``TRACE_KEYS``), and never on a metric.
 """
 
 from __future__ import annotations
@@ -40,10 +39,6 @@ R = TypeVar("R")
 Outcome = Literal["acquired", "timeout", "unavailable", "refused"]
 LostCause = Literal["expired", "taken_over", "released_by_operator", "unavailable"]
 RequestResult = Literal["ok", "condition_failed", "throttled", "error"]
-Describer = Callable[[str], Mapping[str, str]]
-
-# Only these attributes of a description go on metrics: each has few values.
-METRIC_ATTRIBUTES = ("dynalock.kind", "dynalock.model")
 # Seconds: how long an acquire waits (a refused try is a few milliseconds) and how long a lock is held.
 ACQUIRE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 HOLD_BUCKETS = (0.01, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0, 14400.0)
@@ -54,37 +49,39 @@ IDEMPOTENCY_OUTCOMES = {
     "mismatches": ("dynalock.idempotency.mismatches", "Requests refused: their key was used for other work."),
 }
 
-_describer: Describer | None = None
 # Set while a span of ours is current, so the botocore hook knows a refusal there was expected.
 _in_operation: contextvars.ContextVar[bool] = contextvars.ContextVar("dynalock_in_operation", default=False)
 
 
-def describe_keys_with(describer: Describer | None) -> Describer | None:
-    """Describe each lock to telemetry with ``describer(key)``: ``dynalock.kind``, ``dynalock.model`` and such.
+@dataclass(frozen=True)
+class Described:
+    """How telemetry names a lock: its kind and a row's model label (few values each), and its key on spans only
+    when ``key`` is given (the Django setting ``TRACE_KEYS``). Passed with an acquire; its lease keeps it."""
 
-    Called for each acquire, release and takeover while the API is
-    installed; it must be cheap and must not raise. Spans get every attribute it
-    returns, metrics only ``dynalock.kind`` and ``dynalock.model``. None: no description.
-    Returns the describer it replaces.
-    """
-    global _describer
-    previous, _describer = _describer, describer
-    return previous
+    kind: str
+    model: str | None = None
+    key: str | None = None
 
+    def as_kind(self, kind: str) -> Described:
+        """The same lock's items of another kind (a semaphore's permits, a row's readers)."""
+        return Described(kind, self.model, self.key)
 
-def _describe(keys: Sequence[str]) -> dict[str, str]:
-    """The attributes every key shares (a group of rows of one model shares its model)."""
-    if _describer is None or not keys:
-        return {}
-    shared = dict(_describer(keys[0]))
-    for key in keys[1:]:
-        other = _describer(key)
-        shared = {name: value for name, value in shared.items() if other.get(name) == value}
-    return shared
+    def for_metrics(self) -> dict[str, str]:
+        return {"dynalock.kind": self.kind} | ({"dynalock.model": self.model} if self.model is not None else {})
+
+    def for_spans(self) -> dict[str, str]:
+        return self.for_metrics() | ({"dynalock.key": self.key} if self.key is not None else {})
 
 
-def _for_metrics(attributes: Mapping[str, Any]) -> dict[str, Any]:
-    return {name: attributes[name] for name in METRIC_ATTRIBUTES if name in attributes}
+def _for_metrics(described: Described | None) -> dict[str, str]:
+    return {} if described is None else described.for_metrics()
+
+
+def _for_spans(described: Described | None, lock_count: int | None) -> dict[str, Any]:
+    attributes: dict[str, Any] = {} if described is None else described.for_spans()
+    if lock_count is not None:
+        attributes["dynalock.lock_count"] = lock_count
+    return attributes
 
 
 if ENABLED:
@@ -133,16 +130,19 @@ if ENABLED:
     }
 
 
-def _keys_of(target: Any) -> list[str]:
-    """The keys a call is about: a lock id, a key, a Lease or LockInfo (``.key``), or a sequence of them."""
-    if isinstance(target, str):
-        return [target]
-    if isinstance(target, tuple) and target and isinstance(target[0], str):
-        return [target[0]]  # a lock id: (key, sort key)
+def _described_of(args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[Described | None, int | None]:
+    """What a release or takeover ``(self, target, ...)`` is about: the description its call or lease carries, and
+    how many locks a group's release counts (None: one). A group's leases share one description or none."""
+    target = args[1]
     if isinstance(target, Sequence):
-        return [key for each in target for key in _keys_of(each)]
-    key = getattr(target, "key", None)
-    return [key] if isinstance(key, str) else []
+        found = {getattr(each, "described", None) for each in target}
+        return (found.pop() if len(found) == 1 else None), len(target)
+    given = kwargs.get("described")
+    if given is None:
+        given = next(
+            (arg.described for arg in args[1:] if isinstance(getattr(arg, "described", None), Described)), None
+        )
+    return given, None
 
 
 def _outcome(result: object, error: BaseException | None, timeout: object) -> Outcome | None:
@@ -160,12 +160,12 @@ class _Acquire:
     """One acquire being measured: its span, description and start."""
 
     span: Any
-    attributes: dict[str, str]
+    metric_attributes: dict[str, str]
     started: float
 
     def end(self, result: object, error: BaseException | None, timeout: object) -> None:
         outcome = _outcome(result, error, timeout)
-        metric_attributes = _for_metrics(self.attributes)
+        metric_attributes = self.metric_attributes
         _acquire_pending.add(-1, metric_attributes)
         if outcome is not None:
             _acquire_duration.record(
@@ -177,23 +177,15 @@ class _Acquire:
             self.span.set_status(trace.StatusCode.ERROR, f"{type(error).__name__}: {error}")
 
 
-def _target(request: Any, *, timeout: bool = False) -> Any:
-    """What an acquiring call is about (its lock id, or a group's lock ids, a list), or with ``timeout`` its timeout."""
-    return request.timeout if timeout else list(request.lock_ids) if request.many else request.lock_id
-
-
-def _start(name: str, target: Any) -> tuple[_Acquire, Any, contextvars.Token[bool]]:
-    keys = _keys_of(target)
-    attributes = _describe(keys)
-    span_attributes: dict[str, Any] = {**attributes}
-    if not isinstance(target, str | tuple) or len(keys) != 1:
-        span_attributes["dynalock.lock_count"] = len(keys)
+def _start(name: str, request: Any) -> tuple[_Acquire, Any, contextvars.Token[bool]]:
+    described = request.options.described
+    attributes = _for_spans(described, len(request.lock_ids) if request.many else None)
     scope = _tracer.start_as_current_span(
-        name, attributes=span_attributes, record_exception=False, set_status_on_exception=False
+        name, attributes=attributes, record_exception=False, set_status_on_exception=False
     )
     span = scope.__enter__()
-    _acquire_pending.add(1, _for_metrics(attributes))
-    return _Acquire(span, attributes, time.perf_counter()), scope, _in_operation.set(True)
+    _acquire_pending.add(1, _for_metrics(described))
+    return _Acquire(span, _for_metrics(described), time.perf_counter()), scope, _in_operation.set(True)
 
 
 def traced_acquire(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
@@ -212,7 +204,7 @@ def traced_acquire(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
 
             @functools.wraps(method)
             async def traced_coroutine(*args: P.args, **kwargs: P.kwargs) -> R:
-                acquire, scope, token = _start(name, _target(args[1]))
+                acquire, scope, token = _start(name, args[1])
                 result, error = None, None
                 try:
                     result = await method(*args, **kwargs)
@@ -222,14 +214,14 @@ def traced_acquire(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
                     raise
                 finally:
                     _in_operation.reset(token)
-                    acquire.end(result, error, _target(args[1], timeout=True))
+                    acquire.end(result, error, args[1].timeout)  # type: ignore[attr-defined]
                     scope.__exit__(None, None, None)
 
             return traced_coroutine  # type: ignore[return-value]
 
         @functools.wraps(method)
         def traced(*args: P.args, **kwargs: P.kwargs) -> R:
-            acquire, scope, token = _start(name, _target(args[1]))
+            acquire, scope, token = _start(name, args[1])
             result, error = None, None
             try:
                 result = method(*args, **kwargs)
@@ -239,7 +231,7 @@ def traced_acquire(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
                 raise
             finally:
                 _in_operation.reset(token)
-                acquire.end(result, error, _target(args[1], timeout=True))
+                acquire.end(result, error, args[1].timeout)  # type: ignore[attr-defined]
                 scope.__exit__(None, None, None)
 
         return traced
@@ -261,10 +253,7 @@ def traced(name: str, **fixed: Any) -> Callable[[Callable[P, R]], Callable[P, R]
 
         @functools.wraps(method)
         def traced_method(*args: P.args, **kwargs: P.kwargs) -> R:
-            keys = _keys_of(args[1])
-            attributes: dict[str, Any] = {**_describe(keys), **fixed}
-            if len(keys) != 1:
-                attributes["dynalock.lock_count"] = len(keys)
+            attributes = {**_for_spans(*_described_of(args, kwargs)), **fixed}
             with _tracer.start_as_current_span(
                 name, attributes=attributes, record_exception=False, set_status_on_exception=False
             ) as span:
@@ -300,11 +289,11 @@ class Holding:
         self.granted = time.perf_counter()
 
 
-def lease_granted(key: str, *, taken_over: bool) -> Holding | None:
+def lease_granted(described: Described | None, *, taken_over: bool) -> Holding | None:
     """A lease was granted (``taken_over``: from a holder that stopped renewing); keep what returns on its record."""
     if not ENABLED:
         return None
-    attributes = _for_metrics(_describe([key]))
+    attributes = _for_metrics(described)
     _locks_held.add(1, attributes)
     if taken_over:
         _takeovers.add(1, attributes)

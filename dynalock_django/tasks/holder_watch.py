@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from ..dynamodb import Clock, Lease, LockClient, LockInfo, Semaphore
+from ..dynamodb import Clock, Described, Lease, LockClient, LockInfo, Semaphore
 
 # After the holder's lease, the takeover needs a read or two more: a little slack on the deadline.
 _SLACK = 1.0
@@ -37,6 +37,7 @@ def acquire_unless_alive(
     client: LockClient,
     key: str,
     *,
+    described: Described,
     data: bytes,
     lease_duration: float | None,
     waits_for: Callable[[LockInfo], bool],
@@ -56,7 +57,7 @@ def acquire_unless_alive(
     first: LockInfo | None = None
     # Until a holder is seen, the deadline is our own lease's: a lock that keeps being released under us ends too.
     deadline = clock.monotonic() + own_lease + client.heartbeat_period + _SLACK
-    lease = client.try_acquire(key, data=data, lease_duration=lease_duration)
+    lease = client.try_acquire(key, data=data, lease_duration=lease_duration, described=described)
     while lease is None:
         # Refused: a holding stood in the way. From here on the copy tries again only when that cannot
         # hide a live run: the key freed by an operator (or by our own earlier attempt, awaited), or
@@ -67,7 +68,7 @@ def acquire_unless_alive(
             last = first or seen
             if last is not None and _let_go_by_its_holder(seen) and not waits_for(last):
                 return last  # the run in our way ended while we looked (a short run): it was alive
-            lease = client.try_acquire(key, data=data, lease_duration=lease_duration)
+            lease = client.try_acquire(key, data=data, lease_duration=lease_duration, described=described)
             if lease is None and now >= deadline:
                 return seen
             continue
@@ -78,7 +79,7 @@ def acquire_unless_alive(
         elif _renewed(first, seen) and not waits_for(seen):
             return seen
         if client.available_in(seen) == 0:  # its holder stopped renewing a lease ago: take it over
-            lease = client.try_acquire(key, data=data, lease_duration=lease_duration)
+            lease = client.try_acquire(key, data=data, lease_duration=lease_duration, described=described)
             if lease is not None:
                 break
         if now >= deadline:

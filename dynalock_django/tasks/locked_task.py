@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar, cast
 
-from .. import signals
+from .. import keys, signals
 from ..client import get_client
 from ..counted_locks import check_permits
 from ..dynamodb import Lease, LockClient, LockInfo, printable, task_skipped
@@ -108,7 +108,13 @@ class LockedTask:
             return self._take_permit(client, key, data, run)
         if self.on_conflict == "wait":
             try:
-                return client.acquire(key, timeout=self.timeout, data=data, lease_duration=self.lease_duration)
+                return client.acquire(
+                    key,
+                    timeout=self.timeout,
+                    data=data,
+                    lease_duration=self.lease_duration,
+                    described=keys.described(key, "task"),
+                )
             except LockTimeout as error:
                 raise TaskLocked(
                     f"Task {self.name} waited {self.timeout}s for {key!r}: another run still holds it.", error.holder
@@ -116,6 +122,7 @@ class LockedTask:
         return acquire_unless_alive(
             client,
             key,
+            described=keys.described(key, "task"),
             data=data,
             lease_duration=self.lease_duration,
             waits_for=functools.partial(_is_earlier_attempt, run),
@@ -125,7 +132,7 @@ class LockedTask:
         self, client: LockClient, key: str, data: bytes, run: frameworks.TaskRun | None
     ) -> Lease | LockInfo | None:
         """One of the ``limit`` permits of the task's key; else a live holder in the way, as :meth:`_take`."""
-        counted = client.semaphore(key, self.limit)
+        counted = client.semaphore(key, self.limit, described=keys.described(key, "task"))
         if self.on_conflict == "wait":
             try:
                 return counted.acquire(timeout=self.timeout, data=data, lease_duration=self.lease_duration)

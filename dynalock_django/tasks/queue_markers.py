@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import uuid
 
+from .. import keys
 from ..client import get_client
 from ..dynamodb import Lease, printable
 from ..exceptions import LockLost
@@ -32,6 +33,7 @@ def take_queued_marker(queued_key: str, *, task: str, queued_lease: float | None
         owner_name=f"{MARKER_OWNER}{uuid.uuid4()}",
         lease_duration=queued_lease,
         keep_alive=False,
+        described=keys.described(queued_key, "queued task"),
     )
 
 

@@ -17,7 +17,14 @@ import time
 import pytest
 from opentelemetry.trace import StatusCode
 
-from dynalock_django.dynamodb import DynamoDBUnavailable, LockLost, LockNotAcquired, LockTimeout
+from dynalock_django.dynamodb import (
+    Described,
+    DynamoDBUnavailable,
+    InvalidLockRequest,
+    LockLost,
+    LockNotAcquired,
+    LockTimeout,
+)
 from dynalock_django.dynamodb.leases.lease import record_of
 
 from ..dynamodb_support import LEASE, FaultInjector, RequestCounter, make_dynamodb, unique
@@ -139,7 +146,7 @@ def test_an_operators_takeover_and_forced_release_are_causes_of_lost_leases(otel
     with pytest.raises(LockLost):
         lease.extend()
     with caplog.at_level(logging.WARNING, logger="dynalock_django"):
-        operator.force_release(operator.get(key), released_by="ops:carol")
+        operator.force_release(operator.get(key), released_by="ops:carol", described=Described(key))
     with pytest.raises(LockLost):
         taken.extend()
     with pytest.raises(LockNotAcquired):
@@ -208,18 +215,23 @@ def test_a_throttled_waiter_backs_off_and_each_throttled_request_is_counted_with
     assert sum(point.value for point in counted) == counter.calls["GetItem"]
 
 
-def test_a_group_acquire_is_one_span_for_all_its_keys(otel, make_client, key):
+def test_a_group_acquire_is_one_span_for_all_its_keys_described_once(otel, make_client, key):
     client = make_client()
     keys = [f"{key}-a", f"{key}-b"]
-    group = client.acquire_many(keys, timeout=5)
+    group = client.acquire_many(keys, timeout=5, described=Described(key, model="desk.customer"))
     group.release()
     collected = otel.collect()
     (span,) = otel.spans("dynalock.acquire_many")
-    assert span.attributes["dynalock.lock_count"] == 2
-    assert span.attributes["dynalock.outcome"] == "acquired"
-    assert "dynalock.kind" not in span.attributes  # each key is its own kind here: nothing they share
-    assert sum(collected.sum("dynalock.locks.held", dynalock__kind=k) for k in keys) == 0
-    assert sum(p.value for k in keys for p in collected.of("dynalock.hold.duration", dynalock__kind=k)) == 2
+    assert span.attributes == {
+        "dynalock.kind": key,
+        "dynalock.model": "desk.customer",
+        "dynalock.lock_count": 2,
+        "dynalock.outcome": "acquired",
+    }
+    assert collected.sum("dynalock.locks.held", dynalock__kind=key) == 0
+    assert [p.value for p in collected.of("dynalock.hold.duration", dynalock__kind=key)] == [2]
+    (release,) = otel.spans("dynalock.release")
+    assert release.attributes == {"dynalock.kind": key, "dynalock.model": "desk.customer", "dynalock.lock_count": 2}
 
 
 def test_a_coroutines_acquire_has_its_span_and_outcome(otel, make_client, key):
@@ -235,16 +247,44 @@ def test_a_coroutines_acquire_has_its_span_and_outcome(otel, make_client, key):
     assert otel.collect().sum("dynalock.requests", dynalock__operation="UpdateItem", dynalock__result="ok") == 2
 
 
-def test_without_a_describer_nothing_names_the_lock(otel, make_client):
-    from dynalock_django.dynamodb import describe_keys_with
+def test_an_undescribed_lock_is_named_by_nothing_and_a_counted_one_by_its_kind(make_client):
+    otel = recorded()  # no description by key for this test
+    otel.reset()
+    client = make_client()
+    client.acquire(unique()).release()
+    client.semaphore(unique(), 2).acquire().release()
+    described = client.readers_writer(unique(), described=Described("object", model="desk.report"))
+    described.acquire_read().release()
+    described.acquire_write().release()
+    spans = [dict(span.attributes) for span in otel.spans("dynalock.acquire")]  # a permit's round has none
+    assert spans == [
+        {"dynalock.outcome": "acquired"},
+        {"dynalock.kind": "object", "dynalock.model": "desk.report", "dynalock.outcome": "acquired"},
+    ]
+    held = [point.attributes for point in otel.collect().of("dynalock.hold.duration")]
+    assert sorted(held, key=str) == sorted(
+        [
+            {},
+            {"dynalock.kind": "semaphore"},
+            {"dynalock.kind": "read", "dynalock.model": "desk.report"},
+            {"dynalock.kind": "object", "dynalock.model": "desk.report"},
+        ],
+        key=str,
+    )
 
-    previous = describe_keys_with(None)
-    try:
-        make_client().acquire(unique()).release()
-    finally:
-        describe_keys_with(previous)
-    (span,) = otel.spans("dynalock.acquire")
-    assert span.attributes == {"dynalock.outcome": "acquired"}
+
+def test_a_description_that_is_no_described_is_refused_naming_the_fix(make_client):
+    with pytest.raises(InvalidLockRequest, match=r"described= takes a Described"):
+        make_client().try_acquire(unique(), described={"dynalock.kind": "object"})
+
+
+def test_describe_keys_with_is_deprecated_and_names_the_new_way():
+    import dynalock_django.dynamodb as protocol
+
+    with pytest.warns(DeprecationWarning, match=r"described=Described\(kind"):
+        describe_keys_with = protocol.describe_keys_with
+    assert describe_keys_with(lambda key: {}) is None
+    assert "describe_keys_with" not in protocol.__all__
 
 
 def test_a_reader_kept_out_by_a_writer_for_over_a_lease_takes_a_released_permit_as_no_takeover(

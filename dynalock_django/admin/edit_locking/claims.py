@@ -16,8 +16,8 @@ from typing import Any
 from django.db import models, router
 
 from ...client import get_client
-from ...dynamodb import DynamoDBError, Lease, LeaseGroup, LockInfo, LockNotAcquired, LockTimeout
-from ...keys import key_for_instance
+from ...dynamodb import Described, DynamoDBError, Lease, LeaseGroup, LockInfo, LockNotAcquired, LockTimeout
+from ...keys import described_as_read, key_for_instance, model_label
 from ...payload import LockData
 from ...transactions import release_when_transaction_ends
 from . import edit_queue
@@ -112,11 +112,13 @@ def _try(by_key: dict[str, models.Model], user: Any) -> LeaseGroup | dict[str, L
     """One attempt at the whole set: the group, or who holds which of its keys."""
     data = LockData(purpose=PURPOSE, user_id=str(user.pk), username=user.get_username())
     try:
-        return get_client().acquire_many(list(by_key), timeout=0, data=data.to_bytes())
+        labels = {model_label(type(row)) for row in by_key.values()}
+        described = Described("object", labels.pop() if len(labels) == 1 else None)  # a group's: no key
+        return get_client().acquire_many(list(by_key), timeout=0, data=data.to_bytes(), described=described)
     except LockTimeout as busy:
         return {holder.key: holder for holder in busy.holders if holder is not None}
 
 
 def _release_own(holder: LockInfo, user: Any) -> None:
     with contextlib.suppress(LockNotAcquired):  # it changed hands since: the next attempt says who has it now
-        get_client().force_release(holder, released_by=user.get_username())
+        get_client().force_release(holder, released_by=user.get_username(), described=described_as_read(holder.key))

@@ -19,6 +19,7 @@ from typing import Any
 from django.db import models
 from django.utils import timezone
 
+from ... import keys
 from ...client import get_client
 from ...conf import dynalock_settings
 from ...dynamodb import Lease, LockInfo, LockLost, LockNotAcquired, LockTimeout
@@ -62,6 +63,7 @@ class EditLock:
 
     def __init__(self, instance: models.Model, user: Any) -> None:
         self.key = key_for_instance(instance)
+        self.described = keys.described(self.key, "object", type(instance))  # how telemetry names it
         self.user = user
 
     def open(self, handoff: EditTicket | None = None) -> EditState:
@@ -190,6 +192,7 @@ class EditLock:
             "lease_duration": dynalock_settings.EDIT_LEASE_DURATION,
             "keep_alive": False,
             "data": data.to_bytes(),
+            "described": self.described,
         }
 
     def _granted(self, lease: Lease, tab: str) -> EditState:

@@ -155,7 +155,8 @@ class Acquirer:
         ``readers_seen``: what the granted item says of a readers-writer lock's readers (None: unknown).
         """
         record = _granted_record(self._clock, lock_id, version, fencing_token, started, options, waiters)
-        record.telemetry = telemetry.lease_granted(lock_id[0], taken_over=taken_over)
+        record.described = options.described
+        record.telemetry = telemetry.lease_granted(options.described, taken_over=taken_over)
         record.readers_seen = readers_seen
         lease = Lease(self._client, record)
         if options.on_lost is not None:

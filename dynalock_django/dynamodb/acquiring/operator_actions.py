@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ..clock import Clock
     from ..leases.holdings import Holdings
     from ..options import AcquireOptions
+    from ..telemetry import Described
     from ..wire.layout import TableLayout
     from .acquirer import Acquirer
 
@@ -44,7 +45,8 @@ class OperatorActions:
         self._acquirer = acquirer  # grants the lease a takeover wins, as any acquire's
 
     @telemetry.traced("dynalock.release", **{"dynalock.forced": True})
-    def force_release(self, lock: LockInfo, *, released_by: str) -> LockInfo:
+    def force_release(self, lock: LockInfo, *, released_by: str, described: Described | None) -> LockInfo:
+        """Release ``lock`` as read; ``described`` names it on the span (the lock is someone else's: no lease says)."""
         request = writes.force_release(
             self._layout, lock, version=writes.new_version(), released_by=released_by, wall_time=self._clock.time()
         )

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from ..aws.store import LockStore
     from ..options import CallChecks
     from ..process_state import ProcessState
+    from ..telemetry import Described
 
 
 class CountedMethods:
@@ -23,19 +24,29 @@ class CountedMethods:
     process_state: ProcessState
     store: LockStore
 
-    def semaphore(self, name: str, permits: int, *, sort_key: str | None = None) -> Semaphore:
+    def semaphore(
+        self, name: str, permits: int, *, sort_key: str | None = None, described: Described | None = None
+    ) -> Semaphore:
         """At most ``permits`` holders of ``name`` at once: one lock item per permit, each with its own lease and token.
 
         No request: the Semaphore's calls make them. Every caller of one name must ask for the same
         count (it is stored on the items; another count is refused). See docs/protocol.md, "Semaphores".
+        ``described``: how telemetry names the lock (its permits are of kind ``semaphore``).
         """
-        return Semaphore(self, name, permits, sort_key=sort_key)
+        return Semaphore(self, name, permits, sort_key=sort_key, described=self.call_checks.described(described))
 
     def readers_writer(
-        self, name: str, *, max_readers: int = DEFAULT_MAX_READERS, sort_key: str | None = None
+        self,
+        name: str,
+        *,
+        max_readers: int = DEFAULT_MAX_READERS,
+        sort_key: str | None = None,
+        described: Described | None = None,
     ) -> ReadersWriterLock:
         """Many readers of ``name`` at once (up to ``max_readers``), or one writer, who keeps new readers out.
 
         No request. The writer's item is the plain lock ``name``. See docs/protocol.md, "Readers and writers".
+        ``described``: how telemetry names the writer (its readers are of kind ``read``).
         """
-        return ReadersWriterLock(self, name, max_readers=max_readers, sort_key=sort_key)
+        described = self.call_checks.described(described)
+        return ReadersWriterLock(self, name, max_readers=max_readers, sort_key=sort_key, described=described)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ..leases.lease import LostCallback
     from ..options import AcquireRequest, CallChecks
     from ..process_state import ProcessState
+    from ..telemetry import Described
     from ..wire.item import LockInfo
     from ..wire.layout import LockId
 
@@ -45,7 +46,15 @@ class PermitHolder:
 
 class PermitSet:
     def __init__(
-        self, client: CountedClient, *, what: str, name: str, suffix: str, count: int, sort_key: str | None
+        self,
+        client: CountedClient,
+        *,
+        what: str,
+        name: str,
+        suffix: str,
+        count: int,
+        sort_key: str | None,
+        described: Described,
     ) -> None:
         self.what = what
         self.name = name
@@ -53,6 +62,7 @@ class PermitSet:
         self._client = client
         self._suffix = suffix
         self._sort_key = sort_key
+        self._described = described  # how telemetry names each permit
         self.ids = self.ids_up_to(count)
         # Read with the set, never written: an item there is a larger set's, under the same name.
         self.beyond = self.ids_up_to(count + 1)[-1]
@@ -70,7 +80,13 @@ class PermitSet:
         """A call's request for one permit; its data is checked against the longest permit key, the last."""
         checks = self._client.call_checks
         return checks.request(
-            self.ids[-1], timeout=timeout, lease_duration=lease_duration, data=data, on_lost=on_lost, permits=self.count
+            self.ids[-1],
+            timeout=timeout,
+            lease_duration=lease_duration,
+            data=data,
+            on_lost=on_lost,
+            permits=self.count,
+            described=self._described,
         )
 
     def round(self, request: AcquireRequest, gate: LockId | None = None) -> PermitRound:

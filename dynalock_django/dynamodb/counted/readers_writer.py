@@ -18,6 +18,7 @@ import functools
 from typing import TYPE_CHECKING
 
 from ..acquiring.wait_loop import await_for, wait_for
+from ..telemetry import Described
 from ..wire import permits
 from .permit_set import CountedClient, PermitHolder, PermitSet
 from .readers_drain import ReadersDrain
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from ..wire.item import LockInfo
 
 # Readers at once by default: one BatchGetItem reads them with the write item (at most 99).
+READER_KIND = "read"  # how telemetry names a reader (its lock's description names the model, if any)
 DEFAULT_MAX_READERS = 32
 """Readers that may hold a readers-writer lock at once unless ``max_readers=`` says otherwise."""
 
@@ -48,6 +50,7 @@ class ReadersWriterLock:
         *,
         max_readers: int = DEFAULT_MAX_READERS,
         sort_key: str | None = None,
+        described: Described | None = None,
     ) -> None:
         permits.check_set("readers-writer lock", name, max_readers, permits.MAX_READERS)
         self.name = name
@@ -61,7 +64,9 @@ class ReadersWriterLock:
             suffix=permits.READER_SUFFIX,
             count=max_readers,
             sort_key=sort_key,
+            described=(described or Described(READER_KIND)).as_kind(READER_KIND),
         )
+        self._described = described  # the writer's: the lock's own
 
     def __repr__(self) -> str:
         return f"<ReadersWriterLock {self.name!r} max_readers={self.max_readers}>"
@@ -231,7 +236,12 @@ class ReadersWriterLock:
     ) -> AcquireRequest:
         checks = self._client.call_checks
         return checks.request(
-            self._write_id, timeout=timeout, lease_duration=lease_duration, data=data, on_lost=on_lost
+            self._write_id,
+            timeout=timeout,
+            lease_duration=lease_duration,
+            data=data,
+            on_lost=on_lost,
+            described=self._described,
         )
 
     def _drain(self, writer: Lease, deadline: float | None) -> ReadersDrain:

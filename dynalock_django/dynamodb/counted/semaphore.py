@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..telemetry import Described
 from ..wire import permits
 from .permit_set import CountedClient, PermitHolder, PermitSet
 
 if TYPE_CHECKING:
     from ..leases.lease import Lease, LostCallback
+
+
+KIND = "semaphore"  # how telemetry names a permit (its set's description names the model, if any)
 
 
 class Semaphore:
@@ -24,7 +28,15 @@ class Semaphore:
     (InvalidLockRequest). Threads and coroutines may share one Semaphore.
     """
 
-    def __init__(self, client: CountedClient, name: str, permit_count: int, *, sort_key: str | None = None) -> None:
+    def __init__(
+        self,
+        client: CountedClient,
+        name: str,
+        permit_count: int,
+        *,
+        sort_key: str | None = None,
+        described: Described | None = None,
+    ) -> None:
         permits.check_set("semaphore", name, permit_count, permits.MAX_PERMITS)
         self.name = name
         self.permits = permit_count
@@ -35,6 +47,7 @@ class Semaphore:
             suffix=permits.SEMAPHORE_SUFFIX,
             count=permit_count,
             sort_key=sort_key,
+            described=(described or Described(KIND)).as_kind(KIND),
         )
 
     def __repr__(self) -> str:

@@ -20,6 +20,7 @@ from .lease_record import LeaseRecord, State
 
 if TYPE_CHECKING:
     from ..clock import Clock
+    from ..telemetry import Described
     from ..wire.item import LockInfo
     from ..wire.layout import LockId
     from ..wire.waiters import Waiter
@@ -96,6 +97,11 @@ class Lease:
     def permit(self) -> int | None:
         """Which permit of a semaphore (or reader of a readers-writer lock) this lease holds; None for a plain lock."""
         return self._record.permit
+
+    @property
+    def described(self) -> Described | None:
+        """How telemetry names this lock: as its acquire's caller described it (None: not described)."""
+        return self._record.described
 
     @property
     def reentered(self) -> bool:

@@ -90,6 +90,8 @@ class LeaseRecord:
         self.renewal_failed = False
         # What telemetry counts of this lease from its grant (None: not granted here, or no OpenTelemetry).
         self.telemetry: telemetry.Holding | None = None
+        # How telemetry names the lock, as its acquire's caller described it (None: not described).
+        self.described: telemetry.Described | None = None
         # A readers-writer lock's writer: what its grant told about the readers (None: nothing, or not a
         # writer's grant), and the mark its release leaves while it has not seen them gone (readers_mark.py).
         self.readers_seen: ReadersSeen | None = None

@@ -32,7 +32,7 @@ from ...dynamodb import (
     printable,
 )
 from ...key_scope import current_scope, in_current_scope, key_head, scope_path
-from ...keys import key_for_model, model_label
+from ...keys import described_as_read, key_for_model, model_label
 from ...leader import EXIT_LEASE_LOST, run_while_leader
 from ...live_lock_rows import LockRow, describe_rows, read_counted, read_page
 from ...supervised import command_input
@@ -285,7 +285,7 @@ class Command(BaseCommand):
                 raise CommandError("Not released.")
         released_by = by or f"{getpass.getuser()}@{socket.gethostname()} (manage.py dynalock)"
         try:
-            client.force_release(lock, released_by=released_by)
+            client.force_release(lock, released_by=released_by, described=described_as_read(lock.key))
         except LockNotAcquired as error:
             raise CommandError(f"{error} Run the command again to release the new holding.") from error
         self.stdout.write(self.style.SUCCESS(f"Released {key!r} (was held by {printable(described['holder'])})."))

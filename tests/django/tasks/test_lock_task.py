@@ -11,7 +11,7 @@ import pytest
 
 from dynalock_django import AlreadyQueued, TaskLocked
 from dynalock_django.client import get_client
-from dynalock_django.dynamodb import MAX_PARTITION_KEY_BYTES, Lease, LockClient
+from dynalock_django.dynamodb import MAX_PARTITION_KEY_BYTES, Described, Lease, LockClient
 from dynalock_django.exceptions import ConfigurationError, InvalidLockRequest, LockLost, LockTimeout
 from dynalock_django.keys import parse_key
 from dynalock_django.signals import lease_acquired, lease_lost, lease_released, task_skipped
@@ -391,7 +391,9 @@ def test_a_copy_gives_up_waiting_for_a_renewing_holder_when_its_clients_clock_sa
     try:
         # waits_for: as if the holder were this copy's own earlier attempt, which it waits for, up to the deadline
         # The copy's own lease is the holder's minute too: its wait is bounded by the shorter of the two.
-        seen = acquire_unless_alive(copy, key, data=b"", lease_duration=60, waits_for=lambda holder: True)
+        seen = acquire_unless_alive(
+            copy, key, described=Described("task"), data=b"", lease_duration=60, waits_for=lambda holder: True
+        )
         assert not isinstance(seen, Lease)
         assert seen is not None
         assert seen.fencing_token == held.fencing_token
