@@ -46,9 +46,7 @@ from .telemetry import (
     Described,
     botocore_request_hook,
     botocore_response_hook,
-    idempotency_answered,
     span_event,
-    task_skipped,
 )
 from .wire.display import printable
 from .wire.item import MALFORMED_ITEM_LEASE_SECONDS, MAX_PARTITION_KEY_BYTES, LockInfo
@@ -105,7 +103,6 @@ __all__ = [
     "botocore_request_hook",
     "botocore_response_hook",
     "build_dynamodb_client",
-    "idempotency_answered",
     "lambda_lease",
     "lambda_locked",
     "printable",
@@ -113,12 +110,19 @@ __all__ = [
     "retry_budget_seconds",
     "span_event",
     "split_permit_key",
-    "task_skipped",
     "validate_table_name",
 ]
 
 # Names once exported here, kept importable for a while: each warns and says what replaced it.
 _DEPRECATED = {
+    "task_skipped": (
+        "dynalock_django.dynamodb.task_skipped is deprecated and counts nothing: run-once tasks are the Django "
+        "layer's, which counts their skipped runs itself (dynalock_django.counters.task_skipped)."
+    ),
+    "idempotency_answered": (
+        "dynalock_django.dynamodb.idempotency_answered is deprecated and counts nothing: idempotency keys are the "
+        "Django layer's, which counts their answers itself (dynalock_django.counters.idempotency_answered)."
+    ),
     "describe_keys_with": (
         "dynalock_django.dynamodb.describe_keys_with is deprecated and has no effect: telemetry names a lock as its "
         "acquire describes it. Pass described=Described(kind, model=...) to acquire (and the other acquiring calls)."
@@ -131,10 +135,10 @@ def __getattr__(name: str) -> object:
         import warnings
 
         warnings.warn(_DEPRECATED[name], DeprecationWarning, stacklevel=2)
-        return _describe_keys_with
+        return _no_effect
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _describe_keys_with(describer: object) -> None:
-    """Formerly registered a describer of keys for telemetry; now each acquire's ``described=`` names its lock."""
+def _no_effect(*args: object) -> None:
+    """What a deprecated name gives: a call that does nothing (its warning said what replaced it)."""
     return None

@@ -42,13 +42,6 @@ RequestResult = Literal["ok", "condition_failed", "throttled", "error"]
 # Seconds: how long an acquire waits (a refused try is a few milliseconds) and how long a lock is held.
 ACQUIRE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 HOLD_BUCKETS = (0.01, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0, 14400.0)
-# Requests with an idempotency key answered without running their work, by outcome: (instrument, description).
-IDEMPOTENCY_OUTCOMES = {
-    "replays": ("dynalock.idempotency.replays", "Requests answered with the stored result of their key's first run."),
-    "conflicts": ("dynalock.idempotency.conflicts", "Requests refused while their key's first run was in flight."),
-    "mismatches": ("dynalock.idempotency.mismatches", "Requests refused: their key was used for other work."),
-}
-
 # Set while a span of ours is current, so the botocore hook knows a refusal there was expected.
 _in_operation: contextvars.ContextVar[bool] = contextvars.ContextVar("dynalock_in_operation", default=False)
 
@@ -121,13 +114,6 @@ if ENABLED:
         unit="{request}",
         description="DynamoDB requests, by operation and result (throttled ones also by reason).",
     )
-    _tasks_skipped = _meter.create_counter(
-        "dynalock.tasks.skipped", unit="{run}", description="Run-once task runs skipped: another run held the key."
-    )
-    _idempotency = {
-        outcome: _meter.create_counter(name, unit="{request}", description=text)
-        for outcome, (name, text) in IDEMPOTENCY_OUTCOMES.items()
-    }
 
 
 def _described_of(args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[Described | None, int | None]:
@@ -322,18 +308,6 @@ def request(operation: str, result: RequestResult, reason: str | None = None) ->
         if reason is not None:
             attributes["dynalock.reason"] = reason
         _requests.add(1, attributes)
-
-
-def task_skipped(task: str) -> None:
-    """A run-once task's run was skipped: another run held its key."""
-    if ENABLED:
-        _tasks_skipped.add(1, {"dynalock.task": task})
-
-
-def idempotency_answered(outcome: str) -> None:
-    """A request with an idempotency key was answered without running: ``outcome`` is a key of IDEMPOTENCY_OUTCOMES."""
-    if ENABLED:
-        _idempotency[outcome].add(1)
 
 
 def span_event(name: str, attributes: Mapping[str, str | int | bool] | None = None) -> None:

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 from .. import keys
 from ..client import get_client
 from ..contention import retry_seconds
-from ..dynamodb import CompletionRecord, LockInfo, idempotency_answered
+from ..counters import idempotency_answered
+from ..dynamodb import CompletionRecord, LockInfo
 from ..exceptions import IdempotencyKeyInUse, IdempotencyKeyReused, InvalidLockRequest, LockNotAcquired
 from ..locks import KeyLock
 from ..payload import LockData

@@ -20,7 +20,8 @@ from typing import Any, Literal, TypeVar, cast
 from .. import keys, signals
 from ..client import get_client
 from ..counted_locks import check_permits
-from ..dynamodb import Lease, LockClient, LockInfo, printable, task_skipped
+from ..counters import task_skipped
+from ..dynamodb import Lease, LockClient, LockInfo, printable
 from ..exceptions import ConfigurationError, InvalidLockRequest, LockTimeout, TaskLocked
 from ..payload import LockData
 from . import frameworks

@@ -278,13 +278,23 @@ def test_a_description_that_is_no_described_is_refused_naming_the_fix(make_clien
         make_client().try_acquire(unique(), described={"dynalock.kind": "object"})
 
 
-def test_describe_keys_with_is_deprecated_and_names_the_new_way():
+@pytest.mark.parametrize(
+    ("name", "new_place"),
+    [
+        ("describe_keys_with", r"described=Described\(kind"),
+        ("task_skipped", r"dynalock_django\.counters\.task_skipped"),
+        ("idempotency_answered", r"dynalock_django\.counters\.idempotency_answered"),
+    ],
+)
+def test_names_the_protocol_no_longer_exports_still_import_with_a_warning_naming_the_new_way(name, new_place):
     import dynalock_django.dynamodb as protocol
 
-    with pytest.warns(DeprecationWarning, match=r"described=Described\(kind"):
-        describe_keys_with = protocol.describe_keys_with
-    assert describe_keys_with(lambda key: {}) is None
-    assert "describe_keys_with" not in protocol.__all__
+    with pytest.warns(DeprecationWarning, match=new_place):
+        deprecated = getattr(protocol, name)
+    assert deprecated("x") is None
+    assert name not in protocol.__all__
+    with pytest.raises(AttributeError, match="no attribute 'lock_everything'"):
+        protocol.lock_everything  # noqa: B018
 
 
 def test_a_reader_kept_out_by_a_writer_for_over_a_lease_takes_a_released_permit_as_no_takeover(
