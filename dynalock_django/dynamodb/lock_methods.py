@@ -104,13 +104,17 @@ class LockMethods:
         timeout: float | None = None,
         data: bytes | None = None,
         on_lost: LostCallback | None = None,
+        reentrant: bool = False,
     ) -> Iterator[Lease]:
         """``with client.lock(key) as lease:`` acquire, then release at the end of the block.
 
         If the block succeeds but the lease was lost meanwhile, LockLost is raised at the end: the
-        block was not protected for all of its run.
+        block was not protected for all of its run. ``reentrant``: as :meth:`acquire`'s (an inner
+        block in the holding context shares the hold; the outermost block's end releases the lock).
         """
-        with self.acquire(key, sort_key=sort_key, timeout=timeout, data=data, on_lost=on_lost) as lease:
+        with self.acquire(
+            key, sort_key=sort_key, timeout=timeout, data=data, on_lost=on_lost, reentrant=reentrant
+        ) as lease:
             yield lease
 
     def extend(self, lease: Lease, lease_duration: float | None = None) -> None:

@@ -219,3 +219,29 @@ def _in_thread(call):
     if kind == "error":
         raise value
     return value
+
+
+def test_lock_blocks_nest_with_reentrant_and_the_outermost_block_releases(make_client, dynamodb, key, virtual_clock):
+    client = make_client(dynamodb, clock=virtual_clock)
+    other = make_client(clock=virtual_clock)
+    counter = RequestCounter(dynamodb)
+    with client.lock(key, reentrant=True) as outer:
+        assert dict(counter.calls) == {"UpdateItem": 1}
+        counter.reset()
+        with client.lock(key, reentrant=True) as inner:
+            assert inner.fencing_token == outer.fencing_token
+            assert inner.reentered
+        assert counter.total == 0  # the inner block's acquire and release: no request
+        assert outer.is_held()
+        assert not client.get(key).is_released
+        counter.reset()
+        waited: list[object] = []
+        waiter = threading.Thread(target=lambda: waited.append(client.try_acquire(key, reentrant=True)))
+        waiter.start()
+        waiter.join(PATIENCE)
+        assert waited == [None]  # another thread does not share the hold
+        with pytest.raises(WouldDeadlock, match="reentrant=True"), client.lock(key):  # refused at once, as acquire is
+            pass
+        assert other.try_acquire(key) is None
+    assert client.get(key).is_released  # released at the outermost block's end
+    assert other.try_acquire(key, reentrant=True).fencing_token > outer.fencing_token
