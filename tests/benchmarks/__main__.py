@@ -8,6 +8,7 @@ import sys
 BENCHMARKS = [
     "protocol",
     "client_cpu",
+    "acquire_path",
     "many_locks",
     "many_leases",
     "async_locks",
