@@ -2,37 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from .make_plan import ROOT, make
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="GNU make is not installed")
-
-
-def make(*arguments: str, check: bool = True) -> str:
-    """What make prints (``-n``: nothing runs), from the repository's root, as a reader's shell would run it.
-
-    Under ``make test CHECKS=`` (CI) make hands its command-line variables down through MAKEFLAGS: this make
-    must not inherit them, or it plans what CI asked for rather than what the Makefile says.
-    """
-    inherited = {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES"}
-    environment = {name: value for name, value in os.environ.items() if name not in inherited}
-    done = subprocess.run(
-        ["make", "--no-print-directory", *arguments],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=check,
-        timeout=60,
-        env=environment,
-    )
-    return done.stdout
 
 
 def test_make_test_lints_and_builds_the_docs() -> None:
