@@ -37,10 +37,9 @@ from ..acquiring.plan import Write
 from ..aws import botocore_errors, deadlines
 from ..aws.store import Refused
 from ..clock import Instant
-from ..exceptions import CircuitOpen, DynamoDBUnavailable, InvalidLockRequest, LockTimeout
+from ..exceptions import CircuitOpen, DynamoDBUnavailable, LockTimeout
 from ..leases.lease import record_of
-from ..wire import item, writes
-from ..wire.display import printable
+from ..wire import permits, writes
 from ..wire.item import describe_holder
 from ..wire.writes import Stamp
 
@@ -125,7 +124,7 @@ class PermitRound:
         if isinstance(found, DynamoDBUnavailable):
             return None
         seen = Instant.read(self._parts.clock)
-        self._check_counts(found)
+        self._check_counts(found, seen)
         if self._gate is not None and self._gate_closed(found[self._gate], seen):
             return None
         candidates = self._candidates(found, seen)
@@ -165,20 +164,25 @@ class PermitRound:
         record_of(lease).permit = self._ids.index(lease.lock_id)
         return self._checked_at_gate(lease)
 
-    def _check_counts(self, found: dict[LockId, LockInfo | None]) -> None:
-        """Refuse a set whose items say another count: any of ours, or one past our last (a larger set's)."""
+    def _check_counts(self, found: dict[LockId, LockInfo | None], seen: Instant) -> None:
+        """Refuse a set while one of its items held states another count: ours, or one past our last (a larger set's).
+
+        Only a holding counts: a released item of another count, or one whose holder stopped renewing
+        a lease ago (the takeover rule), is taken as any free permit, and its write states our count,
+        so a new count takes over once none of the old count is held.
+        """
         for lock_id in [*self._ids, self._beyond]:
             current = found[lock_id]
-            if current is None or current.permits == self.options.permits:
+            if current is None or current.is_released:
                 continue
-            if current.permits is None and not any(item.PERMITS in problem for problem in current.problems):
-                continue  # a plain lock's item (or the Java client's) on a permit's key: it holds that permit
-            stored = "an unreadable count" if current.permits is None else f"{current.permits} permits"
-            raise InvalidLockRequest(
-                f"The {self.what} has {stored} (as stored on its item {printable(lock_id[0])!r}), but this call "
-                f"asks for {self.options.permits}. The count is part of the name's contract: pass the stored "
-                "count everywhere, or use a new name for the new count (the old items keep their fencing tokens)."
-            )
+            stored = permits.other_count(current, self.options.permits)
+            if stored is None:
+                continue
+            self._parts.observations.saw(lock_id, current, seen)
+            observation = self._parts.observations.get(lock_id)
+            if observation is not None and observation.may_take_over(seen.monotonic):
+                continue  # its holder stopped renewing a lease ago
+            raise permits.count_refused(self.what, stored, lock_id[0], self.options.permits, holder=current)
 
     def _candidates(self, found: dict[LockId, LockInfo | None], seen: Instant) -> list[LockId]:
         """The permits to try now, from a random one on; those with a write of ours that may have landed first."""

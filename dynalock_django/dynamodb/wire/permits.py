@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from ..exceptions import InvalidLockRequest
+from ..exceptions import CountInUse, InvalidLockRequest
 from .display import printable
 from .item import MAX_PARTITION_KEY_BYTES, PERMITS, LockInfo
 
@@ -90,11 +90,12 @@ def other_count(lock: LockInfo, count: int) -> str | None:
     return "an unreadable count" if lock.permits is None else f"{lock.permits} permits"
 
 
-def count_refused(what: str, stored: str, key: str, count: int) -> InvalidLockRequest:
+def count_refused(what: str, stored: str, key: str, count: int, *, holder: LockInfo | None = None) -> CountInUse:
     """The error of a call asking for ``count`` where an item of the set (``key``) states another, held."""
-    return InvalidLockRequest(
+    return CountInUse(
         f"The {what} has {stored} (as stored on its item {printable(key)!r}, held), but this call asks for "
         f"{count}. The count is part of the name's contract while a permit is held: pass the stored count "
         "everywhere, wait until its holders are gone (a new count takes over once no permit is held), or use a "
-        "new name for the new count."
+        "new name for the new count.",
+        holder,
     )

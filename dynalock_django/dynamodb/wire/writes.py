@@ -79,8 +79,10 @@ def acquire(
     whose token is not a number gets its token overwritten, but only that
     very item, once released or taken over. ``pending``: versions this owner
     may have written already (answers lost); finding one means the lock is ours.
-    ``permits``: the item is a permit of a set of that many (permits.py); an
-    item of a set of another count refuses the write.
+    ``permits``: the item is a permit of a set of that many (permits.py), stamped with the count.
+    The condition leaves the count it replaces alone: the write takes only a released item or the
+    very version seen silent for a lease, and a permit of another count that is no longer held is
+    a new count's to take (a count is checked against holdings, by the round that reads the set).
     ``line``: the line of waiters as read, and ``me``, this process's entry in it: a released or
     expired lock goes to the line's first live waiter, not past it (:func:`.queue_writes.grant_terms`).
     """
@@ -103,7 +105,6 @@ def acquire(
     counted: list[str] = []
     if permits is not None:
         count, value = exprs.name(item.PERMITS), exprs.number(permits)
-        condition = f"{condition} AND (attribute_not_exists({count}) OR {count} = {value})"
         counted.append(f"{count} = {value}")
     return {
         "TableName": layout.table_name,
