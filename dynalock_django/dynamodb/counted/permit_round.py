@@ -84,6 +84,7 @@ class PermitRound:
         deadline: float | None,
         beyond: LockId,
         gate: LockId | None = None,
+        name_lock: bool = False,
         jitter: Jitter = random.uniform,
         start: Callable[[int], int] = random.randrange,
     ) -> None:
@@ -97,6 +98,9 @@ class PermitRound:
         self._ids = list(permit_ids)
         self._beyond = beyond  # the key of permit N: an item there belongs to a set of more permits
         self._gate = gate
+        # The gate is the plain lock of the set's name (a run of ``@lock_task`` with limit=1), not a writer: held, it
+        # is a holding of another count (CountInUse); its mark stays, so a permit marks it only when it lacks ours.
+        self._name_lock = name_lock
         # The gate as this round read it when it let the reader in, and whether it was free only by the takeover rule.
         self._gate_read: LockInfo | None = None
         self._gate_expired = False
@@ -126,6 +130,10 @@ class PermitRound:
         seen = Instant.read(self._parts.clock)
         self._check_counts(found, seen)
         if self._gate is not None and self._gate_closed(found[self._gate], seen):
+            if self._name_lock:
+                raise permits.count_refused(
+                    self.what, "1 (its name's plain lock)", self._gate[0], len(self._ids), holder=self.blocked_by
+                )
             return None
         candidates = self._candidates(found, seen)
         for lock_id in candidates:
@@ -175,14 +183,14 @@ class PermitRound:
             current = found[lock_id]
             if current is None or current.is_released:
                 continue
-            stored = permits.other_count(current, self.options.permits)
+            stored = permits.other_count(current, len(self._ids))
             if stored is None:
                 continue
             self._parts.observations.saw(lock_id, current, seen)
             observation = self._parts.observations.get(lock_id)
             if observation is not None and observation.may_take_over(seen.monotonic):
                 continue  # its holder stopped renewing a lease ago
-            raise permits.count_refused(self.what, stored, lock_id[0], self.options.permits, holder=current)
+            raise permits.count_refused(self.what, stored, lock_id[0], len(self._ids), holder=current)
 
     def _candidates(self, found: dict[LockId, LockInfo | None], seen: Instant) -> list[LockId]:
         """The permits to try now, from a random one on; those with a write of ours that may have landed first."""
@@ -234,6 +242,8 @@ class PermitRound:
             self.blocked_by = None
             lease.release(best_effort=True)
             return None
+        if self._name_lock and not self._gate_expired and self._marked_for_us(self._gate_read):
+            return lease  # the name's holder reads the permits and shuts them before it runs (counted/name_lock.py)
         stamp = Stamp.new(self.options.owner_name, self.options.lease_duration, self._parts.clock)
         mark = writes.reader_in(
             self._parts.layout,
@@ -257,6 +267,10 @@ class PermitRound:
             self.error = unavailable
             return None
         return lease
+
+    def _marked_for_us(self, gate: LockInfo | None) -> bool:
+        """The name's item, read free, already says that permits of a set of our count or more may hold."""
+        return gate is not None and (gate.marked_count or 0) >= len(self._ids)
 
     def delay(self, now: float) -> float | None:
         """Seconds to wait before the next round; None when the deadline has passed.

@@ -9,7 +9,7 @@ import pytest
 
 from dynalock_django.dynamodb import CountInUse
 
-from ...dynamodb_support import LEASE
+from ...dynamodb_support import LEASE, make_dynamodb
 from ..fake_clock import TICK
 
 
@@ -64,3 +64,55 @@ def test_a_silent_holder_of_the_old_count_is_waited_out_for_one_lease(make_clien
     taken = [semaphore.try_acquire() for _ in range(3)]
     assert all(lease is not None for lease in taken)
     assert max(lease.fencing_token for lease in taken if lease is not None) > lost.fencing_token
+
+
+def test_the_names_plain_lock_and_its_permits_exclude_each_other_both_ways(make_client, key, virtual_clock):
+    plain, counted = make_client(clock=virtual_clock), make_client(clock=virtual_clock)
+    semaphore = counted.semaphore(key, 2, name_lock=True)
+    run = plain.acquire(key, timeout=0)  # limit=1 deployed first
+    plain.exclude_permits(run)  # no permit ever: no mark, nothing to do
+    with pytest.raises(CountInUse, match=r"has 1 \(its name's plain lock\).* asks for 2") as refused:
+        semaphore.try_acquire()
+    assert refused.value.holder is not None
+    assert refused.value.holder.owner_name == run.owner_name
+    run.release()
+    permit = semaphore.acquire(timeout=0)  # takes over once the plain lock is released
+    assert plain.get(key).marked_count == 2  # the permit marked the name: its next holder reads the permits
+    again = plain.acquire(key, timeout=0)  # the grant cannot see the permit: its holder must look
+    with pytest.raises(CountInUse, match="held") as refused:
+        plain.exclude_permits(again)
+    assert refused.value.holder is not None
+    assert refused.value.holder.key == f"{key}#permit-{permit.permit}"
+    assert not again.is_held()  # let go: the permit's run goes on alone
+    assert plain.get(key).is_released
+    permit.release()
+    last = plain.acquire(key, timeout=0)
+    plain.exclude_permits(last)  # every permit shut, the mark taken off
+    assert plain.get(key).marked_count is None
+    with pytest.raises(CountInUse):
+        semaphore.try_acquire()
+    last.release()
+    assert semaphore.try_acquire() is not None
+
+
+def test_a_permit_round_that_read_the_name_free_is_refused_after_its_holder_shuts_the_permits(
+    make_client, endpoint_url, key, virtual_clock
+):
+    counted_dynamodb = make_dynamodb(endpoint_url)
+    plain, counted = make_client(clock=virtual_clock), make_client(counted_dynamodb, clock=virtual_clock)
+    semaphore = counted.semaphore(key, 2, name_lock=True)
+    semaphore.acquire(timeout=0).release()  # the name carries the mark from now on: a permit writes no mark
+    grants = []
+
+    def plain_run_in_between(**_: object) -> None:
+        if not grants:  # after the round's read, before its permit write: the name is granted and shut
+            grants.append(plain.acquire(key, timeout=0))
+            plain.exclude_permits(grants[0])
+
+    counted_dynamodb.meta.events.register("before-call.dynamodb.UpdateItem", plain_run_in_between)
+    assert semaphore.try_acquire() is None  # its write met a shut permit
+    assert len(grants) == 1
+    with pytest.raises(CountInUse, match=r"plain lock"):  # and its next round finds the name held
+        semaphore.try_acquire()
+    assert grants[0].is_held()
+    assert semaphore.holders() == []
