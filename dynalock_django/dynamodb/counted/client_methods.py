@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..exceptions import CountInUse
 from ..wire import permits as permit_keys
 from .name_lock import exclude_permits
 from .readers_writer import DEFAULT_MAX_READERS, ReadersWriterLock
@@ -42,7 +41,8 @@ class CountedMethods:
 
         No request unless such a permit was taken since the last holder of the lock did this; then
         one read of the permits and a write per permit. Raises CountInUse (``.holder``: the permit)
-        after letting go of ``lease`` while a permit is held. See docs/protocol.md, "Semaphores".
+        while a permit is held, or DynamoDBUnavailable, after letting go of ``lease``. See docs/protocol.md,
+        "Semaphores".
         """
         name, sort_key = lease.lock_id
         try:
@@ -56,7 +56,7 @@ class CountedMethods:
                     for index in range(count)
                 ],
             )
-        except CountInUse:
+        except BaseException:  # CountInUse, or the permits could not be read: the caller does not hold the name
             lease.release(best_effort=True)
             raise
 

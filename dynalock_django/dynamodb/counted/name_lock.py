@@ -30,7 +30,6 @@ mark (once per change of count: the next grant shows no mark).
 from __future__ import annotations
 
 import contextlib
-
 from typing import TYPE_CHECKING
 
 from ..aws.store import Refused
