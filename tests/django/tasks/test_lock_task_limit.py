@@ -14,7 +14,7 @@ from dynalock_django.exceptions import ConfigurationError, TaskLocked
 from dynalock_django.signals import task_skipped
 from dynalock_django.tasks import current_token, lock_task
 
-from ...dynamodb_support import LEASE, PATIENCE, make_dynamodb, short_lease_client, unique
+from ...dynamodb_support import LEASE, PATIENCE, RequestCounter, make_dynamodb, short_lease_client, unique
 
 pytestmark = pytest.mark.uses_dynalock
 
@@ -307,3 +307,21 @@ def test_a_waiting_run_of_the_new_limit_starts_after_the_old_runs_end_never_besi
     assert result == [new_limit]
     assert deploys.violations == []
     assert deploys.ran == [old_limit] * old_limit + [new_limit]
+
+
+@pytest.mark.parametrize(("limit", "first", "then"), [(1, 2, 2), (3, 4, 3)])
+def test_requests_per_run_a_deploy_change_adds_nothing_to_a_steady_limit(limit, first, then):
+    """limit=1: grant and release; limit=N: one read of the set (and the key), the grant, the release. The
+    first permit run marks the key once (so a limit=1 run of a later deploy looks at the permits)."""
+    requests = RequestCounter(get_client().dynamodb)
+
+    @lock_task(unique("export"), limit=limit)
+    def export() -> str:
+        return "ran"
+
+    counts = []
+    for _ in range(3):
+        requests.reset()
+        assert export() == "ran"
+        counts.append(requests.total)
+    assert counts == [first, then, then]

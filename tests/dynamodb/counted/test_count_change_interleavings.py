@@ -45,7 +45,6 @@ def test_never_more_holders_than_the_smallest_count_among_them(make_client, virt
     name = unique("deploy")
     clients = [make_client(clock=virtual_clock) for _ in range(CLIENTS)]
     held: list[list] = [[] for _ in range(CLIENTS)]  # each client's leases, with their count
-    taken = 0
     for kind, index, arg in steps:
         if kind == "wait":
             virtual_clock.advance(arg)
@@ -60,6 +59,5 @@ def test_never_more_holders_than_the_smallest_count_among_them(make_client, virt
             lease = take(clients[index], name, arg)
             if lease is not None:
                 held[index].append((arg, lease))
-                taken += 1
         holding = [count for leases in held for count, lease in leases if lease.is_held()]
         assert len(holding) <= min(holding, default=0) or not holding, (kind, index, arg, holding)
