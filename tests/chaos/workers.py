@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import random
 import signal
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,32 @@ class WorkerConfig:
     many: bool = False  # lock sets of 2-4 keys (listed in a random order) with acquire_many
     breaker_cool_down: float = DEFAULT_COOL_DOWN  # the client's circuit breaker's
     permits: int = 0  # take a permit of the semaphore whose permits ``keys`` are, instead of a key
+
+
+class SleepTally(OffsetClock):
+    """The workload's wall clock (off by ``offset``), counting the seconds each thread's calls asked to wait.
+
+    What an acquire slept is the protocol's decision, whatever the machine's speed: a late waiter that
+    took a dead holder's lock by the clock bound slept nothing like a lease, however slowly it ran.
+    """
+
+    def __init__(self, offset: float) -> None:
+        super().__init__(offset)
+        self._local = threading.local()
+
+    def wait(self, event: threading.Event, timeout: float | None) -> bool:
+        if timeout is not None:
+            self._local.asked = self.asked() + timeout
+        return super().wait(event, timeout)
+
+    def asked(self) -> float:
+        """Seconds of waiting this thread's calls asked for so far."""
+        return float(getattr(self._local, "asked", 0.0))
+
+
+def asked_to_wait(client: LockClient) -> float:
+    clock = client.clock
+    return clock.asked() if isinstance(clock, SleepTally) else 0.0
 
 
 def die_here(record: Recorder, now: bool, phase: str) -> None:
@@ -133,6 +160,7 @@ def run(config: WorkerConfig) -> None:
         keys = list(config.keys) if config.permits else pick_keys(config, rng)
         for key in keys:
             record("acquire_start", key, timeout=config.timeout)
+        asked_before = asked_to_wait(client)
         try:
             if config.permits:
                 split = split_permit_key(config.keys[0])
@@ -151,8 +179,9 @@ def run(config: WorkerConfig) -> None:
             if isinstance(error, CircuitOpen):  # told to come back later: not at once, as a real caller would
                 time.sleep(min(error.retry_after, 0.1))
             continue
+        slept = asked_to_wait(client) - asked_before
         for lease in leases:
-            record("acquired", lease.key, lease.fencing_token, safe_until=lease.safe_until)
+            record("acquired", lease.key, lease.fencing_token, safe_until=lease.safe_until, slept=slept)
             lease.add_lost_callback(lambda lost: record("lost_reported", lost.key, lost.fencing_token))
         kill_at = rng.choice(["before the write", "during the write", "after the write"])
         if rng.random() >= config.kill_probability:
@@ -202,7 +231,7 @@ def lock_client(config: WorkerConfig | ProbeConfig, *, breaker_cool_down: float 
         lease_duration=config.lease,
         heartbeat_period=config.heartbeat,
         refresh_period=config.refresh,
-        clock=OffsetClock(config.wall_offset),
+        clock=SleepTally(config.wall_offset),
         max_clock_skew=config.max_clock_skew,
         breaker_cool_down=breaker_cool_down,
     )
@@ -227,7 +256,8 @@ def arrive_late(config: ProbeConfig) -> None:
     client, record = _probe_client(config)
     record("acquire_start", config.key, timeout=10 * config.lease)
     lease = client.acquire(config.key, timeout=10 * config.lease)
-    record("acquired", config.key, lease.fencing_token, safe_until=lease.safe_until)
+    slept = asked_to_wait(client)
+    record("acquired", config.key, lease.fencing_token, safe_until=lease.safe_until, slept=slept)
     record("release_start", config.key, lease.fencing_token, safe_until=lease.safe_until)
     lease.release()
     record("released", config.key, lease.fencing_token)
