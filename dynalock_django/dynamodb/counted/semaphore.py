@@ -25,7 +25,9 @@ class Semaphore:
     """N permits of one name; :meth:`acquire` returns the lease of one, with ``.permit`` (its index) and its token.
 
     The count is stored on every permit's item: a caller asking for another count is refused
-    (InvalidLockRequest). Threads and coroutines may share one Semaphore.
+    (CountInUse) while a permit of the stored count is held. Threads and coroutines may share one Semaphore.
+    ``name_lock``: the plain lock of ``name`` counts as a holder of a count of 1, so the set and that lock
+    exclude each other (its holder calls :meth:`.LockClient.exclude_permits`; counted/name_lock.py).
     """
 
     def __init__(
@@ -35,6 +37,7 @@ class Semaphore:
         permit_count: int,
         *,
         sort_key: str | None = None,
+        name_lock: bool = False,
         described: Described | None = None,
     ) -> None:
         permits.check_set("semaphore", name, permit_count, permits.MAX_PERMITS)
@@ -48,6 +51,7 @@ class Semaphore:
             count=permit_count,
             sort_key=sort_key,
             described=(described or Described(KIND)).as_kind(KIND),
+            name_lock=name_lock,
         )
 
     def __repr__(self) -> str:
