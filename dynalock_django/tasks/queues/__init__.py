@@ -8,12 +8,14 @@ listed wins, so put the one that checks most narrowly first.
 
 from __future__ import annotations
 
-from . import celery_queue, django_queue
+from . import celery_queue, django_queue, huey_queue, rq_queue
 from .base import QueueAdapter, TaskRun
 
 ADAPTERS: tuple[QueueAdapter, ...] = (
     django_queue,
     celery_queue,
+    huey_queue,
+    rq_queue,
 )
 
 __all__ = ["ADAPTERS", "QueueAdapter", "TaskRun"]
