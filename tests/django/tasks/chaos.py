@@ -1,6 +1,6 @@
 """Chaos for run-once tasks: real workers, many enqueues, SIGKILLs at random, redeliveries and retries.
 
-python -m tests.django.tasks.chaos [--framework celery|db_worker] [--seconds S] [--seed N] [--workers N]
+python -m tests.django.tasks.chaos [--framework celery|db_worker|huey|rq] [--seconds S] [--seed N] [--workers N]
 
 Per framework, workers run ``chaos_jobs``' tasks (a few names, each its own lock; one, ``pair``, with
 ``@lock_task(limit=2)``: two runs at once, never three) while the driver
@@ -40,11 +40,12 @@ from dynalock_django.dynamodb import LockTimeout
 from ...chaos.history import Recorder, load
 from ...dynamodb_support import PATIENCE, make_dynamodb, short_lease_client
 from ..processes import ROOT, manage_py_environment
+from .chaos_queues import QUEUES
 from .environment import BROKER, EVENTS, VISIBILITY
 from .task_history import LIMITS, TaskChaosReport, peak, render, task_runs, unaccounted
 from .workers import redis_server
 
-FRAMEWORKS = ("celery", "db_worker")
+FRAMEWORKS = ("celery", "db_worker", "huey", "rq")  # CI's legs take every other one (test_task_chaos.py)
 # Longer than the suite's 1 s: a loaded machine must not lose a running copy's lease (that would be an
 # overlap the fence, not the lock, has to catch: tests/chaos does that).
 LEASE, HEARTBEAT = 2.0, 0.5
@@ -221,7 +222,8 @@ class ChaosRun:
             length = LONG if self.rng.random() < LONG_SHARE else self.rng.choice(LENGTHS)
             paired = self.rng.random() < PAIR_SHARE
             name = self.rng.choice(sorted(LIMITS)) if paired else f"n{self.rng.randrange(NAMES - len(LIMITS))}"
-            self.framework.enqueue(name, length, self.rng.random() < flaky_share, probe=False)
+            for _ in range(getattr(self.framework, "burst", 1)):  # huey, rq: several copies a tick, 200+ a run
+                self.framework.enqueue(name, length, self.rng.random() < flaky_share, probe=False)
             if time.monotonic() >= next_kill and self.kill_a_running_copy():
                 next_kill = time.monotonic() + KILL_EVERY  # a try that found nothing running is tried again
             time.sleep(self.rng.uniform(0.1, 0.4))
@@ -329,6 +331,8 @@ def _framework(name: str, env: dict[str, str], workdir: Path, driver: Recorder) 
     with contextlib.ExitStack() as stack:
         if name == "celery":
             framework = CeleryFramework(env, stack.enter_context(redis_server()), workdir, driver)
+        elif name in QUEUES:
+            framework = QUEUES[name](env, stack.enter_context(redis_server()), workdir, driver, workdir / "events")
         else:
             framework = DbWorkerFramework(env, workdir)
         stack.callback(framework.close)
