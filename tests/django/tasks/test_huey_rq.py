@@ -14,9 +14,11 @@ from rq import Queue, SimpleWorker
 from rq.decorators import job
 
 from dynalock_django import AlreadyQueued
+from dynalock_django.client import get_client
 from dynalock_django.exceptions import ConfigurationError
 from dynalock_django.tasks import enqueue_unique, lock_task
 
+from ...dynamodb_support import RequestCounter
 from . import queue_jobs
 from .workers import redis_server
 
@@ -93,3 +95,22 @@ def test_rq_job_runs_locked_with_its_id_and_enqueue_unique_sees_its_enqueue():
         (6, plain.id, 0),
     ]
     assert all(entry["token"] is not None for entry in queue_jobs.seen)
+
+
+def test_cost_of_a_huey_run_and_of_a_unique_enqueue_in_requests():
+    counted = RequestCounter(get_client().dynamodb)
+    queue_jobs.huey_report(11)
+    run_huey_queue()
+    plain_run = dict(counted.calls)
+    counted.reset()
+    enqueue_unique(queue_jobs.huey_report, 12)
+    enqueue = dict(counted.calls)
+    counted.reset()
+    run_huey_queue()
+    unique_run = dict(counted.calls)
+    print(f"\nrequests: run {plain_run}, enqueue_unique {enqueue}, its run {unique_run}")
+    # A run: its key taken and released (a heartbeat only when it outlives a heartbeat period); the marker, read
+    # and released as the run starts. One conditional write per enqueue_unique.
+    assert sum(enqueue.values()) == 1
+    assert sum(plain_run.values()) <= 4
+    assert sum(unique_run.values()) <= sum(plain_run.values()) + 2
