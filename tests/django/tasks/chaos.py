@@ -404,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=30.0, help="Seconds of enqueues and kills per framework.")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=3)
-    parser.add_argument("--copies", type=int, default=1000, help="huey, rq: enqueue at least this many copies.")
+    parser.add_argument("--copies", type=int, default=200, help="huey, rq: enqueue at least this many copies.")
     args = parser.parse_args(argv)
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")  # the suite's, as the workers get them
