@@ -3,6 +3,7 @@
     DynalockError
     ├── ConfigurationError       a setting or option is invalid (the message names the fix)
     ├── InvalidLockRequest       unsaved instance, not a model, bad key or data
+    │   └── CountInUse           a counted lock's other count is held (.holder); it takes over once none is
     ├── LockNotAcquired          .holder: the lock item in the way (LockInfo)
     │   ├── LockTimeout
     │   │   ├── TaskLocked       a run-once task met a live holder (on_conflict="raise", or "wait" timed out)
@@ -29,6 +30,7 @@ from .dynamodb import (
     CircuitOpen,
     ClientClosed,
     ConfigurationError,
+    CountInUse,
     DynalockError,
     DynamoDBError,
     DynamoDBUnavailable,
@@ -81,6 +83,7 @@ __all__ = [
     "CircuitOpen",
     "ClientClosed",
     "ConfigurationError",
+    "CountInUse",
     "DynalockError",
     "DynamoDBError",
     "DynamoDBUnavailable",

@@ -26,6 +26,17 @@ class InvalidLockRequest(DynalockError, ValueError):
     """One call's arguments cannot make a valid lock (empty key, oversized data...)."""
 
 
+class CountInUse(InvalidLockRequest):
+    """A counted lock asked for with another count than the one its holders hold (``.holder``: one of them).
+
+    Refused while an item of the other count is held; a new count takes over once none is.
+    """
+
+    def __init__(self, message: str, holder: LockInfo | None = None) -> None:
+        super().__init__(message)
+        self.holder = holder
+
+
 class LockNotAcquired(DynalockError):
     """The lock is held by someone else.
 

@@ -1,7 +1,9 @@
 """``lock_task``: a task's function runs only while it holds its key's lease; one run at a time per key.
 
 With ``limit=N`` the key is a semaphore's: at most N runs at once, each holding one permit (its own lease and
-fencing token). ``limit=1`` is the plain key, exactly as without it.
+fencing token). ``limit=1`` is the plain key, exactly as without it. A deploy may change ``limit``: runs of the
+other limit still holding the key are met as live runs are, and the new limit takes over once none of them
+holds (docs/django/tasks.md, "Changing limit").
 
 The lease is heartbeated by the process's client for as long as the function
 runs, so there is no time-to-live to guess: a long run keeps it, a killed
@@ -14,6 +16,7 @@ import contextvars
 import functools
 import inspect
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar, cast
 
@@ -21,7 +24,7 @@ from .. import signals
 from ..client import get_client
 from ..counted_locks import check_permits
 from ..dynamodb import Lease, LockClient, LockInfo, printable, task_skipped
-from ..exceptions import ConfigurationError, InvalidLockRequest, LockTimeout, TaskLocked
+from ..exceptions import ConfigurationError, CountInUse, InvalidLockRequest, LockTimeout, TaskLocked
 from ..payload import LockData
 from . import frameworks
 from .holder_watch import acquire_permit_unless_alive, acquire_unless_alive
@@ -100,36 +103,83 @@ class LockedTask:
                 hold_until(get_client(), taken, started=started, min_hold=self.min_hold)
 
     def _take(self, key: str, run: frameworks.TaskRun | None) -> Lease | LockInfo | None:
+        """The run's lease; else the holder in the way (None if unread): a live run, or one of another ``limit``.
+
+        Runs of another ``limit`` (a deploy changed it; old and new workers side by side) hold the key's
+        permits or its plain lock: they are met as a live run is (skip, raise, or wait until ``timeout``).
+        """
         client = get_client()
         extra: dict[str, Any] = {"task": self.name}
         if run is not None:
             extra.update(task_id=run.task_id, attempt=run.attempt)
         data = LockData(purpose="task", extra=extra).to_bytes()
-        if self.limit > 1:
-            return self._take_permit(client, key, data, run)
-        if self.on_conflict == "wait":
+        waits_until = None if self.timeout is None else client.clock.monotonic() + self.timeout
+        while True:
             try:
-                return client.acquire(key, timeout=self.timeout, data=data, lease_duration=self.lease_duration)
+                return self._take_once(client, key, data, run, waits_until)
+            except CountInUse as other_limit:
+                now = client.clock.monotonic()
+                if self.on_conflict != "wait" or waits_until is None or now >= waits_until:
+                    if self.on_conflict == "wait":
+                        raise TaskLocked(
+                            f"Task {self.name} waited {self.timeout}s for {key!r}: runs of another limit still "
+                            f"hold it ({_who(other_limit.holder)}).",
+                            other_limit.holder,
+                        ) from other_limit
+                    return other_limit.holder
+                client.clock.wait(threading.Event(), min(client.refresh_period, waits_until - now))
+
+    def _take_once(
+        self, client: LockClient, key: str, data: bytes, run: frameworks.TaskRun | None, waits_until: float | None
+    ) -> Lease | LockInfo | None:
+        if self.limit > 1:
+            return self._take_permit(client, key, data, run, waits_until)
+        if self.on_conflict == "wait":
+            assert waits_until is not None  # a wait has a timeout (checked by lock_task)
+            try:
+                taken: Lease | LockInfo | None = client.acquire(
+                    key,
+                    timeout=max(0.0, waits_until - client.clock.monotonic()),
+                    data=data,
+                    lease_duration=self.lease_duration,
+                )
             except LockTimeout as error:
                 raise TaskLocked(
                     f"Task {self.name} waited {self.timeout}s for {key!r}: another run still holds it.", error.holder
                 ) from error
-        return acquire_unless_alive(
-            client,
-            key,
-            data=data,
-            lease_duration=self.lease_duration,
-            waits_for=functools.partial(_is_earlier_attempt, run),
-        )
+        else:
+            taken = acquire_unless_alive(
+                client,
+                key,
+                data=data,
+                lease_duration=self.lease_duration,
+                waits_for=functools.partial(_is_earlier_attempt, run),
+            )
+        if isinstance(taken, Lease):
+            client.exclude_permits(taken)  # runs of a limit=N deploy may hold the key's permits: CountInUse
+        return taken
 
     def _take_permit(
-        self, client: LockClient, key: str, data: bytes, run: frameworks.TaskRun | None
+        self,
+        client: LockClient,
+        key: str,
+        data: bytes,
+        run: frameworks.TaskRun | None,
+        waits_until: float | None,
     ) -> Lease | LockInfo | None:
-        """One of the ``limit`` permits of the task's key; else a live holder in the way, as :meth:`_take`."""
-        counted = client.semaphore(key, self.limit)
+        """One of the ``limit`` permits of the task's key; else a live holder in the way, as :meth:`_take`.
+
+        The key's plain lock is a run of ``limit=1`` (``name_lock``): while it is held, CountInUse.
+        """
+        counted = client.semaphore(key, self.limit, name_lock=True)
         if self.on_conflict == "wait":
+            assert waits_until is not None
             try:
-                return counted.acquire(timeout=self.timeout, data=data, lease_duration=self.lease_duration)
+                return counted.acquire(
+                    timeout=max(0.0, waits_until - client.clock.monotonic()),
+                    data=data,
+                    lease_duration=self.lease_duration,
+                )
             except LockTimeout as error:
                 raise TaskLocked(
                     f"Task {self.name} waited {self.timeout}s for a permit of {key!r}: {self.limit} runs still "

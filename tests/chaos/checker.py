@@ -62,6 +62,9 @@ class Verdict:
     takeovers: list[float] = field(default_factory=list)
     # A waiter that arrived after its holder was killed: (arrival - kill, grant - arrival).
     late_takeovers: list[tuple[float, float]] = field(default_factory=list)
+    # The same waiters: (arrival - kill, first sight of the holding they replaced -> their winning write's
+    # start, on their own clock), where the history says.
+    late_watches: list[tuple[float, float]] = field(default_factory=list)
     handoffs: list[float] = field(default_factory=list)
     # The longest any acquire waited past its timeout (seconds; 0 when none did).
     worst_wait_past_timeout: float = 0.0
@@ -112,7 +115,9 @@ def check(
 
     ``overlaps_allowed``: clocks skewed beyond the bound, where holders may overlap (counted, not
     failed) but the fence must still lose nothing. ``clock_bound``: a waiter arriving late enough
-    after its holder was killed takes the lock in less than a lease. ``read_timeout``: every wait
+    after its holder was killed takes the lock without watching the holding for a lease (its
+    ``acquired`` event's ``watched``: first sight of the holding -> its winning write's start, on its
+    clock). ``read_timeout``: every wait
     ends within its timeout plus one read time-out plus BROWNOUT_SLACK_SECONDS.
     """
     verdict = Verdict(operations=sum(1 for e in events if e.kind == "acquired"))
@@ -265,6 +270,8 @@ def _timings(events: list[Event], verdict: Verdict) -> None:
             since = waiting_since.pop((event.worker, event.key), event.t)
             if previous is not None and previous.kind == "killed" and since > previous.t:
                 verdict.late_takeovers.append((since - previous.t, event.t - since))
+                if isinstance(watched := event.data.get("watched"), int | float):
+                    verdict.late_watches.append((since - previous.t, float(watched)))
             elif previous is not None and since <= previous.t:
                 if previous.kind == "killed":
                     verdict.takeovers.append(event.t - previous.t)
@@ -283,9 +290,17 @@ def _late_takeovers(verdict: Verdict, bound: ClockBound, excerpt: list[Event]) -
     late = [wait for after_kill, wait in verdict.late_takeovers if after_kill >= bound.at_once_after]
     if not late:
         verdict.fail("a waiter arrives after a killed holder's bound: the run shows the clock-bound rule", excerpt)
-    slow = [wait for wait in late if wait >= bound.lease]
+    # Judged by the waiter's decision, not by how long its call took: on a loaded machine a waiter that
+    # took the lock at once (by the clock bound) may need over a lease of wall time for its requests, yet
+    # sends its takeover as soon as it sees the dead holding; the clock-free rule sends it a lease after.
+    slow = [watched for after_kill, watched in verdict.late_watches if after_kill >= bound.at_once_after]
+    slow = [watched for watched in slow if watched >= bound.lease]
     if slow:
-        verdict.fail(f"a waiter arriving after the bound takes the lock in less than a lease ({max(slow):.2f} s)", [])
+        verdict.fail(
+            "a waiter arriving after the bound takes the lock without watching its holding for a lease "
+            f"(watched {max(slow):.2f} s)",
+            [],
+        )
 
 
 def percentiles(values: list[float]) -> str:

@@ -1,5 +1,6 @@
-"""The checker's clock-bound properties: late waiters take a dead holder's lock in under a lease, and the
-beyond-the-bound control counts overlaps without failing them, but still fails a write the fence let through."""
+"""The checker's clock-bound properties: late waiters take a dead holder's lock without watching it for a
+lease, and the beyond-the-bound control counts overlaps without failing them, but still fails a write the
+fence let through."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ BOUND = ClockBound(lease=1.0, max_clock_skew=0.5)
 SHOWN = "a waiter arrives after a killed holder's bound: the run shows the clock-bound rule"
 
 
-def killed_then_taken(arrival, granted):
+def killed_then_taken(arrival, granted, watched=0.01):
+    taken = held("b", granted, granted + 0.1, 2)
+    taken[0].data["watched"] = watched
     return [
         ev(0.0, "a", "acquired", "k", 1, safe_until=1.0),
         ev(0.2, "a", "killed", worker="a"),
         ev(arrival, "b", "acquire_start", "k", timeout=5.0),
-        *held("b", granted, granted + 0.1, 2),
+        *taken,
     ]
 
 
@@ -27,9 +30,19 @@ def test_a_waiter_arriving_after_the_bound_that_gets_the_lock_at_once_passes():
     assert verdict.late_takeovers == [(pytest.approx(2.3), pytest.approx(0.05))]
 
 
-def test_a_late_waiter_kept_waiting_a_lease_fails():
-    _, failed = properties(killed_then_taken(2.5, 3.5), clock_bound=BOUND)
-    assert "a waiter arriving after the bound takes the lock in less than a lease (1.00 s)" in failed
+def test_a_late_waiter_that_watched_the_holding_for_a_lease_fails():
+    _, failed = properties(killed_then_taken(2.5, 3.6, watched=1.05), clock_bound=BOUND)
+    assert (
+        "a waiter arriving after the bound takes the lock without watching its holding for a lease (watched 1.05 s)"
+        in failed
+    )
+
+
+def test_a_late_waiter_that_took_over_at_sight_passes_however_slowly_the_machine_ran():
+    """A loaded machine: its requests took over a lease of wall time, yet it never watched for the rule."""
+    verdict, failed = properties(killed_then_taken(2.5, 4.0, watched=0.02), clock_bound=BOUND)
+    assert failed == set()
+    assert verdict.late_takeovers == [(pytest.approx(2.3), pytest.approx(1.5))]
 
 
 def test_a_run_without_a_waiter_arriving_after_the_bound_shows_nothing_and_fails():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import random
 import signal
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,42 @@ class WorkerConfig:
     many: bool = False  # lock sets of 2-4 keys (listed in a random order) with acquire_many
     breaker_cool_down: float = DEFAULT_COOL_DOWN  # the client's circuit breaker's
     permits: int = 0  # take a permit of the semaphore whose permits ``keys`` are, instead of a key
+
+
+class Sightings:
+    """When this process first saw each key's holding (its record version) held, on its monotonic clock.
+
+    The clock-free takeover rule sends its write a lease or more after the first sight of the version it
+    replaces; the clock-bound rule sends it at once. That gap is the protocol's decision, whatever the
+    machine's speed: how long the requests before and after it took does not enter it.
+    """
+
+    def __init__(self, client: LockClient) -> None:
+        self._last: dict[str, tuple[str | None, float]] = {}  # key -> (version, first seen)
+        self._lock = threading.Lock()
+        observations = client.process_state.parts.observations
+        saw = observations.saw
+
+        def saw_and_note(lock_id: Any, info: Any, seen: Any) -> bool:
+            held = saw(lock_id, info, seen)
+            if held:
+                with self._lock:
+                    version, _ = self._last.get(lock_id[0], (None, 0.0))
+                    if version != info.record_version_number or lock_id[0] not in self._last:
+                        self._last[lock_id[0]] = (info.record_version_number, seen.monotonic)
+            return held
+
+        observations.saw = saw_and_note  # type: ignore[method-assign]  # instrumenting a test worker's client
+
+    def watched(self, lease: Any) -> float | None:
+        """Seconds from the first sight of the last holding seen on the lease's key to the write that won it."""
+        with self._lock:
+            sighting = self._last.pop(lease.key, None)
+        return None if sighting is None else lease.safe_until - lease.lease_duration - sighting[1]
+
+    def forget(self, key: str) -> None:
+        with self._lock:
+            self._last.pop(key, None)
 
 
 def die_here(record: Recorder, now: bool, phase: str) -> None:
@@ -127,12 +164,15 @@ def run(config: WorkerConfig) -> None:
     record = Recorder(Path(config.history), config.name)
     rng = random.Random(config.seed)
     client = lock_client(config, breaker_cool_down=config.breaker_cool_down)
+    sightings = Sightings(client)
     config.window.arrive()
     while time.monotonic() < config.window.until():
         # A semaphore's caller waits for any of its permits: every one of them is a key it waits for.
         keys = list(config.keys) if config.permits else pick_keys(config, rng)
         for key in keys:
             record("acquire_start", key, timeout=config.timeout)
+        for key in keys:
+            sightings.forget(key)
         try:
             if config.permits:
                 split = split_permit_key(config.keys[0])
@@ -152,7 +192,8 @@ def run(config: WorkerConfig) -> None:
                 time.sleep(min(error.retry_after, 0.1))
             continue
         for lease in leases:
-            record("acquired", lease.key, lease.fencing_token, safe_until=lease.safe_until)
+            watched = sightings.watched(lease)
+            record("acquired", lease.key, lease.fencing_token, safe_until=lease.safe_until, watched=watched)
             lease.add_lost_callback(lambda lost: record("lost_reported", lost.key, lost.fencing_token))
         kill_at = rng.choice(["before the write", "during the write", "after the write"])
         if rng.random() >= config.kill_probability:
@@ -225,9 +266,11 @@ def hold_then_die(config: ProbeConfig) -> None:
 def arrive_late(config: ProbeConfig) -> None:
     """Take the key a dead holder left, and let it go."""
     client, record = _probe_client(config)
+    sightings = Sightings(client)
     record("acquire_start", config.key, timeout=10 * config.lease)
     lease = client.acquire(config.key, timeout=10 * config.lease)
-    record("acquired", config.key, lease.fencing_token, safe_until=lease.safe_until)
+    watched = sightings.watched(lease)
+    record("acquired", config.key, lease.fencing_token, safe_until=lease.safe_until, watched=watched)
     record("release_start", config.key, lease.fencing_token, safe_until=lease.safe_until)
     lease.release()
     record("released", config.key, lease.fencing_token)

@@ -34,7 +34,7 @@ head reads often, the others' looks are refreshes of their entries, rarely.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..exceptions import LockTimeout
@@ -72,6 +72,8 @@ class Write:
     unanswered: tuple[str, ...]  # versions of ours that may have landed: finding one means the lock is ours
     line: Place = NO_LINE  # the line as last read: the write takes the lock only if it is our turn
     me: str | None = None  # our entry in that line, if we are in it
+    # The item at the last read ((None,): no item; None: not read): a permit is taken only as read.
+    as_read: tuple[LockInfo | None] | None = field(default=None, compare=False)
 
     def request(self, layout: TableLayout, lock_id: LockId, stamp: Stamp, options: AcquireOptions) -> dict[str, Any]:
         """The conditional acquire write this step calls for, stamped ``stamp`` (alone or in a transaction)."""
@@ -86,6 +88,7 @@ class Write:
             permits=options.permits,
             line=self.line,
             me=self.me,
+            as_read=self.as_read,
         )
 
 
@@ -169,6 +172,7 @@ class Acquisition:
         self.place = NO_LINE  # where we stood in the line at the last look
         self.deadline = deadline
         self.unanswered = UnansweredWrites()
+        self.as_read: tuple[LockInfo | None] | None = None  # the item at the last read or refused write; None: none yet
         self.holder: LockInfo | None = None  # the last holder found in the way
         self.error: DynamoDBError | None = None  # why the last attempt failed, if it did
         self._observations = observations
@@ -222,7 +226,7 @@ class Acquisition:
         # Held at the last look but not observed (evicted from the cache): the write finds out.
         me = self.seat.waiter_id if self.seat is not None and self.place.joined else None
         observed = observation.info if observation else None
-        return Write(observed, may_take_over, self.unanswered.versions(), self.place, me)
+        return Write(observed, may_take_over, self.unanswered.versions(), self.place, me, self.as_read)
 
     def _look(self, now: float) -> Step:
         """The head and the next read (and refresh their entries now and then); the others' every look is a refresh."""
@@ -246,6 +250,7 @@ class Acquisition:
         """A refused write or a read found ``current`` (None: no item) at ``seen``."""
         self._attempts += 1
         self._failures_in_a_row = 0
+        self.as_read = (current,)
         self.error = None
         self._answered_late = False
         self._joined_in_vain = False

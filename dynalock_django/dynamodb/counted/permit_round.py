@@ -37,10 +37,9 @@ from ..acquiring.plan import Write
 from ..aws import botocore_errors, deadlines
 from ..aws.store import Refused
 from ..clock import Instant
-from ..exceptions import CircuitOpen, DynamoDBUnavailable, InvalidLockRequest, LockTimeout
+from ..exceptions import CircuitOpen, DynamoDBUnavailable, LockTimeout
 from ..leases.lease import record_of
-from ..wire import item, writes
-from ..wire.display import printable
+from ..wire import permits, writes
 from ..wire.item import describe_holder
 from ..wire.writes import Stamp
 
@@ -85,6 +84,7 @@ class PermitRound:
         deadline: float | None,
         beyond: LockId,
         gate: LockId | None = None,
+        name_lock: bool = False,
         jitter: Jitter = random.uniform,
         start: Callable[[int], int] = random.randrange,
     ) -> None:
@@ -98,6 +98,9 @@ class PermitRound:
         self._ids = list(permit_ids)
         self._beyond = beyond  # the key of permit N: an item there belongs to a set of more permits
         self._gate = gate
+        # The gate is the plain lock of the set's name (a run of ``@lock_task`` with limit=1), not a writer: held, it
+        # is a holding of another count (CountInUse); its mark stays, so a permit marks it only when it lacks ours.
+        self._name_lock = name_lock
         # The gate as this round read it when it let the reader in, and whether it was free only by the takeover rule.
         self._gate_read: LockInfo | None = None
         self._gate_expired = False
@@ -125,8 +128,12 @@ class PermitRound:
         if isinstance(found, DynamoDBUnavailable):
             return None
         seen = Instant.read(self._parts.clock)
-        self._check_counts(found)
+        self._check_counts(found, seen)
         if self._gate is not None and self._gate_closed(found[self._gate], seen):
+            if self._name_lock:
+                raise permits.count_refused(
+                    self.what, "1 (its name's plain lock)", self._gate[0], len(self._ids), holder=self.blocked_by
+                )
             return None
         candidates = self._candidates(found, seen)
         for lock_id in candidates:
@@ -165,20 +172,25 @@ class PermitRound:
         record_of(lease).permit = self._ids.index(lease.lock_id)
         return self._checked_at_gate(lease)
 
-    def _check_counts(self, found: dict[LockId, LockInfo | None]) -> None:
-        """Refuse a set whose items say another count: any of ours, or one past our last (a larger set's)."""
+    def _check_counts(self, found: dict[LockId, LockInfo | None], seen: Instant) -> None:
+        """Refuse a set while one of its items held states another count: ours, or one past our last (a larger set's).
+
+        Only a holding counts: a released item of another count, or one whose holder stopped renewing
+        a lease ago (the takeover rule), is taken as any free permit, and its write states our count,
+        so a new count takes over once none of the old count is held.
+        """
         for lock_id in [*self._ids, self._beyond]:
             current = found[lock_id]
-            if current is None or current.permits == self.options.permits:
+            if current is None or current.is_released:
                 continue
-            if current.permits is None and not any(item.PERMITS in problem for problem in current.problems):
-                continue  # a plain lock's item (or the Java client's) on a permit's key: it holds that permit
-            stored = "an unreadable count" if current.permits is None else f"{current.permits} permits"
-            raise InvalidLockRequest(
-                f"The {self.what} has {stored} (as stored on its item {printable(lock_id[0])!r}), but this call "
-                f"asks for {self.options.permits}. The count is part of the name's contract: pass the stored "
-                "count everywhere, or use a new name for the new count (the old items keep their fencing tokens)."
-            )
+            stored = permits.other_count(current, len(self._ids))
+            if stored is None:
+                continue
+            self._parts.observations.saw(lock_id, current, seen)
+            observation = self._parts.observations.get(lock_id)
+            if observation is not None and observation.may_take_over(seen.monotonic):
+                continue  # its holder stopped renewing a lease ago
+            raise permits.count_refused(self.what, stored, lock_id[0], len(self._ids), holder=current)
 
     def _candidates(self, found: dict[LockId, LockInfo | None], seen: Instant) -> list[LockId]:
         """The permits to try now, from a random one on; those with a write of ours that may have landed first."""
@@ -230,6 +242,8 @@ class PermitRound:
             self.blocked_by = None
             lease.release(best_effort=True)
             return None
+        if self._name_lock and not self._gate_expired and self._marked_for_us(self._gate_read):
+            return lease  # the name's holder reads the permits and shuts them before it runs (counted/name_lock.py)
         stamp = Stamp.new(self.options.owner_name, self.options.lease_duration, self._parts.clock)
         mark = writes.reader_in(
             self._parts.layout,
@@ -253,6 +267,10 @@ class PermitRound:
             self.error = unavailable
             return None
         return lease
+
+    def _marked_for_us(self, gate: LockInfo | None) -> bool:
+        """The name's item, read free, already says that permits of a set of our count or more may hold."""
+        return gate is not None and (gate.marked_count or 0) >= len(self._ids)
 
     def delay(self, now: float) -> float | None:
         """Seconds to wait before the next round; None when the deadline has passed.

@@ -45,7 +45,15 @@ class PermitHolder:
 
 class PermitSet:
     def __init__(
-        self, client: CountedClient, *, what: str, name: str, suffix: str, count: int, sort_key: str | None
+        self,
+        client: CountedClient,
+        *,
+        what: str,
+        name: str,
+        suffix: str,
+        count: int,
+        sort_key: str | None,
+        name_lock: bool = False,
     ) -> None:
         self.what = what
         self.name = name
@@ -56,6 +64,8 @@ class PermitSet:
         self.ids = self.ids_up_to(count)
         # Read with the set, never written: an item there is a larger set's, under the same name.
         self.beyond = self.ids_up_to(count + 1)[-1]
+        # The plain lock of the name is a holding of a count of 1 (counted/name_lock.py): read with the set.
+        self.name_lock = client.call_checks.lock_id(name, sort_key) if name_lock else None
 
     def ids_up_to(self, count: int) -> list[LockId]:
         """The lock ids of permits 0 to ``count`` - 1 of this name and kind (a set of another count's too)."""
@@ -75,6 +85,7 @@ class PermitSet:
 
     def round(self, request: AcquireRequest, gate: LockId | None = None) -> PermitRound:
         state, timeout = self._client.process_state, request.timeout
+        gate = gate or self.name_lock
         return PermitRound(
             state.parts,
             state.acquirer,
@@ -84,6 +95,7 @@ class PermitSet:
             deadline=None if timeout is None else state.parts.clock.monotonic() + timeout,
             beyond=self.beyond,
             gate=gate,
+            name_lock=gate is not None and gate == self.name_lock,
         )
 
     def acquire(self, request: AcquireRequest, gate: LockId | None = None) -> Lease:

@@ -112,7 +112,7 @@ class ReadersDrain:
                 continue  # its reader stopped renewing a lease ago
             other = permits.other_count(current, self._count)
             if other is not None:
-                raise permits.count_refused(self._what, other, lock_id[0], self._count)
+                raise permits.count_refused(self._what, other, lock_id[0], self._count, holder=current)
             if index < self._count:  # past our set, an item without a count is a plain lock's: no reader
                 self.readers.append(current)
         if self.readers:

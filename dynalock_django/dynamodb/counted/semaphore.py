@@ -21,10 +21,20 @@ class Semaphore:
     """N permits of one name; :meth:`acquire` returns the lease of one, with ``.permit`` (its index) and its token.
 
     The count is stored on every permit's item: a caller asking for another count is refused
-    (InvalidLockRequest). Threads and coroutines may share one Semaphore.
+    (CountInUse) while a permit of the stored count is held. Threads and coroutines may share one Semaphore.
+    ``name_lock``: the plain lock of ``name`` counts as a holder of a count of 1, so the set and that lock
+    exclude each other (its holder calls :meth:`.LockClient.exclude_permits`; counted/name_lock.py).
     """
 
-    def __init__(self, client: CountedClient, name: str, permit_count: int, *, sort_key: str | None = None) -> None:
+    def __init__(
+        self,
+        client: CountedClient,
+        name: str,
+        permit_count: int,
+        *,
+        sort_key: str | None = None,
+        name_lock: bool = False,
+    ) -> None:
         permits.check_set("semaphore", name, permit_count, permits.MAX_PERMITS)
         self.name = name
         self.permits = permit_count
@@ -35,6 +45,7 @@ class Semaphore:
             suffix=permits.SEMAPHORE_SUFFIX,
             count=permit_count,
             sort_key=sort_key,
+            name_lock=name_lock,
         )
 
     def __repr__(self) -> str:

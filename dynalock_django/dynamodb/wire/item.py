@@ -45,6 +45,10 @@ SENT_AT_MS = "ms"
 LIVE_LOCK_KEY = "liveLockKey"
 # On a counted lock's items only: how many permits its set has (see permits.py).
 PERMITS = "permits"
+# On a plain lock whose name has readers or permits: that they may hold, and the count of their set
+# (the mark and its count: see readers_mark.py).
+READERS_MAY_HOLD = "readersMayHold"
+READERS_COUNT = "readersCount"
 
 # DynamoDB's documented limits.
 MAX_PARTITION_KEY_BYTES = 2048
@@ -108,6 +112,9 @@ class LockInfo:
     permits: int | None = None
     # The line of processes waiting in ``acquire`` as stored (None: none), whatever its shape (see waiters.py).
     raw_line: Any = field(default=None, repr=False, compare=False)
+    # The count stored with a mark that readers or permits of this name may hold (readers_mark.py): None when
+    # the item carries no mark, 0 when its count is missing or unreadable.
+    marked_count: int | None = None
 
     @property
     def is_malformed(self) -> bool:
@@ -181,7 +188,19 @@ def parse_item(item: Item, partition_key_name: str, sort_key_name: str | None) -
         raw_waiters=item.get(WAITERS),
         permits=permits,
         raw_line=item.get(LINE),
+        marked_count=_marked_count(item),
     )
+
+
+def _marked_count(item: Item) -> int | None:
+    """The count stored with the readers' mark; 0 for a mark whose count cannot be read (hostile, malformed)."""
+    if READERS_MAY_HOLD not in item:
+        return None
+    stored = item.get(READERS_COUNT)
+    text = stored.get("N") if isinstance(stored, dict) else None
+    if not isinstance(text, str) or not text.isdigit() or len(text) > 3:
+        return 0
+    return int(text)
 
 
 def describe_holder(holder: LockInfo | None) -> str:

@@ -19,10 +19,17 @@ permit fewer while it is held.
 from __future__ import annotations
 
 import re
+import uuid
+from typing import TYPE_CHECKING, Any
 
-from ..exceptions import InvalidLockRequest
+from ..exceptions import CountInUse, InvalidLockRequest
+from . import conditions, item
 from .display import printable
+from .expressions import Expressions, update_expression
 from .item import MAX_PARTITION_KEY_BYTES, PERMITS, LockInfo
+
+if TYPE_CHECKING:
+    from .layout import LockId, TableLayout
 
 SEMAPHORE_SUFFIX = "#permit-"
 READER_SUFFIX = "#reader-"
@@ -90,11 +97,54 @@ def other_count(lock: LockInfo, count: int) -> str | None:
     return "an unreadable count" if lock.permits is None else f"{lock.permits} permits"
 
 
-def count_refused(what: str, stored: str, key: str, count: int) -> InvalidLockRequest:
+def count_refused(what: str, stored: str, key: str, count: int, *, holder: LockInfo | None = None) -> CountInUse:
     """The error of a call asking for ``count`` where an item of the set (``key``) states another, held."""
-    return InvalidLockRequest(
+    return CountInUse(
         f"The {what} has {stored} (as stored on its item {printable(key)!r}, held), but this call asks for "
         f"{count}. The count is part of the name's contract while a permit is held: pass the stored count "
         "everywhere, wait until its holders are gone (a new count takes over once no permit is held), or use a "
-        "new name for the new count."
+        "new name for the new count.",
+        holder,
     )
+
+
+def shut(
+    layout: TableLayout,
+    lock_id: LockId,
+    current: LockInfo | None,
+    *,
+    owner_name: str,
+    lease_duration: float,
+    now: float,
+) -> dict[str, Any]:
+    """The holder of a set's name shuts a permit nobody holds: a new record version, released, as read or not at all.
+
+    ``current``: the permit's item as read (None: no item; it is created released, in the Java
+    client's format, by ``owner_name`` with ``lease_duration``, with no token, so the next grant
+    seeds one), released or silent for a lease. ``now``: the wall clock, for the TTL.
+    A round that read the permit before and writes it after is refused (its condition names the
+    old version, or no item): it reads again and finds the name held (counted/name_lock.py).
+    """
+    exprs = Expressions()
+    sets = [
+        f"{exprs.name(item.RECORD_VERSION_NUMBER)} = {exprs.string(str(uuid.uuid4()))}",
+        conditions.released(exprs),
+    ]
+    if current is None:
+        sets += [
+            f"{exprs.name(item.OWNER_NAME)} = {exprs.string(owner_name)}",
+            f"{exprs.name(item.LEASE_DURATION)} = {exprs.string(str(round(lease_duration * 1000)))}",
+        ]
+        if layout.ttl_attribute:
+            sets.append(f"{exprs.name(layout.ttl_attribute)} = {exprs.number(layout.ttl_seconds(now, 0))}")
+        condition = f"attribute_not_exists({exprs.name(layout.partition_key_name)})"
+    else:
+        condition = conditions.version_is(exprs, current.raw_version)
+    return {
+        "TableName": layout.table_name,
+        "Key": layout.key(lock_id),
+        "UpdateExpression": update_expression(sets, [exprs.name(item.LIVE_LOCK_KEY)]),
+        "ConditionExpression": condition,
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        **exprs.params(),
+    }

@@ -29,15 +29,16 @@ from typing import TYPE_CHECKING, Any
 
 from . import item, permits
 from .expressions import Expressions
+from .item import READERS_COUNT as READERS_COUNT
+from .item import READERS_MAY_HOLD as READERS_MAY_HOLD
 
 if TYPE_CHECKING:
     from .item import Item
     from .layout import LockId, TableLayout
 
-READERS_MAY_HOLD = "readersMayHold"
-# The count of the set whose reader marked last (N): a writer reads that many readers even when it was given
-# fewer, so that a smaller ``max_readers`` cannot miss readers of a larger set (they are refused instead).
-READERS_COUNT = "readersCount"
+# READERS_MAY_HOLD: the mark. READERS_COUNT: the count of the set whose reader marked last (N): a writer reads
+# that many readers even when it was given fewer, so that a smaller ``max_readers`` cannot miss readers of a
+# larger set (they are refused instead). Both are named in item.py, whose LockInfo shows the count.
 
 
 def new_mark() -> str:

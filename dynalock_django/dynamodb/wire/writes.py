@@ -70,6 +70,7 @@ def acquire(
     permits: int | None = None,
     line: waiters.Place = waiters.NO_LINE,
     me: str | None = None,
+    as_read: tuple[LockInfo | None] | None = None,
 ) -> dict[str, Any]:
     """Take the lock if it is free or released, and issue the next fencing token.
 
@@ -79,8 +80,12 @@ def acquire(
     whose token is not a number gets its token overwritten, but only that
     very item, once released or taken over. ``pending``: versions this owner
     may have written already (answers lost); finding one means the lock is ours.
-    ``permits``: the item is a permit of a set of that many (permits.py); an
-    item of a set of another count refuses the write.
+    ``permits``: the item is a permit of a set of that many (permits.py), stamped with the count.
+    ``as_read``: a permit's item as its round read it (``(None,)``: no item), taken free only as it
+    was (its version, or no item; counted/name_lock.py).
+    The condition leaves the count it replaces alone: the write takes only a released item or the
+    very version seen silent for a lease, and a permit of another count that is no longer held is
+    a new count's to take (a count is checked against holdings, by the round that reads the set).
     ``line``: the line of waiters as read, and ``me``, this process's entry in it: a released or
     expired lock goes to the line's first live waiter, not past it (:func:`.queue_writes.grant_terms`).
     """
@@ -91,7 +96,16 @@ def acquire(
         same_item = f"{conditions.version_is(exprs, observed.raw_version)} AND {gate}"
         condition = same_item if may_take_over else f"{same_item} AND {conditions.released(exprs)}"
     else:
-        free = [f"{conditions.released(exprs)} AND {gate}"]
+        if permits is not None and as_read is not None:
+            # A permit is taken as read: a name's holder that shut it since refuses the write (name_lock.py).
+            found = as_read[0]
+            free = [
+                f"attribute_not_exists({exprs.name(layout.partition_key_name)}) AND {gate}"
+                if found is None
+                else f"{conditions.version_is(exprs, found.raw_version)} AND {conditions.released(exprs)} AND {gate}"
+            ]
+        else:
+            free = [f"{conditions.released(exprs)} AND {gate}"]
         if not unline:  # a new item has no line to take paths out of
             free.insert(0, f"attribute_not_exists({exprs.name(layout.partition_key_name)})")
         if observed is not None and may_take_over:
@@ -103,7 +117,6 @@ def acquire(
     counted: list[str] = []
     if permits is not None:
         count, value = exprs.name(item.PERMITS), exprs.number(permits)
-        condition = f"{condition} AND (attribute_not_exists({count}) OR {count} = {value})"
         counted.append(f"{count} = {value}")
     return {
         "TableName": layout.table_name,

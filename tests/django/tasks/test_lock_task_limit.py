@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import pytest
+from django.test import override_settings
 
 from dynalock_django.client import get_client
 from dynalock_django.dynamodb import MAX_COUNTED_NAME_BYTES, LockClient
@@ -14,7 +15,8 @@ from dynalock_django.exceptions import ConfigurationError, TaskLocked
 from dynalock_django.signals import task_skipped
 from dynalock_django.tasks import current_token, lock_task
 
-from ...dynamodb_support import LEASE, PATIENCE, make_dynamodb, short_lease_client, unique
+from ...dynamodb_support import LEASE, PATIENCE, RequestCounter, make_dynamodb, short_lease_client, unique
+from ..admin_support import PATIENT
 
 pytestmark = pytest.mark.uses_dynalock
 
@@ -208,3 +210,126 @@ def test_a_long_computed_key_leaves_room_for_its_permits_and_limit_1_keeps_its_k
     assert export(payload) is not None  # its permits' keys fit DynamoDB's
     single = lock_task()(export.__wrapped__)
     assert len(single.dynalock_task.keys.run_key((payload,), {}, injected=False).encode()) > MAX_COUNTED_NAME_BYTES
+
+
+class Deploys:
+    """Runs of one key under several ``limit``s (old and new workers side by side): who was inside at once."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.lock = threading.Lock()
+        self.inside: list[int] = []  # the limit of each run inside now
+        self.violations: list[list[int]] = []
+        self.ran: list[int] = []
+
+    def task(self, limit: int, *, hold: threading.Event | None = None, **options: Any) -> Any:
+        """The task as a deploy with ``limit`` decorates it; ``hold``: its runs stay inside until it is set."""
+
+        @lock_task(self.name, limit=limit, **options)
+        def job() -> int:
+            with self.lock:
+                self.inside.append(limit)
+                # Never more runs than the smallest limit among them, and a limit=1 run alone.
+                if len(self.inside) > min(self.inside):
+                    self.violations.append(list(self.inside))
+                self.ran.append(limit)
+            try:
+                if hold is not None:
+                    hold.wait(PATIENCE)
+            finally:
+                with self.lock:
+                    self.inside.remove(limit)
+            return limit
+
+        return job
+
+    def start(self, task: Any, count: int) -> list[threading.Thread]:
+        """``count`` runs of ``task`` in threads, returned once each is inside."""
+        before = len(self.ran)
+        threads = [threading.Thread(target=task) for _ in range(count)]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + PATIENCE
+        while len(self.ran) < before + count and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(self.ran) == before + count
+        return threads
+
+
+@pytest.mark.parametrize(("old_limit", "new_limit"), [(2, 3), (3, 2), (2, 1), (1, 2)])
+def test_a_new_limit_is_refused_while_the_old_limits_runs_hold_and_runs_once_they_end(old_limit, new_limit):
+    deploys = Deploys(unique("export"))
+    hold = threading.Event()
+    old_runs = deploys.start(deploys.task(old_limit, hold=hold), old_limit)
+    new_skip = deploys.task(new_limit)
+    new_raise = deploys.task(new_limit, on_conflict="raise")
+    skipped: list[Any] = []
+
+    def receiver(sender: str, **kwargs: Any) -> None:
+        skipped.append(kwargs["holder"])
+
+    task_skipped.connect(receiver)
+    try:
+        assert new_skip() is None  # skipped visibly, naming a run of the old limit
+        with pytest.raises(TaskLocked, match="held by a live run") as refused:
+            new_raise()
+    finally:
+        task_skipped.disconnect(receiver)
+        hold.set()
+        for thread in old_runs:
+            thread.join(PATIENCE)
+    assert len(skipped) == 1
+    assert skipped[0] is not None
+    assert refused.value.holder is not None
+    assert new_skip() == new_limit  # the old runs ended: the new limit takes over
+    hold_new = threading.Event()
+    new_runs = deploys.start(deploys.task(new_limit, hold=hold_new), new_limit)  # all of its limit at once
+    assert deploys.task(old_limit)() is None  # and now the old limit is the one kept out
+    hold_new.set()
+    for thread in new_runs:
+        thread.join(PATIENCE)
+    assert deploys.violations == []
+
+
+@pytest.mark.parametrize(("old_limit", "new_limit"), [(2, 1), (1, 2)])
+def test_a_waiting_run_of_the_new_limit_starts_after_the_old_runs_end_never_beside_them(old_limit, new_limit):
+    deploys = Deploys(unique("export"))
+    hold = threading.Event()
+    old_runs = deploys.start(deploys.task(old_limit, hold=hold), old_limit)
+    waiting = deploys.task(new_limit, on_conflict="wait", timeout=PATIENCE * 2)
+    result: list[int] = []
+    thread = threading.Thread(target=lambda: result.append(waiting()))
+    thread.start()
+    time.sleep(0.3)  # it waits (its polls find the old limit held)
+    assert result == []
+    hold.set()
+    for run in old_runs:
+        run.join(PATIENCE)
+    thread.join(PATIENCE * 2)
+    assert result == [new_limit]
+    assert deploys.violations == []
+    assert deploys.ran == [old_limit] * old_limit + [new_limit]
+
+
+@pytest.mark.parametrize(("limit", "first", "then"), [(1, 2, 2), (3, 4, 3)])
+def test_requests_per_run_a_deploy_change_adds_nothing_to_a_steady_limit(dynalock, limit, first, then):
+    """limit=1: grant and release; limit=N: one read of the set (and the key), the grant, the release. The
+    first permit run marks the key once (so a limit=1 run of a later deploy looks at the permits)."""
+    with override_settings(DYNALOCK={**dynalock, **PATIENT}):  # no heartbeat within a run, however slow
+        requests = RequestCounter(get_client().dynamodb)
+        counts = runs_of(limit, requests)
+    assert counts == [first, then, then]
+
+
+def runs_of(limit: int, requests: RequestCounter) -> list[int]:
+
+    @lock_task(unique("export"), limit=limit)
+    def export() -> str:
+        return "ran"
+
+    counts = []
+    for _ in range(3):
+        requests.reset()
+        assert export() == "ran"
+        counts.append(requests.total)
+    return counts

@@ -47,9 +47,9 @@ def test_a_java_lock_on_a_permits_key_holds_that_permit(make_client, dynamodb, t
     assert raw(dynamodb, table_name, f"{key}#permit-0")["permits"] == {"N": "1"}  # stamped by our grant
 
 
-def test_an_item_with_an_unreadable_count_is_refused_not_taken(make_client, dynamodb, table_name, key):
+def test_a_held_item_with_an_unreadable_count_is_refused_not_taken(make_client, dynamodb, table_name, key):
     java = JavaLockClient(dynamodb, table_name)
-    item = {**java.item(f"{key}#permit-1"), "permits": {"S": "\x1b[2Jthree"}, "isReleased": {"S": "1"}}
+    item = {**java.item(f"{key}#permit-1"), "permits": {"S": "\x1b[2Jthree"}}
     dynamodb.put_item(TableName=table_name, Item=item)
     with pytest.raises(InvalidLockRequest, match="has an unreadable count") as refused:
         make_client().semaphore(key, 2).acquire(timeout=0)
