@@ -1,6 +1,6 @@
 """Chaos for run-once tasks: real workers, many enqueues, SIGKILLs at random, redeliveries and retries.
 
-python -m tests.django.tasks.chaos [--framework celery|db_worker] [--seconds S] [--seed N] [--workers N]
+python -m tests.django.tasks.chaos [--framework celery|db_worker|huey|rq] [--seconds S] [--seed N] [--workers N]
 
 Per framework, workers run ``chaos_jobs``' tasks (a few names, each its own lock; one, ``pair``, with
 ``@lock_task(limit=2)``: two runs at once, never three) while the driver
@@ -40,11 +40,12 @@ from dynalock_django.dynamodb import LockTimeout
 from ...chaos.history import Recorder, load
 from ...dynamodb_support import PATIENCE, make_dynamodb, short_lease_client
 from ..processes import ROOT, manage_py_environment
+from .chaos_queues import QUEUES
 from .environment import BROKER, EVENTS, VISIBILITY
 from .task_history import LIMITS, TaskChaosReport, peak, render, task_runs, unaccounted
 from .workers import redis_server
 
-FRAMEWORKS = ("celery", "db_worker")
+FRAMEWORKS = ("celery", "db_worker", "huey", "rq")  # CI's legs take every other one (test_task_chaos.py)
 # Longer than the suite's 1 s: a loaded machine must not lose a running copy's lease (that would be an
 # overlap the fence, not the lock, has to catch: tests/chaos does that).
 LEASE, HEARTBEAT = 2.0, 0.5
@@ -212,16 +213,25 @@ class ChaosRun:
         self.workers.append(self.framework.start_worker(f"chaos-{self.started_workers}"))
         self.started_workers += 1
 
-    def storm(self, seconds: float) -> None:
-        """Enqueue and kill for ``seconds``, then on (up to as long again) until the chaos has shown its faults."""
+    def storm(self, seconds: float, copies: int = 0) -> None:
+        """Enqueue and kill for ``seconds``, then on (up to as long again) until the chaos has shown its faults,
+        and on until at least ``copies`` were enqueued."""
         flaky_share = FLAKY_SHARE if self.framework.name == "celery" else 0.0
         start = time.monotonic()
         next_kill = start + KILL_EVERY
-        while time.monotonic() < start + seconds or (time.monotonic() < start + 2 * seconds and not self.enough()):
+        sent = 0
+        while (
+            time.monotonic() < start + seconds
+            or (time.monotonic() < start + 2 * seconds and not self.enough())
+            or sent < copies
+        ):
             length = LONG if self.rng.random() < LONG_SHARE else self.rng.choice(LENGTHS)
             paired = self.rng.random() < PAIR_SHARE
             name = self.rng.choice(sorted(LIMITS)) if paired else f"n{self.rng.randrange(NAMES - len(LIMITS))}"
-            self.framework.enqueue(name, length, self.rng.random() < flaky_share, probe=False)
+            burst = getattr(self.framework, "burst", 1) if sent < copies else 1  # huey, rq: to ``copies`` quickly
+            for _ in range(burst):
+                self.framework.enqueue(name, length, self.rng.random() < flaky_share, probe=False)
+                sent += 1
             if time.monotonic() >= next_kill and self.kill_a_running_copy():
                 next_kill = time.monotonic() + KILL_EVERY  # a try that found nothing running is tried again
             time.sleep(self.rng.uniform(0.1, 0.4))
@@ -294,7 +304,14 @@ class ChaosRun:
 
 
 def run(
-    framework_name: str, settings: dict[str, Any], workdir: Path, *, seconds: float, seed: int, workers: int
+    framework_name: str,
+    settings: dict[str, Any],
+    workdir: Path,
+    *,
+    seconds: float,
+    seed: int,
+    workers: int,
+    copies: int = 0,
 ) -> TaskChaosReport:
     """One framework's chaos run on the lock table of ``settings`` (the suite's DYNALOCK); its report."""
     settings = {**settings, "LEASE_DURATION": LEASE, "HEARTBEAT_PERIOD": HEARTBEAT, "BOTO_CONFIG": BOTO_CONFIG}
@@ -308,7 +325,7 @@ def run(
             try:
                 for _ in range(workers):
                     chaos.start_worker()
-                chaos.storm(seconds)
+                chaos.storm(seconds, copies)
                 chaos.settle()
                 dead = chaos.kill_the_last_workers_mid_task()
                 stuck, freed_at = _keys_still_held(settings, dead)  # at once: the two leases run from the kill
@@ -329,6 +346,8 @@ def _framework(name: str, env: dict[str, str], workdir: Path, driver: Recorder) 
     with contextlib.ExitStack() as stack:
         if name == "celery":
             framework = CeleryFramework(env, stack.enter_context(redis_server()), workdir, driver)
+        elif name in QUEUES:
+            framework = QUEUES[name](env, stack.enter_context(redis_server()), workdir, driver, workdir / "events")
         else:
             framework = DbWorkerFramework(env, workdir)
         stack.callback(framework.close)
@@ -385,6 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=30.0, help="Seconds of enqueues and kills per framework.")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--copies", type=int, default=200, help="huey, rq: enqueue at least this many copies.")
     args = parser.parse_args(argv)
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")  # the suite's, as the workers get them
@@ -402,6 +422,7 @@ def main(argv: list[str] | None = None) -> int:
                     seconds=args.seconds,
                     seed=args.seed * 10 + index,
                     workers=args.workers,
+                    copies=args.copies if name in QUEUES else 0,
                 )
             )
     print(render(reports))
