@@ -12,4 +12,7 @@ class DynalockConfig(AppConfig):
         from .dynamodb import describe_keys_with
         from .keys import telemetry_attributes
 
+        from .tasks import django_q_tasks
+
         describe_keys_with(telemetry_attributes)  # spans and metrics name a lock's kind and model
+        django_q_tasks.connect()  # the copies django-q2's workers run, when it is installed

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..exceptions import ConfigurationError
+from . import django_q_tasks, dramatiq_actors
 
 # The object a framework passes before a task's own arguments: Celery's task with ``bind=True``,
 # Django's TaskContext with ``takes_context=True`` (Django 6, or the django-tasks backport).
@@ -46,12 +47,28 @@ def current_run(arguments: tuple[Any, ...]) -> TaskRun | None:
     request = getattr(current, "request", None)
     if request is not None and getattr(request, "id", None):
         return TaskRun(str(request.id), int(request.retries or 0))
+    for queue in (dramatiq_actors, django_q_tasks):
+        found = queue.current_run()
+        if found is not None:
+            return TaskRun(*found)
     return None
+
+
+def is_task_object(value: Any) -> bool:
+    """A framework's task object (not a function) that ``lock_task`` must sit under: a dramatiq actor."""
+    return dramatiq_actors.is_actor(value)
+
+
+def requeue(task: str, delay: float) -> bool:
+    """Put the running copy back in its queue ``delay`` seconds from now, uncounted; False when it cannot be."""
+    return dramatiq_actors.requeue(task, delay)
 
 
 def decorated_function(task: Any) -> Callable[..., Any]:
     """The function under a Django ``Task`` (``.func``) or a Celery task (``.run``), or ``task`` itself."""
     function = getattr(task, "func", None) if hasattr(task, "enqueue") else None
+    if function is None and dramatiq_actors.is_actor(task):
+        function = task.fn
     if function is None and hasattr(task, "apply_async"):
         function = getattr(task, "run", None)
     function = function if function is not None else task
@@ -72,6 +89,8 @@ def enqueue(task: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         return task.enqueue(*args, **kwargs)
     if hasattr(task, "apply_async"):
         return task.apply_async(args, kwargs)
+    if dramatiq_actors.is_actor(task):
+        return task.send(*args, **kwargs)
     raise ConfigurationError(
         f"enqueue_unique() needs a Django Task (@task) or a Celery task (@app.task, @shared_task), "
         f"not {type(task).__name__}: decorate the function with @lock_task under the framework's decorator."

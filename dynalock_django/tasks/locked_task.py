@@ -32,8 +32,8 @@ from .task_keys import KeySpec, TaskKeys
 logger = logging.getLogger("dynalock_django.tasks")
 
 F = TypeVar("F", bound=Callable[..., Any])
-OnConflict = Literal["skip", "raise", "wait"]
-ON_CONFLICT = ("skip", "raise", "wait")
+OnConflict = Literal["skip", "raise", "wait", "retry"]
+ON_CONFLICT = ("skip", "raise", "wait", "retry")
 
 _token: contextvars.ContextVar[int | None] = contextvars.ContextVar("dynalock_task_token", default=None)
 
@@ -144,6 +144,18 @@ class LockedTask:
         )
 
     def _conflict(self, key: str, holder: LockInfo | None, run: frameworks.TaskRun | None) -> None:
+        if self.on_conflict == "retry":
+            # Back in the queue once the holder's lease would have run out: a live holder renews it (the
+            # copy comes back and looks again), a dead one's is taken over then. Never counted as a retry.
+            client = get_client()
+            delay = client.available_in(holder) if holder is not None else client.lease_duration
+            if frameworks.requeue(self.name, max(delay, client.heartbeat_period)):
+                return None
+            raise TaskLocked(
+                f"Task {self.name} not run: {key!r} is held by a live run ({_who(holder)}), and a plain call "
+                'cannot be put back in a queue (on_conflict="retry" is for a dramatiq actor).',
+                holder,
+            )
         if self.on_conflict == "raise":
             raise TaskLocked(f"Task {self.name} not run: {key!r} is held by a live run ({_who(holder)}).", holder)
         task_id = run.task_id if run is not None else None
@@ -230,7 +242,7 @@ def locked_task_of(task: Any) -> LockedTask | None:
 
 
 def _check_function(function: Any) -> None:
-    if hasattr(function, "enqueue") or hasattr(function, "apply_async"):
+    if hasattr(function, "enqueue") or hasattr(function, "apply_async") or frameworks.is_task_object(function):
         raise ConfigurationError(
             f"@lock_task got a framework's task object ({type(function).__name__}), not a function: put "
             "@lock_task() below @task / @app.task / @shared_task, right above the def."

@@ -44,7 +44,7 @@ from .environment import BROKER, EVENTS, VISIBILITY
 from .task_history import LIMITS, TaskChaosReport, peak, render, task_runs, unaccounted
 from .workers import redis_server
 
-FRAMEWORKS = ("celery", "db_worker")
+FRAMEWORKS = ("celery", "db_worker", "dramatiq", "django_q")
 # Longer than the suite's 1 s: a loaded machine must not lose a running copy's lease (that would be an
 # overlap the fence, not the lock, has to catch: tests/chaos does that).
 LEASE, HEARTBEAT = 2.0, 0.5
@@ -61,6 +61,7 @@ NAMES = 3  # the limited name (task_history.LIMITS: two runs at once) among them
 # the last kill needs a run of every name going at once on the three workers
 PAIR_SHARE = 1 / NAMES
 KILL_EVERY, WHOLE_WORKER_SHARE = 2.5, 0.35
+BEAT = 250  # ms: the storm's mean pause between enqueues (0.1 to 0.4 s)
 SETTLE = 90.0  # seconds for every copy to end once the enqueues stop; a probe to start
 PROBE_AGAIN = 2.0  # seconds before a key whose probe has not begun gets another
 PYTHON = sys.executable
@@ -95,6 +96,8 @@ class Framework:
     """How one framework's workers start and its copies are enqueued."""
 
     name: str
+    retries = False  # the queue retries a failed copy itself: some copies' first attempts fail
+    whole_workers = False  # a kill is always of a whole worker (its supervisor would react to a lost child)
 
     def start_worker(self, ident: str) -> Worker:
         raise NotImplementedError
@@ -115,6 +118,7 @@ class Framework:
 
 class CeleryFramework(Framework):
     name = "celery"
+    retries = True
     task = "tests.django.tasks.chaos_jobs.celery_chaos"
     pair_task = "tests.django.tasks.chaos_jobs.celery_chaos_pair"
 
@@ -129,7 +133,7 @@ class CeleryFramework(Framework):
     def start_worker(self, ident: str) -> Worker:
         command = [PYTHON, "-m", "celery", "-A", "tests.django.tasks.celery_app", "worker", "--pool=prefork", "-c", "2"]
         command += ["-n", f"{ident}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "warning"]
-        return Worker(ident, _popen(command, self.env, self.workdir / f"{ident}.log"))
+        return Worker(ident, popen(command, self.env, self.workdir / f"{ident}.log"))
 
     def enqueue(self, name: str, seconds: float, flaky: bool, probe: bool) -> None:
         task_id = uuid.uuid4().hex
@@ -172,7 +176,7 @@ class DbWorkerFramework(Framework):
 
     def start_worker(self, ident: str) -> Worker:
         command = [PYTHON, "manage.py", "db_worker", "--interval", "0.05", "--no-startup-delay", "--worker-id", ident]
-        return Worker(ident, _popen(command, self.env, self.workdir / f"{ident}.log"))
+        return Worker(ident, popen(command, self.env, self.workdir / f"{ident}.log"))
 
     def enqueue(self, name: str, seconds: float, flaky: bool, probe: bool) -> None:
         self._ask({"enqueue": [name, seconds], "probe": probe})
@@ -212,16 +216,25 @@ class ChaosRun:
         self.workers.append(self.framework.start_worker(f"chaos-{self.started_workers}"))
         self.started_workers += 1
 
-    def storm(self, seconds: float) -> None:
-        """Enqueue and kill for ``seconds``, then on (up to as long again) until the chaos has shown its faults."""
-        flaky_share = FLAKY_SHARE if self.framework.name == "celery" else 0.0
+    def storm(self, seconds: float, copies: int = 0) -> None:
+        """Enqueue and kill for ``seconds`` (and until ``copies`` were enqueued, a few a beat), then on (up to as
+        long again) until the chaos has shown its faults."""
+        flaky_share = FLAKY_SHARE if self.framework.retries else 0.0
+        per_beat = max(1, -(-copies * BEAT // int(seconds * 1000)))  # the storm's beats average BEAT ms
         start = time.monotonic()
         next_kill = start + KILL_EVERY
-        while time.monotonic() < start + seconds or (time.monotonic() < start + 2 * seconds and not self.enough()):
-            length = LONG if self.rng.random() < LONG_SHARE else self.rng.choice(LENGTHS)
-            paired = self.rng.random() < PAIR_SHARE
-            name = self.rng.choice(sorted(LIMITS)) if paired else f"n{self.rng.randrange(NAMES - len(LIMITS))}"
-            self.framework.enqueue(name, length, self.rng.random() < flaky_share, probe=False)
+        enqueued = 0
+        while (
+            time.monotonic() < start + seconds
+            or enqueued < copies
+            or (time.monotonic() < start + 2 * seconds and not self.enough())
+        ):
+            for _ in range(per_beat):
+                length = LONG if self.rng.random() < LONG_SHARE else self.rng.choice(LENGTHS)
+                paired = self.rng.random() < PAIR_SHARE
+                name = self.rng.choice(sorted(LIMITS)) if paired else f"n{self.rng.randrange(NAMES - len(LIMITS))}"
+                self.framework.enqueue(name, length, self.rng.random() < flaky_share, probe=False)
+                enqueued += 1
             if time.monotonic() >= next_kill and self.kill_a_running_copy():
                 next_kill = time.monotonic() + KILL_EVERY  # a try that found nothing running is tried again
             time.sleep(self.rng.uniform(0.1, 0.4))
@@ -234,7 +247,7 @@ class ChaosRun:
             return False
         killed = [run for run in runs if run.outcome == "killed" and run.ended is not None]
         followed = any(later.name == run.name and later.started > run.ended for run in killed for later in runs)
-        retried = any(run.outcome == "retry" for run in runs) or self.framework.name != "celery"
+        retried = any(run.outcome == "retry" for run in runs) or not self.framework.retries
         return followed and retried
 
     def kill_a_running_copy(self) -> bool:
@@ -246,7 +259,7 @@ class ChaosRun:
         worker = next((w for w in self.workers if pid in w.pids()), None)
         if worker is None:
             return False  # it ended meanwhile
-        if worker.process.pid == pid or self.rng.random() < WHOLE_WORKER_SHARE:
+        if worker.process.pid == pid or self.framework.whole_workers or self.rng.random() < WHOLE_WORKER_SHARE:
             worker.kill(lambda pids: self.driver("kill", pids=pids, worker=True))
             self.workers.remove(worker)
             self.start_worker()
@@ -294,9 +307,19 @@ class ChaosRun:
 
 
 def run(
-    framework_name: str, settings: dict[str, Any], workdir: Path, *, seconds: float, seed: int, workers: int
+    framework_name: str,
+    settings: dict[str, Any],
+    workdir: Path,
+    *,
+    seconds: float,
+    seed: int,
+    workers: int,
+    copies: int = 0,
 ) -> TaskChaosReport:
-    """One framework's chaos run on the lock table of ``settings`` (the suite's DYNALOCK); its report."""
+    """One framework's chaos run on the lock table of ``settings`` (the suite's DYNALOCK); its report.
+
+    ``copies``: at least so many copies are enqueued (a few at each beat of the storm).
+    """
     settings = {**settings, "LEASE_DURATION": LEASE, "HEARTBEAT_PERIOD": HEARTBEAT, "BOTO_CONFIG": BOTO_CONFIG}
     events = workdir / "events"
     events.mkdir(parents=True, exist_ok=True)
@@ -308,7 +331,7 @@ def run(
             try:
                 for _ in range(workers):
                     chaos.start_worker()
-                chaos.storm(seconds)
+                chaos.storm(seconds, copies)
                 chaos.settle()
                 dead = chaos.kill_the_last_workers_mid_task()
                 stuck, freed_at = _keys_still_held(settings, dead)  # at once: the two leases run from the kill
@@ -329,6 +352,14 @@ def _framework(name: str, env: dict[str, str], workdir: Path, driver: Recorder) 
     with contextlib.ExitStack() as stack:
         if name == "celery":
             framework = CeleryFramework(env, stack.enter_context(redis_server()), workdir, driver)
+        elif name == "dramatiq":
+            from .chaos_queues import DramatiqFramework
+
+            framework = DramatiqFramework(env, stack.enter_context(redis_server()), workdir, driver)
+        elif name == "django_q":
+            from .chaos_queues import DjangoQFramework
+
+            framework = DjangoQFramework(env, workdir)
         else:
             framework = DbWorkerFramework(env, workdir)
         stack.callback(framework.close)
@@ -367,7 +398,7 @@ def worker_logs(workdir: Path, lines: int = 40) -> str:
     return "\n".join(tails)
 
 
-def _popen(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+def popen(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("ab") as output:  # the child keeps its own descriptor
         return subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
@@ -385,6 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=30.0, help="Seconds of enqueues and kills per framework.")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--copies", type=int, default=0, help="At least so many copies per framework.")
     args = parser.parse_args(argv)
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")  # the suite's, as the workers get them
@@ -402,6 +434,7 @@ def main(argv: list[str] | None = None) -> int:
                     seconds=args.seconds,
                     seed=args.seed * 10 + index,
                     workers=args.workers,
+                    copies=args.copies,
                 )
             )
     print(render(reports))
