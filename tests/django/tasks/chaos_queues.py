@@ -33,7 +33,7 @@ class DramatiqFramework(Framework):
     retries = True
     whole_workers = True
 
-    def __init__(self, env: dict[str, str], broker: str, workdir: Path, driver: Any) -> None:
+    def __init__(self, env: dict[str, str], broker: str, workdir: Path, driver: Any, threads: int = 2) -> None:
         import dramatiq
 
         from .dramatiq_app import make_broker
@@ -41,16 +41,18 @@ class DramatiqFramework(Framework):
         self.env = {**env, BROKER: broker}
         self.workdir = workdir
         self.driver = driver
+        self.threads = threads
         self.message_class = dramatiq.Message
         self.sender = make_broker(broker)
         self.sender.declare_queue("default")
 
     def start_worker(self, ident: str) -> Worker:
-        command = [PYTHON, "-m", "dramatiq", "tests.django.tasks.dramatiq_app", "--processes", "1", "--threads", "2"]
+        command = [PYTHON, "-m", "dramatiq", "tests.django.tasks.dramatiq_app", "--processes", "1"]
+        command += ["--threads", str(self.threads)]
         return Worker(ident, popen(command, self.env, self.workdir / f"{ident}.log"))
 
-    def enqueue(self, name: str, seconds: float, flaky: bool, probe: bool) -> None:
-        actor = "dramatiq_chaos_pair" if name in LIMITS else "dramatiq_chaos"
+    def enqueue(self, name: str, seconds: float, flaky: bool, probe: bool, actor: str = "") -> None:
+        actor = actor or ("dramatiq_chaos_pair" if name in LIMITS else "dramatiq_chaos")
         message = self.message_class(
             queue_name="default", actor_name=actor, args=(name, seconds, flaky), kwargs={}, options={}
         )

@@ -24,4 +24,5 @@ Q_CLUSTER = {
     "catch_up": False,
     "save_limit": 0,
     "recycle": 10_000,
+    "log_level": "WARNING",  # not a line per enqueue and per copy
 }
