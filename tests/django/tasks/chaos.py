@@ -61,6 +61,8 @@ NAMES = 3  # the limited name (task_history.LIMITS: two runs at once) among them
 # the last kill needs a run of every name going at once on the three workers
 PAIR_SHARE = 1 / NAMES
 KILL_EVERY, WHOLE_WORKER_SHARE = 2.5, 0.35
+# ``make chaos``'s copies per framework (at least; the CI test's are test_task_chaos.COPIES).
+MAKE_CHAOS_COPIES = {"dramatiq": 1000, "django_q": 1000}
 BEAT = 250  # ms: the storm's mean pause between enqueues (0.1 to 0.4 s)
 SETTLE = 90.0  # seconds for every copy to end once the enqueues stop; a probe to start
 PROBE_AGAIN = 2.0  # seconds before a key whose probe has not begun gets another
@@ -416,7 +418,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=30.0, help="Seconds of enqueues and kills per framework.")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=3)
-    parser.add_argument("--copies", type=int, default=0, help="At least so many copies per framework.")
+    parser.add_argument(
+        "--copies", type=int, help=f"At least so many copies per framework (default: {MAKE_CHAOS_COPIES}, or 0)."
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")  # the suite's, as the workers get them
@@ -434,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
                     seconds=args.seconds,
                     seed=args.seed * 10 + index,
                     workers=args.workers,
-                    copies=args.copies,
+                    copies=args.copies if args.copies is not None else MAKE_CHAOS_COPIES.get(name, 0),
                 )
             )
     print(render(reports))

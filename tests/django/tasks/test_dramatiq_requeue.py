@@ -22,9 +22,16 @@ from ...dynamodb_support import PATIENCE
 from ..processes import manage_py_environment
 from . import chaos
 from .environment import EVENTS
+from .test_task_chaos import frameworks_of_this_run
 from .workers import redis_server
 
-pytestmark = [pytest.mark.chaos, pytest.mark.uses_dynalock, pytest.mark.slow]
+pytestmark = [
+    pytest.mark.chaos,
+    pytest.mark.uses_dynalock,
+    pytest.mark.slow,
+    # On the CI leg that runs dramatiq's chaos (DYNALOCK_TEST_CHAOS_PART).
+    pytest.mark.skipif("dramatiq" not in frameworks_of_this_run(), reason="dramatiq's chaos is on the other part"),
+]
 
 CONFLICTS = 200
 COPIES = 45  # behind the holder; each meets it, or a run of another copy, a few times

@@ -19,13 +19,15 @@ from .task_history import render
 pytestmark = [pytest.mark.chaos, pytest.mark.uses_dynalock, pytest.mark.slow]
 
 SECONDS = 12.0
+COPIES = {"dramatiq": 200, "django_q": 200}  # at least, enqueued a few a beat (0 for the others: their pace)
 
 
 def frameworks_of_this_run() -> tuple[str, ...]:
     """Every framework; with ``$DYNALOCK_TEST_CHAOS_PART`` (K/N: CI's legs), the Kth of N shares of them.
 
-    CI runs Celery on its first leg and django-tasks-db on its second (Django 6's own Tasks framework);
-    the tests of each framework's workers (test_celery_workers.py, test_db_worker.py) run on both.
+    CI runs Celery and dramatiq on its first leg, django-tasks-db (Django 6's own Tasks framework) and
+    django-q2 on its second; the tests of each framework's workers (test_celery_workers.py,
+    test_db_worker.py) run on both.
     """
     share, shares = part(os.environ.get(PART_ENV, "1/1"))
     return chaos.FRAMEWORKS[share - 1 :: shares]
@@ -33,19 +35,21 @@ def frameworks_of_this_run() -> tuple[str, ...]:
 
 @pytest.mark.parametrize("framework", frameworks_of_this_run())
 def test_killed_redelivered_and_retried_copies_never_overlap_or_stick(framework, dynalock, tmp_path):
-    report = chaos.run(framework, dynalock, tmp_path, seconds=SECONDS, seed=1, workers=3)
+    copies = COPIES.get(framework, 0)
+    report = chaos.run(framework, dynalock, tmp_path, seconds=SECONDS, seed=1, workers=3, copies=copies)
     print("\n" + render([report]))
     if report.failures():
         print(chaos.worker_logs(tmp_path))
 
     assert report.failures() == []
+    assert report.enqueued >= copies
     # The chaos happened, or the properties above prove nothing.
     assert report.killed_runs >= 1
     assert report.skips >= 1
     assert report.freed_after, "no run followed a killed one on its key"
     assert report.redeliveries >= 1
     assert report.limited_peak == {"pair": 2}  # limit=2 was reached (and never passed: no overlap above)
-    if framework == "celery":
+    if framework != "db_worker":  # the queue retries a failed copy itself
         assert report.retries >= 1
     # The issue's bound: two leases after the last worker died, a fresh client holds every key.
     assert report.last_freed_after is not None
