@@ -11,7 +11,6 @@ class DynalockConfig(AppConfig):
         from . import checks, client  # noqa: F401 (registers the checks and the settings receiver)
         from .dynamodb import describe_keys_with
         from .keys import telemetry_attributes
-
         from .tasks import django_q_tasks
 
         describe_keys_with(telemetry_attributes)  # spans and metrics name a lock's kind and model

@@ -10,6 +10,7 @@ copy asks for its lock: one query by primary key.
 
 from __future__ import annotations
 
+import importlib
 import sys
 import threading
 from typing import Any
@@ -26,7 +27,7 @@ def connect() -> None:
     """
     if MODULE not in sys.modules:
         return
-    from django_q import signals  # an installed app's own module, importable once the apps are ready
+    signals = importlib.import_module("django_q.signals")  # imports its models: only once the apps are ready
 
     signals.pre_execute.connect(_began, dispatch_uid="dynalock_django.tasks.django_q")
     signals.post_execute_in_worker.connect(_ended, dispatch_uid="dynalock_django.tasks.django_q")

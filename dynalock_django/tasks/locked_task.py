@@ -201,8 +201,9 @@ def lock_task(
     held by live runs follows ``on_conflict`` as a copy finding the key held does.
 
     Put it under the framework's decorator: ``@task`` / ``@app.task`` / ``@shared_task`` above, ``@lock_task()``
-    below. ``on_conflict``: "skip" (return None, send ``task_skipped``), "raise" (TaskLocked) or "wait" (up
-    to ``timeout`` seconds, then TaskLocked). ``unique_while_queued`` makes :func:`enqueue_unique` refuse a
+    below. ``on_conflict``: "skip" (return None, send ``task_skipped``), "raise" (TaskLocked), "wait" (up
+    to ``timeout`` seconds, then TaskLocked) or "retry" (dramatiq: the message goes back in its queue, delayed by
+    the holder's remaining lease, not counted as a retry). ``unique_while_queued`` makes :func:`enqueue_unique` refuse a
     second copy while one waits in the queue, for at most ``queued_lease`` seconds. ``min_hold``: the key
     stays held (no longer renewed, not released) until ``min_hold`` seconds after the run started, however
     early it ends, so copies of one schedule slot fired on many hosts run once.
