@@ -11,7 +11,7 @@ class DynalockConfig(AppConfig):
         from . import checks, client  # noqa: F401 (registers the checks and the settings receiver)
         from .dynamodb import describe_keys_with
         from .keys import telemetry_attributes
-        from .tasks import django_q_tasks
+        from .tasks import frameworks
 
         describe_keys_with(telemetry_attributes)  # spans and metrics name a lock's kind and model
-        django_q_tasks.connect()  # the copies django-q2's workers run, when it is installed
+        frameworks.listen()  # the queues' signals an adapter reads (django-q2's, when it is installed)

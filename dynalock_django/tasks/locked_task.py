@@ -77,11 +77,12 @@ class LockedTask:
     def run(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Call the function holding its key's lease; None (skip) or TaskLocked when a live run holds it."""
         injected = bool(args) and frameworks.is_injected(args[0])
-        key = self.keys.run_key(args, kwargs, injected=injected)
-        run = frameworks.current_run(args)
+        own_kwargs = frameworks.key_kwargs(kwargs)  # without what the framework passed by keyword (huey's task=)
+        key = self.keys.run_key(args, own_kwargs, injected=injected)
+        run = frameworks.current_run(args, kwargs)
         if self.unique_while_queued:
             # This copy left the queue: the next enqueue may put another in.
-            release_queued_marker(self.keys.queued_key(args, kwargs, injected=injected), task=self.name)
+            release_queued_marker(self.keys.queued_key(args, own_kwargs, injected=injected), task=self.name)
         taken = self._take(key, run)
         if not isinstance(taken, Lease):
             return self._conflict(key, taken, run)
@@ -243,10 +244,10 @@ def locked_task_of(task: Any) -> LockedTask | None:
 
 
 def _check_function(function: Any) -> None:
-    if hasattr(function, "enqueue") or hasattr(function, "apply_async") or frameworks.is_task_object(function):
+    if frameworks.is_task_object(function):
         raise ConfigurationError(
             f"@lock_task got a framework's task object ({type(function).__name__}), not a function: put "
-            "@lock_task() below @task / @app.task / @shared_task, right above the def."
+            "@lock_task() below @task / @app.task / @shared_task (the queue's decorator), right above the def."
         )
     if not callable(function):
         raise ConfigurationError(f"@lock_task decorates a function, not {function!r}.")

@@ -1,4 +1,4 @@
-"""What django-q2 adds to a task, found without importing it: the copy a cluster's worker runs, and its attempts.
+"""django-q2: a plain function under ``@lock_task``, queued by ``async_task``; the copy a worker runs, its attempts.
 
 django-q2 has no task object: ``async_task(function, *args)`` queues a function (or its dotted path),
 and a worker process of ``manage.py qcluster`` calls it with the arguments. The copy is known from
@@ -13,8 +13,13 @@ from __future__ import annotations
 import importlib
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
+from .base import TaskRun
+
+# django-q2 has no task object (``async_task`` takes the function): no kind to name, none owned.
+TASK_KIND = ""
 MODULE = "django_q"
 _running = threading.local()  # a worker process runs one copy at a time; a thread of its own keeps it apart
 
@@ -33,12 +38,32 @@ def connect() -> None:
     signals.post_execute_in_worker.connect(_ended, dispatch_uid="dynalock_django.tasks.django_q")
 
 
-def current_run() -> tuple[str, int] | None:
+def is_injected(value: Any) -> bool:
+    return False
+
+
+def current_run(args: tuple[Any, ...], kwargs: dict[str, Any]) -> TaskRun | None:
     """The copy this worker process runs (its id, and its attempts before this one); None outside one."""
     task_id = getattr(_running, "task_id", None)
     if task_id is None:
         return None
-    return task_id, _attempts_before(task_id)
+    return TaskRun(task_id, _attempts_before(task_id))
+
+
+def owns(task: Any) -> bool:
+    return False
+
+
+def function_of(task: Any) -> Callable[..., Any]:
+    raise NotImplementedError("django-q2 has no task object")  # never asked: owns() is False
+
+
+def injects_first_argument(task: Any) -> bool:
+    return False
+
+
+def enqueue(task: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    raise NotImplementedError("django-q2 has no task object")  # never asked: owns() is False
 
 
 def _attempts_before(task_id: str) -> int:

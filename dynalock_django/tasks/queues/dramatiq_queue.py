@@ -1,4 +1,4 @@
-"""What dramatiq adds to a task, found without importing it: its actors, its messages, its retries.
+"""dramatiq: ``@dramatiq.actor`` above ``@lock_task``; its messages, its retries, and putting a message back.
 
 An actor (``@dramatiq.actor``) wraps the function as ``.fn`` and is enqueued with ``.send``. The
 message a worker runs is read through dramatiq's ``CurrentMessage`` middleware, which the broker must
@@ -10,37 +10,55 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
 from typing import Any
 
-from ..dynamodb import printable
-from ..exceptions import ConfigurationError
+from ...dynamodb import printable
+from ...exceptions import ConfigurationError
+from .base import TaskRun, is_instance_of_loaded, loaded_class
 
 logger = logging.getLogger("dynalock_django.tasks")
 
+TASK_KIND = "a dramatiq actor (@dramatiq.actor)"
 MODULE = "dramatiq"
 _CURRENT_MESSAGE = "dramatiq.middleware.current_message"
 # dramatiq refuses a delay of 7 days or more; a holder's lease is far shorter, but an item may claim any.
 _MAX_DELAY_MS = 7 * 24 * 3600 * 1000 - 1
 
 
-def is_actor(task: Any) -> bool:
-    """A dramatiq actor (``@dramatiq.actor``): not a function, something ``lock_task`` must sit under."""
-    actor = getattr(sys.modules.get("dramatiq.actor"), "Actor", None)
-    return isinstance(actor, type) and isinstance(task, actor)
+def is_injected(value: Any) -> bool:
+    return False  # an actor gets the message's arguments only
 
 
-def current_message() -> Any:
-    """The message a dramatiq worker thread runs (CurrentMessage middleware); None outside one, or without it."""
-    middleware = getattr(sys.modules.get(_CURRENT_MESSAGE), "CurrentMessage", None)
-    return middleware.get_current_message() if middleware is not None else None
-
-
-def current_run() -> tuple[str, int] | None:
+def current_run(args: tuple[Any, ...], kwargs: dict[str, Any]) -> TaskRun | None:
     """The running message's id and its ``retries`` option (attempts before this one); None outside a worker."""
-    message = current_message()
+    message = _current_message()
     if message is None:
         return None
-    return str(message.message_id), int(message.options.get("retries") or 0)
+    return TaskRun(str(message.message_id), int(message.options.get("retries") or 0))
+
+
+def owns(task: Any) -> bool:
+    return is_instance_of_loaded(task, ("dramatiq.actor", "Actor"))
+
+
+def function_of(task: Any) -> Callable[..., Any]:
+    function: Callable[..., Any] = task.fn
+    return function
+
+
+def injects_first_argument(task: Any) -> bool:
+    return False
+
+
+def enqueue(task: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    return task.send(*args, **kwargs)
+
+
+def _current_message() -> Any:
+    """The message a dramatiq worker thread runs (CurrentMessage middleware); None outside one, or without it."""
+    middleware = loaded_class(_CURRENT_MESSAGE, "CurrentMessage")
+    return getattr(middleware, "get_current_message", lambda: None)()
 
 
 def requeue(task: str, delay: float) -> bool:
@@ -51,7 +69,7 @@ def requeue(task: str, delay: float) -> bool:
     dramatiq message is running (a plain call); ConfigurationError when dramatiq runs without the
     ``CurrentMessage`` middleware, so the message cannot be read.
     """
-    message = current_message()
+    message = _current_message()
     if message is None:
         _check_current_message_installed(task)
         return False
@@ -69,10 +87,9 @@ def requeue(task: str, delay: float) -> bool:
 
 
 def _check_current_message_installed(task: str) -> None:
-    dramatiq = sys.modules.get(MODULE)
-    middleware = getattr(sys.modules.get(_CURRENT_MESSAGE), "CurrentMessage", None)
+    middleware = loaded_class(_CURRENT_MESSAGE, "CurrentMessage")
     broker = getattr(sys.modules.get("dramatiq.broker"), "global_broker", None)
-    if dramatiq is None or broker is None:
+    if broker is None:
         return  # dramatiq not in use (or no broker yet): a plain call
     if middleware is None or not any(isinstance(m, middleware) for m in broker.middleware):
         raise ConfigurationError(
