@@ -64,15 +64,16 @@ def chaos_key(name: str, seconds: float, flaky: bool = False) -> str:
 
 
 # Any exception is retried by dramatiq's Retries middleware (counted): a flaky copy's first attempt, and a
-# copy that could not ask DynamoDB for its lock (it did not run).
-@dramatiq.actor(actor_name="dramatiq_chaos", max_retries=3, min_backoff=200, max_backoff=400)
+# copy that could not ask DynamoDB for its lock (it did not run), with room for a store that is slow for a
+# while (the client's circuit open): dramatiq's own default is 20 retries from 15 s on.
+@dramatiq.actor(actor_name="dramatiq_chaos", max_retries=10, min_backoff=500, max_backoff=4000)
 @lock_task(key=chaos_key)
 def dramatiq_chaos(name: str, seconds: float, flaky: bool = False) -> int | None:
     task_id, attempt = _message()
     return work(task_id, attempt, name, seconds, flaky)
 
 
-@dramatiq.actor(actor_name="dramatiq_chaos_pair", max_retries=3, min_backoff=200, max_backoff=400)
+@dramatiq.actor(actor_name="dramatiq_chaos_pair", max_retries=10, min_backoff=500, max_backoff=4000)
 @lock_task(key=chaos_key, limit=2)
 def dramatiq_chaos_pair(name: str, seconds: float, flaky: bool = False) -> int | None:
     task_id, attempt = _message()
