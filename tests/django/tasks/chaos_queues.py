@@ -1,7 +1,8 @@
 """The task chaos run's frameworks beyond Celery and Django's Tasks: dramatiq and django-q2 (see chaos.py).
 
 dramatiq runs on the test's redis-server: ``python -m dramatiq tests.django.tasks.dramatiq_app``, one
-process of two threads a worker. A SIGKILLed worker's messages (running and prefetched) stay in its
+process of four threads a worker (a copy that skips holds its thread while it watches the holder: with
+two, the three workers end fewer copies a second than make chaos enqueues). A SIGKILLed worker's messages (running and prefetched) stay in its
 Redis acknowledgement set until its heartbeat is older than ``dramatiq_app.HEARTBEAT_MS``; then another
 worker hands them out again. django-q2 runs on its ORM broker, a table of a SQLite file every cluster
 shares: ``manage.py qcluster``, two workers a cluster. A killed cluster's copies (running and taken into
@@ -33,7 +34,7 @@ class DramatiqFramework(Framework):
     retries = True
     whole_workers = True
 
-    def __init__(self, env: dict[str, str], broker: str, workdir: Path, driver: Any, threads: int = 2) -> None:
+    def __init__(self, env: dict[str, str], broker: str, workdir: Path, driver: Any, threads: int = 4) -> None:
         import dramatiq
 
         from .dramatiq_app import make_broker
