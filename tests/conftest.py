@@ -11,7 +11,8 @@ from dynalock_django.dynamodb import LockClient
 
 from .dynamodb_limits import LimitGuard, install
 from .dynamodb_support import ENDPOINT_ENV, make_dynamodb, short_lease_client, unique
-from .stores import MEMORY, Store, Stores, missing, store_names
+from .shares import part
+from .stores import MEMORY, Store, Stores, missing, process_store_names, store_names
 
 # moto accepts any credentials; real endpoints use the normal boto3 chain.
 if not os.environ.get(ENDPOINT_ENV):
@@ -45,14 +46,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """A test about stores (``stores``) or one that needs a server (``processes``) runs once per store of the
-    run; every other test that uses a store runs on the in-process one (``--store`` chooses for all)."""
+    """A test about stores (``stores``) runs once per store of the run, one that needs a server
+    (``processes``) once per store of :func:`.process_store_names`; every other test that uses a store runs
+    on the in-process one (``--store`` chooses for all)."""
     if "store" in metafunc.fixturenames:
-        on_every_store = any(metafunc.definition.get_closest_marker(tier) for tier in ("stores", "processes"))
-        names = metafunc.config.getoption("store") or (store_names() if on_every_store else [MEMORY])
-        metafunc.parametrize("store", names, indirect=True, scope="session")
+        if metafunc.definition.get_closest_marker("stores"):
+            names = store_names()
+        elif metafunc.definition.get_closest_marker("processes"):
+            names = process_store_names()
+        else:
+            names = [MEMORY]
+        metafunc.parametrize("store", metafunc.config.getoption("store") or names, indirect=True, scope="session")
 
 
+# K/N: run the Kth of N shares of the browser tests (other_shares_of_browser_tests).
+BROWSER_PART_ENV = "DYNALOCK_TEST_BROWSER_PART"
 TIERS = ("unit", "protocol", "stores", "django", "browser", "processes", "chaos")
 
 
@@ -66,7 +74,7 @@ def default_tier(path: str) -> str:
     return "protocol" if "tests/dynamodb/" in path else "unit"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if not any(item.get_closest_marker(tier) for tier in TIERS):
             item.add_marker(default_tier(item.path.as_posix()))
@@ -75,6 +83,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             reason = missing(name, marker.args[0]) if name else None
             if reason:
                 item.add_marker(pytest.mark.skip(reason=reason))
+    others = other_shares_of_browser_tests(items, os.environ.get(BROWSER_PART_ENV, "1/1"))
+    if others:
+        config.hook.pytest_deselected(items=others)
+        items[:] = [item for item in items if item not in others]
+
+
+def other_shares_of_browser_tests(items: list[pytest.Item], share_text: str) -> list[pytest.Item]:
+    """With ``$DYNALOCK_TEST_BROWSER_PART`` K/N (CI's legs), the browser tests outside the Kth of N shares.
+
+    CI runs each browser test once, on one of its two legs (both Django versions' admin pages are read by
+    the django tier's tests on both): every Nth of them by name, so a share does not depend on the order.
+    """
+    share, shares = part(share_text)
+    browser = sorted((item for item in items if item.get_closest_marker("browser")), key=lambda item: item.nodeid)
+    return [item for index, item in enumerate(browser) if index % shares != share - 1]
 
 
 @pytest.fixture(autouse=True)

@@ -83,6 +83,19 @@ def store_names() -> list[str]:
     return names
 
 
+def process_store_names() -> list[str]:
+    """The stores the processes tier runs on: the run's, without the moto server when another is among them.
+
+    Those tests prove what processes do to each other (no overlap, no lost update, fencing), not how a store
+    answers. The moto server runs the code of the in-process store every other tier uses, and costs two to
+    four times dynalite's time in a transaction or a crowd of processes; dynalite (the strictest) and DynamoDB
+    Local (Amazon's) are the stores they learn from. The stores tier still runs on every store of the run.
+    """
+    names = store_names()
+    servers = [name for name in names if name != "moto"]
+    return servers or names
+
+
 def missing(name: str, capability: str) -> str | None:
     """Why store ``name`` cannot run a test that needs ``capability`` (None: it can)."""
     if capability not in CAPABILITIES:

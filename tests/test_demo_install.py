@@ -6,12 +6,13 @@ import ast
 import importlib.metadata
 import re
 import shutil
-import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
 import pytest
+
+from .make_plan import make
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "dynalock-django"
@@ -45,9 +46,7 @@ def imported_by_the_demo() -> set[str]:
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="no make")
 def test_make_demo_on_a_fresh_clone_installs_the_demo_extra_not_the_development_one(tmp_path):
-    planned = subprocess.run(
-        ["make", "-n", "demo", f"VENV={tmp_path / 'venv'}"], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout
+    planned = make("-n", "demo", f"VENV={tmp_path / 'venv'}")
     installs = [line for line in planned.splitlines() if "pip install" in line and " -e " in line]
     assert installs, planned
     assert all('-e ".[demo]"' in line for line in installs), installs

@@ -4,22 +4,12 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from .make_plan import ROOT, make
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="GNU make is not installed")
-
-
-def make(*arguments: str, check: bool = True) -> str:
-    """What make prints (``-n``: nothing runs), from the repository's root."""
-    done = subprocess.run(
-        ["make", "--no-print-directory", *arguments], cwd=ROOT, capture_output=True, text=True, check=check, timeout=60
-    )
-    return done.stdout
 
 
 def test_make_test_lints_and_builds_the_docs() -> None:

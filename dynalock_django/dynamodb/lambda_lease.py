@@ -127,6 +127,10 @@ def lambda_lease(
         raise
     try:
         yield lease
+    except GeneratorExit:  # the block was abandoned, never exited, and is being collected: let go if we still can
+        with contextlib.suppress(Exception):  # its client may be gone with it; a collection has no one to tell
+            lease.release(best_effort=True)
+        raise
     except BaseException as error:
         release_at_block_end(lambda: lease.release(best_effort=not lease.is_held()), error, [lease])
         raise

@@ -9,18 +9,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ..shares import part
 from ..stores import shared_endpoint_url
 from . import report, workloads
 
 FULL_SECONDS, SHORT_SECONDS = 25.0, 5.0
-
-
-def part(text: str) -> tuple[int, int]:
-    """``K/N`` with 1 <= K <= N."""
-    share, _, shares = text.partition("/")
-    if not (share.isdigit() and shares.isdigit() and 1 <= int(share) <= int(shares)):
-        raise argparse.ArgumentTypeError(f"{text!r}: give K/N, such as 1/2, with 1 <= K <= N")
-    return int(share), int(shares)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,7 +19,8 @@ RETRYING_BOTOCORE = {"retries": {"mode": "standard", "total_max_attempts": 2}, "
     [("ThrottlingException", 400), ("InternalServerError", 500), ("ReplicatedWriteConflictException", 400)],
 )
 def test_acquire_retries_transient_errors_within_its_timeout(make_client, dynamodb, key, code, status):
-    client = make_client(dynamodb)
+    # A long lease: its first renewal comes long after the count, however slowly a loaded machine retries.
+    client = make_client(dynamodb, lease_duration=60.0, heartbeat_period=20.0)
     faults = FaultInjector(dynamodb)
     counter = RequestCounter(dynamodb)
     faults.fail("UpdateItem", code, status, times=2)

@@ -30,7 +30,8 @@ def test_an_endpoint_that_exits_at_once_is_an_error_with_the_install_hint():
         Endpoint("raise SystemExit(3)").start()
 
 
-def test_an_endpoint_that_never_listens_is_an_error_and_is_stopped(monkeypatch):
+def processes_started(monkeypatch: pytest.MonkeyPatch) -> list[subprocess.Popen[bytes]]:
+    """The processes the endpoint starts from now on, as they are started."""
     started: list[subprocess.Popen[bytes]] = []
     real_popen = subprocess.Popen
 
@@ -39,9 +40,31 @@ def test_an_endpoint_that_never_listens_is_an_error_and_is_stopped(monkeypatch):
         return started[-1]
 
     monkeypatch.setattr(local_server.subprocess, "Popen", popen)
+    return started
+
+
+def test_an_endpoint_that_never_listens_is_an_error_and_is_stopped(monkeypatch):
+    started = processes_started(monkeypatch)
     monkeypatch.setattr(local_server, "STARTUP_TIMEOUT_SECONDS", 0.5)
     endpoint = Endpoint("import time; time.sleep(60)")
     with pytest.raises(RuntimeError, match=rf"did not listen on port {endpoint.port} within 0.5s"):
+        endpoint.start()
+    [process] = started
+    assert process.poll() is not None  # stopped, not left running
+
+
+def test_an_endpoint_that_listens_but_never_answers_is_not_ready_and_is_stopped(monkeypatch):
+    # moto loads its DynamoDB backend at the first request: a caller's short read time-out must not pay it.
+    started = processes_started(monkeypatch)
+    monkeypatch.setattr(local_server, "STARTUP_TIMEOUT_SECONDS", 3.0)
+    endpoint = Endpoint("")
+    endpoint.code = (
+        "import socket\n"
+        f"server = socket.create_server(('127.0.0.1', {endpoint.port}))\n"
+        "connections = []\n"
+        "while True: connections.append(server.accept())\n"
+    )
+    with pytest.raises(RuntimeError, match=rf"listened but answered no DynamoDB request on port {endpoint.port}"):
         endpoint.start()
     [process] = started
     assert process.poll() is not None  # stopped, not left running

@@ -58,6 +58,7 @@ class LocalDynamoDB:
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
+        listening = False
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
                 raise RuntimeError(
@@ -65,13 +66,47 @@ class LocalDynamoDB:
                 )
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return self.endpoint_url
             except OSError:
                 time.sleep(0.05)
+                continue
+            listening = True
+            if self._answers(deadline):
+                return self.endpoint_url
         self.stop()
+        what = "listened but answered no DynamoDB request" if listening else "did not listen"
         raise RuntimeError(
-            f"The local DynamoDB endpoint did not listen on port {self.port} within {STARTUP_TIMEOUT_SECONDS:g}s."
+            f"The local DynamoDB endpoint {what} on port {self.port} within {STARTUP_TIMEOUT_SECONDS:g}s."
         )
+
+    def _answers(self, deadline: float) -> bool:
+        """Whether the endpoint answers a DynamoDB request before ``deadline``.
+
+        Listening is not ready: moto loads its DynamoDB backend at the first request (half a second
+        idle, seconds on a loaded machine), and a caller's first request, with its own short read
+        time-out, would pay it. The one patient request here does instead.
+        """
+        from botocore.config import Config
+        from botocore.exceptions import BotoCoreError
+
+        from ..connection import new_session
+
+        patience = max(0.5, deadline - time.monotonic())
+        config = Config(connect_timeout=patience, read_timeout=patience, retries={"total_max_attempts": 1})
+        dynamodb = new_session().client(
+            "dynamodb",
+            endpoint_url=self.endpoint_url,
+            region_name="us-east-1",
+            aws_access_key_id="local",
+            aws_secret_access_key="local",  # noqa: S106 - moto accepts any
+            config=config,
+        )
+        try:
+            dynamodb.list_tables(Limit=1)
+        except BotoCoreError:
+            return False
+        finally:
+            dynamodb.close()
+        return True
 
     def stop(self) -> None:
         if self._process is not None and self._process.poll() is None:
