@@ -1,14 +1,15 @@
 """The task chaos run's frameworks beyond Celery and Django's Tasks: dramatiq and django-q2 (see chaos.py).
 
 dramatiq runs on the test's redis-server: ``python -m dramatiq tests.django.tasks.dramatiq_app``, one
-process of four threads a worker (a copy that skips holds its thread while it watches the holder: with
-two, the three workers end fewer copies a second than make chaos enqueues). A SIGKILLed worker's messages (running and prefetched) stay in its
-Redis acknowledgement set until its heartbeat is older than ``dramatiq_app.HEARTBEAT_MS``; then another
-worker hands them out again. django-q2 runs on its ORM broker, a table of a SQLite file every cluster
-shares: ``manage.py qcluster``, two workers a cluster. A killed cluster's copies (running and taken into
-its local queue) are handed out again once ``Q_CLUSTER["retry"]`` seconds have passed since they were
-taken, as are long copies still running. Both retry a failed copy themselves (dramatiq's ``retries``
-option, django-q2's attempt count): the flaky copies' first attempts fail.
+process of four threads a worker (a copy that skips holds its thread while it watches the holder:
+with two, the three workers end fewer copies a second than make chaos enqueues). A SIGKILLed
+worker's messages (running and prefetched) stay in its Redis acknowledgement set until its heartbeat
+is older than ``dramatiq_app.HEARTBEAT_MS``; then another worker hands them out again. django-q2 runs
+on its ORM broker, a table of a SQLite file every cluster shares: ``manage.py qcluster``, two workers
+a cluster. A killed cluster's copies (running and taken into its local queue) are handed out again
+once ``Q_CLUSTER["retry"]`` seconds have passed since they were taken, as are long copies still
+running. Both retry a failed copy themselves (dramatiq's ``retries`` option, django-q2's attempt
+count): the flaky copies' first attempts fail.
 
 A dramatiq worker's task runs in a child process of the worker; a django-q2 cluster's in one of its
 pool's processes. Either supervisor reacts to a lost child (dramatiq stops the whole worker, django-q2
