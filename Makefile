@@ -93,7 +93,7 @@ bench: $(STAMP)
 	$(BIN)/python -m tests.benchmarks
 
 ## The fault-injection run: every workload, a history checker, a table (CHAOS_ARGS="--seed 2 --duration 60");
-## then the run-once tasks' chaos under real Celery and db_worker workers (TASK_CHAOS_ARGS="--seconds 60").
+## then the run-once tasks' chaos under real Celery, db_worker, dramatiq and django-q2 workers (TASK_CHAOS_ARGS="--seconds 60").
 chaos: $(STAMP)
 	$(BIN)/python -m tests.chaos $(CHAOS_ARGS)
 	$(BIN)/python -m tests.django.tasks.chaos $(TASK_CHAOS_ARGS)

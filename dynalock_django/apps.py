@@ -9,3 +9,6 @@ class DynalockConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks, client  # noqa: F401 (registers the checks and the settings receiver)
+        from .tasks import frameworks
+
+        frameworks.listen()  # the queues' signals an adapter reads (django-q2's, when it is installed)

@@ -22,6 +22,8 @@ __all__ = [
     "is_injected",
     "is_task_object",
     "key_kwargs",
+    "listen",
+    "requeue",
 ]
 
 
@@ -69,9 +71,27 @@ def enqueue(task: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Put ``task(*args, **kwargs)`` in its queue, the way its framework enqueues."""
     owner = _owner(task)
     if owner is None:
-        kinds = ", ".join(adapter.TASK_KIND for adapter in ADAPTERS)
+        kinds = ", ".join(adapter.TASK_KIND for adapter in ADAPTERS if adapter.TASK_KIND)
         raise ConfigurationError(
             f"enqueue_unique() needs a queue's task object ({kinds}), not {type(task).__name__}: decorate the "
             "function with @lock_task under the framework's decorator."
         )
     return owner.enqueue(task, args, kwargs)
+
+
+def requeue(task: str, delay: float) -> bool:
+    """Put the running copy back in its queue ``delay`` seconds from now, not counted as a retry
+    (``on_conflict="retry"``), by the adapter that can (a ``requeue`` function: dramatiq's); False when none can."""
+    return any(getattr(adapter, "requeue", _cannot)(task, delay) for adapter in ADAPTERS)
+
+
+def listen() -> None:
+    """Connect what the adapters listen to (a ``connect`` function: django-q2's signals), from the app's ``ready()``."""
+    for adapter in ADAPTERS:
+        connect = getattr(adapter, "connect", None)
+        if connect is not None:
+            connect()
+
+
+def _cannot(task: str, delay: float) -> bool:
+    return False

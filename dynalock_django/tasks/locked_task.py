@@ -36,8 +36,8 @@ from .task_keys import KeySpec, TaskKeys
 logger = logging.getLogger("dynalock_django.tasks")
 
 F = TypeVar("F", bound=Callable[..., Any])
-OnConflict = Literal["skip", "raise", "wait"]
-ON_CONFLICT = ("skip", "raise", "wait")
+OnConflict = Literal["skip", "raise", "wait", "retry"]
+ON_CONFLICT = ("skip", "raise", "wait", "retry")
 
 _token: contextvars.ContextVar[int | None] = contextvars.ContextVar("dynalock_task_token", default=None)
 
@@ -198,6 +198,18 @@ class LockedTask:
         )
 
     def _conflict(self, key: str, holder: LockInfo | None, run: frameworks.TaskRun | None) -> None:
+        if self.on_conflict == "retry":
+            # Back in the queue once the holder's lease would have run out: a live holder renews it (the
+            # copy comes back and looks again), a dead one's is taken over then. Never counted as a retry.
+            client = get_client()
+            delay = client.available_in(holder) if holder is not None else client.lease_duration
+            if frameworks.requeue(self.name, max(delay, client.heartbeat_period)):
+                return None
+            raise TaskLocked(
+                f"Task {self.name} not run: {key!r} is held by a live run ({_who(holder)}), and a plain call "
+                'cannot be put back in a queue (on_conflict="retry" is for a dramatiq actor).',
+                holder,
+            )
         if self.on_conflict == "raise":
             raise TaskLocked(f"Task {self.name} not run: {key!r} is held by a live run ({_who(holder)}).", holder)
         task_id = run.task_id if run is not None else None
@@ -243,8 +255,9 @@ def lock_task(
     held by live runs follows ``on_conflict`` as a copy finding the key held does.
 
     Put it under the framework's decorator: ``@task`` / ``@app.task`` / ``@shared_task`` above, ``@lock_task()``
-    below. ``on_conflict``: "skip" (return None, send ``task_skipped``), "raise" (TaskLocked) or "wait" (up
-    to ``timeout`` seconds, then TaskLocked). ``unique_while_queued`` makes :func:`enqueue_unique` refuse a
+    below. ``on_conflict``: "skip" (return None, send ``task_skipped``), "raise" (TaskLocked), "wait" (up
+    to ``timeout`` seconds, then TaskLocked) or "retry" (dramatiq: the message goes back in its queue, delayed by
+    the holder's remaining lease, not counted as a retry). ``unique_while_queued`` makes :func:`enqueue_unique` refuse a
     second copy while one waits in the queue, for at most ``queued_lease`` seconds. ``min_hold``: the key
     stays held (no longer renewed, not released) until ``min_hold`` seconds after the run started, however
     early it ends, so copies of one schedule slot fired on many hosts run once.

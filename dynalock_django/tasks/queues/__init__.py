@@ -8,14 +8,16 @@ listed wins, so put the one that checks most narrowly first.
 
 from __future__ import annotations
 
-from . import celery_queue, django_queue, huey_queue, rq_queue
+from . import celery_queue, django_q_queue, django_queue, dramatiq_queue, huey_queue, rq_queue
 from .base import QueueAdapter, TaskRun
 
 ADAPTERS: tuple[QueueAdapter, ...] = (
     django_queue,
+    dramatiq_queue,
     celery_queue,
     huey_queue,
     rq_queue,
+    django_q_queue,
 )
 
 __all__ = ["ADAPTERS", "QueueAdapter", "TaskRun"]

@@ -40,12 +40,12 @@ from dynalock_django.dynamodb import LockTimeout
 from ...chaos.history import Recorder, load
 from ...dynamodb_support import PATIENCE, make_dynamodb, short_lease_client
 from ..processes import ROOT, manage_py_environment
-from .chaos_queues import QUEUES
+from .chaos_huey_rq import QUEUES
 from .environment import BROKER, EVENTS, VISIBILITY
 from .task_history import LIMITS, TaskChaosReport, peak, render, task_runs, unaccounted
 from .workers import redis_server
 
-FRAMEWORKS = ("celery", "db_worker", "huey", "rq")  # CI's legs take every other one (test_task_chaos.py)
+FRAMEWORKS = ("celery", "db_worker", "huey", "rq", "dramatiq", "django_q")  # CI: each leg every other one
 # Longer than the suite's 1 s: a loaded machine must not lose a running copy's lease (that would be an
 # overlap the fence, not the lock, has to catch: tests/chaos does that).
 LEASE, HEARTBEAT = 2.0, 0.5
@@ -62,6 +62,13 @@ NAMES = 3  # the limited name (task_history.LIMITS: two runs at once) among them
 # the last kill needs a run of every name going at once on the three workers
 PAIR_SHARE = 1 / NAMES
 KILL_EVERY, WHOLE_WORKER_SHARE = 2.5, 0.35
+# ``make chaos``'s copies per framework (at least; the CI test's are test_task_chaos.COPIES).
+MAKE_CHAOS_COPIES = {"huey": 200, "rq": 200, "dramatiq": 200, "django_q": 200}
+# Copies a second, at most, in make chaos's long runs: three workers of two slots each finish (run, or skip after
+# watching a live holder for about a heartbeat) about three a second between kills, so a faster storm only
+# queues up copies that cannot end within SETTLE (the CI test's 200 copies, ~17/s for 12 s, drain within it).
+MAX_RATE = 2.5
+BEAT = 250  # ms: the storm's mean pause between enqueues (0.1 to 0.4 s)
 SETTLE = 90.0  # seconds for every copy to end once the enqueues stop; a probe to start
 PROBE_AGAIN = 2.0  # seconds before a key whose probe has not begun gets another
 PYTHON = sys.executable
@@ -96,6 +103,8 @@ class Framework:
     """How one framework's workers start and its copies are enqueued."""
 
     name: str
+    retries = False  # the queue retries a failed copy itself: some copies' first attempts fail
+    whole_workers = False  # a kill is always of a whole worker (its supervisor would react to a lost child)
 
     def start_worker(self, ident: str) -> Worker:
         raise NotImplementedError
@@ -116,6 +125,7 @@ class Framework:
 
 class CeleryFramework(Framework):
     name = "celery"
+    retries = True
     task = "tests.django.tasks.chaos_jobs.celery_chaos"
     pair_task = "tests.django.tasks.chaos_jobs.celery_chaos_pair"
 
@@ -130,7 +140,7 @@ class CeleryFramework(Framework):
     def start_worker(self, ident: str) -> Worker:
         command = [PYTHON, "-m", "celery", "-A", "tests.django.tasks.celery_app", "worker", "--pool=prefork", "-c", "2"]
         command += ["-n", f"{ident}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "warning"]
-        return Worker(ident, _popen(command, self.env, self.workdir / f"{ident}.log"))
+        return Worker(ident, popen(command, self.env, self.workdir / f"{ident}.log"))
 
     def enqueue(self, name: str, seconds: float, flaky: bool, probe: bool) -> None:
         task_id = uuid.uuid4().hex
@@ -173,7 +183,7 @@ class DbWorkerFramework(Framework):
 
     def start_worker(self, ident: str) -> Worker:
         command = [PYTHON, "manage.py", "db_worker", "--interval", "0.05", "--no-startup-delay", "--worker-id", ident]
-        return Worker(ident, _popen(command, self.env, self.workdir / f"{ident}.log"))
+        return Worker(ident, popen(command, self.env, self.workdir / f"{ident}.log"))
 
     def enqueue(self, name: str, seconds: float, flaky: bool, probe: bool) -> None:
         self._ask({"enqueue": [name, seconds], "probe": probe})
@@ -214,24 +224,24 @@ class ChaosRun:
         self.started_workers += 1
 
     def storm(self, seconds: float, copies: int = 0) -> None:
-        """Enqueue and kill for ``seconds``, then on (up to as long again) until the chaos has shown its faults,
-        and on until at least ``copies`` were enqueued."""
-        flaky_share = FLAKY_SHARE if self.framework.name == "celery" else 0.0
+        """Enqueue and kill for ``seconds`` (and until ``copies`` were enqueued, a few a beat), then on (up to as
+        long again) until the chaos has shown its faults."""
+        flaky_share = FLAKY_SHARE if self.framework.retries else 0.0
+        per_beat = max(1, -(-copies * BEAT // int(seconds * 1000)))  # the storm's beats average BEAT ms
         start = time.monotonic()
         next_kill = start + KILL_EVERY
-        sent = 0
+        enqueued = 0
         while (
             time.monotonic() < start + seconds
+            or enqueued < copies
             or (time.monotonic() < start + 2 * seconds and not self.enough())
-            or sent < copies
         ):
-            length = LONG if self.rng.random() < LONG_SHARE else self.rng.choice(LENGTHS)
-            paired = self.rng.random() < PAIR_SHARE
-            name = self.rng.choice(sorted(LIMITS)) if paired else f"n{self.rng.randrange(NAMES - len(LIMITS))}"
-            burst = getattr(self.framework, "burst", 1) if sent < copies else 1  # huey, rq: to ``copies`` quickly
-            for _ in range(burst):
+            for _ in range(per_beat):
+                length = LONG if self.rng.random() < LONG_SHARE else self.rng.choice(LENGTHS)
+                paired = self.rng.random() < PAIR_SHARE
+                name = self.rng.choice(sorted(LIMITS)) if paired else f"n{self.rng.randrange(NAMES - len(LIMITS))}"
                 self.framework.enqueue(name, length, self.rng.random() < flaky_share, probe=False)
-                sent += 1
+                enqueued += 1
             if time.monotonic() >= next_kill and self.kill_a_running_copy():
                 next_kill = time.monotonic() + KILL_EVERY  # a try that found nothing running is tried again
             time.sleep(self.rng.uniform(0.1, 0.4))
@@ -244,7 +254,7 @@ class ChaosRun:
             return False
         killed = [run for run in runs if run.outcome == "killed" and run.ended is not None]
         followed = any(later.name == run.name and later.started > run.ended for run in killed for later in runs)
-        retried = any(run.outcome == "retry" for run in runs) or self.framework.name != "celery"
+        retried = any(run.outcome == "retry" for run in runs) or not self.framework.retries
         return followed and retried
 
     def kill_a_running_copy(self) -> bool:
@@ -256,7 +266,7 @@ class ChaosRun:
         worker = next((w for w in self.workers if pid in w.pids()), None)
         if worker is None:
             return False  # it ended meanwhile
-        if worker.process.pid == pid or self.rng.random() < WHOLE_WORKER_SHARE:
+        if worker.process.pid == pid or self.framework.whole_workers or self.rng.random() < WHOLE_WORKER_SHARE:
             worker.kill(lambda pids: self.driver("kill", pids=pids, worker=True))
             self.workers.remove(worker)
             self.start_worker()
@@ -313,7 +323,10 @@ def run(
     workers: int,
     copies: int = 0,
 ) -> TaskChaosReport:
-    """One framework's chaos run on the lock table of ``settings`` (the suite's DYNALOCK); its report."""
+    """One framework's chaos run on the lock table of ``settings`` (the suite's DYNALOCK); its report.
+
+    ``copies``: at least so many copies are enqueued (a few at each beat of the storm).
+    """
     settings = {**settings, "LEASE_DURATION": LEASE, "HEARTBEAT_PERIOD": HEARTBEAT, "BOTO_CONFIG": BOTO_CONFIG}
     events = workdir / "events"
     events.mkdir(parents=True, exist_ok=True)
@@ -348,6 +361,14 @@ def _framework(name: str, env: dict[str, str], workdir: Path, driver: Recorder) 
             framework = CeleryFramework(env, stack.enter_context(redis_server()), workdir, driver)
         elif name in QUEUES:
             framework = QUEUES[name](env, stack.enter_context(redis_server()), workdir, driver, workdir / "events")
+        elif name == "dramatiq":
+            from .chaos_dramatiq_django_q import DramatiqFramework
+
+            framework = DramatiqFramework(env, stack.enter_context(redis_server()), workdir, driver)
+        elif name == "django_q":
+            from .chaos_dramatiq_django_q import DjangoQFramework
+
+            framework = DjangoQFramework(env, workdir)
         else:
             framework = DbWorkerFramework(env, workdir)
         stack.callback(framework.close)
@@ -386,7 +407,7 @@ def worker_logs(workdir: Path, lines: int = 40) -> str:
     return "\n".join(tails)
 
 
-def _popen(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+def popen(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("ab") as output:  # the child keeps its own descriptor
         return subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
@@ -404,7 +425,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=30.0, help="Seconds of enqueues and kills per framework.")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=3)
-    parser.add_argument("--copies", type=int, default=200, help="huey, rq: enqueue at least this many copies.")
+    parser.add_argument(
+        "--copies", type=int, help=f"At least so many copies per framework (default: {MAKE_CHAOS_COPIES}, or 0)."
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")  # the suite's, as the workers get them
@@ -412,17 +435,19 @@ def main(argv: list[str] | None = None) -> int:
     shared_endpoint_url()
     reports = []
     for index, name in enumerate(args.framework or FRAMEWORKS):
-        print(f"== {name} ({args.workers} workers, {args.seconds:g} s)", flush=True)
+        copies = args.copies if args.copies is not None else MAKE_CHAOS_COPIES.get(name, 0)
+        seconds = max(args.seconds, copies / MAX_RATE)  # a pace the local store keeps up with on 2 cores
+        print(f"== {name} ({args.workers} workers, {seconds:g} s, {copies} copies or more)", flush=True)
         with lock_table(**SHORT_LEASE_SETTINGS) as settings, tempfile.TemporaryDirectory() as workdir:
             reports.append(
                 run(
                     name,
                     settings,
                     Path(workdir),
-                    seconds=args.seconds,
+                    seconds=seconds,
                     seed=args.seed * 10 + index,
                     workers=args.workers,
-                    copies=args.copies if name in QUEUES else 0,
+                    copies=copies,
                 )
             )
     print(render(reports))

@@ -1,4 +1,4 @@
-"""The huey and rq tasks of the task chaos run (chaos.py, chaos_queues.py), recorded as chaos_jobs' are.
+"""The huey and rq tasks of the task chaos run (chaos.py, chaos_huey_rq.py), recorded as chaos_jobs' are.
 
 Imported by huey's consumer (``huey_consumer tests.django.tasks.queue_chaos_jobs.huey``) and rq's
 worker (it imports a job's function by name): Django is set up first. huey's broker is the Redis

@@ -17,14 +17,13 @@ from ...chaos.history import Recorder, load
 from .environment import BROKER
 from .task_history import LIMITS
 
-BURST = 5  # copies enqueued a tick (chaos.py enqueues a tick every 0.1-0.4 s): 200 and more in a short run
-
 
 class QueueFramework:
     """What huey and rq share: the copies enqueued (to enqueue a lost one again), and the re-enqueue itself."""
 
     name: str
-    burst = BURST
+    retries = False  # huey and rq retry only what a task asks for: no copy's first attempt fails on purpose
+    whole_workers = True  # one process a worker: every kill is the whole worker's
 
     def __init__(self, env: dict[str, str], broker: str, workdir: Path, driver: Recorder, events: Path) -> None:
         self.env = {**env, BROKER: broker}
