@@ -11,20 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..exceptions import ConfigurationError
-from .queues import ADAPTERS, QueueAdapter, TaskRun
-
-__all__ = [
-    "TaskRun",
-    "current_run",
-    "decorated_function",
-    "enqueue",
-    "injects_first_argument",
-    "is_injected",
-    "is_task_object",
-    "key_kwargs",
-    "listen",
-    "requeue",
-]
+from .queues import ADAPTERS, QueueAdapter
+from .queues.base import TaskRun
 
 
 def is_injected(value: Any) -> bool:

@@ -9,7 +9,7 @@ listed wins, so put the one that checks most narrowly first.
 from __future__ import annotations
 
 from . import celery_queue, django_q_queue, django_queue, dramatiq_queue, huey_queue, rq_queue
-from .base import QueueAdapter, TaskRun
+from .base import QueueAdapter
 
 ADAPTERS: tuple[QueueAdapter, ...] = (
     django_queue,
@@ -19,5 +19,3 @@ ADAPTERS: tuple[QueueAdapter, ...] = (
     rq_queue,
     django_q_queue,
 )
-
-__all__ = ["ADAPTERS", "QueueAdapter", "TaskRun"]
