@@ -11,8 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..exceptions import ConfigurationError
-from .queues import ADAPTERS, QueueAdapter
-from .queues.base import TaskRun
+from .queues import ADAPTERS
+from .queues.base import QueueAdapter
+from .queues.base import TaskRun as TaskRun  # what a task run is, for lock_task
 
 
 def is_injected(value: Any) -> bool:

@@ -9,7 +9,7 @@ listed wins, so put the one that checks most narrowly first.
 from __future__ import annotations
 
 from . import celery_queue, django_q_queue, django_queue, dramatiq_queue, huey_queue, rq_queue
-from .base import QueueAdapter
+from .base import QueueAdapter as QueueAdapter
 
 ADAPTERS: tuple[QueueAdapter, ...] = (
     django_queue,
