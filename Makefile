@@ -46,6 +46,9 @@ CHECKS ?= lint docs
 IN_PROCESS_TIERS = (unit or protocol or django) and not slow
 TEST_PARTS ?= in-process servers
 IN_PROCESS_WORKERS ?= auto
+## SERVERS_WORKERS: how many of the second's modules run at once (0: one test at a time; CI runs two, each a
+## module's tests together, with servers of its own: those tests mostly wait on real time).
+SERVERS_WORKERS ?= 0
 test: $(CHECKS) $(STAMP) $(NODE_STAMP)
 	export COVERAGE_CORE="$${COVERAGE_CORE:-$$($(BIN)/python -c 'import sys; print("sysmon" if sys.version_info >= (3, 12) else "ctrace")')}"; \
 	status=0; \
@@ -53,7 +56,8 @@ test: $(CHECKS) $(STAMP) $(NODE_STAMP)
 	$(BIN)/python -m pytest -n $(IN_PROCESS_WORKERS) -m "$(IN_PROCESS_TIERS)" --cov --cov-report= --cov-fail-under=0 \
 		--durations=5 $(PYTEST_ARGS) || status=$$?;; esac; \
 	case " $(TEST_PARTS) " in *" servers "*) \
-	$(BIN)/python -m pytest -m "not ($(IN_PROCESS_TIERS))" --cov --cov-append --cov-report=term --durations=15 \
+	$(BIN)/python -m pytest -n $(SERVERS_WORKERS) --dist loadfile -m "not ($(IN_PROCESS_TIERS))" --cov --cov-append \
+		--cov-report=term --durations=15 \
 		$(PYTEST_ARGS) || status=$$?;; esac; \
 	exit $$status
 

@@ -54,11 +54,20 @@ def served(dynalock: dict[str, Any], tmp_path: Path) -> Iterator[tuple[str, int,
             [*command, "--log-level", "warning"], cwd=ROOT, env=env, pass_fds=[listening.fileno()]
         )
     try:
-        wait_for(lambda: httpx.get(f"http://127.0.0.1:{port}/admin/login/").status_code == 200, PATIENCE)
+        wait_for(lambda: answers(f"http://127.0.0.1:{port}/admin/login/"), 6 * PATIENCE)
         yield f"http://127.0.0.1:{port}", int(pk), session
     finally:
         server.terminate()
         server.wait(timeout=PATIENCE)
+
+
+def answers(url: str) -> bool:
+    """Whether the server answers ``url`` with a page: its first request (Django's start, under coverage on a
+    loaded machine) may take longer than httpx's 5 s, and one that times out is asked again."""
+    try:
+        return httpx.get(url, timeout=2 * PATIENCE).status_code == 200
+    except httpx.TransportError:
+        return False
 
 
 def test_a_hundred_requests_for_one_locked_customer_wait_as_coroutines(served, other_holder):
