@@ -127,9 +127,10 @@ def lambda_lease(
         raise
     try:
         yield lease
-    except GeneratorExit:  # the block was abandoned, never exited, and is being collected: let go if we still can
-        with contextlib.suppress(Exception):  # its client may be gone with it; a collection has no one to tell
-            lease.release(best_effort=True)
+    except GeneratorExit:
+        # The block was abandoned, never exited, and is being collected: send nothing. A request from the
+        # garbage collector runs inside whatever the thread was doing (a request of its own, under a lock
+        # it holds) and can deadlock it; the lease, never renewed (keep_alive=False), frees itself.
         raise
     except BaseException as error:
         release_at_block_end(lambda: lease.release(best_effort=not lease.is_held()), error, [lease])
