@@ -74,7 +74,9 @@ def test_a_handle_from_another_client_renews_and_releases_the_lock(make_client, 
     handle.extend()
     assert dict(counter.calls) == {"UpdateItem": 1}
     assert handle.is_held()
-    assert LEASE < handle.remaining() <= 2 * LEASE
+    # The handle's own duration, not the time left: a loaded machine may take a second to answer the renewal.
+    assert handle.lease_duration == 2 * LEASE
+    assert 0 < handle.remaining() <= 2 * LEASE
     stored = serving.get(key)
     assert stored.record_version_number == handle.record_version_number != granted.record_version_number
     assert (stored.owner_name, stored.fencing_token, stored.lease_duration) == (TAB, granted.fencing_token, 2 * LEASE)
