@@ -162,24 +162,36 @@ class CeleryFramework(Framework):
         self.sender.close()
 
 
-class DbWorkerFramework(Framework):
-    name = "db_worker"
+class DatabaseQueueFramework(Framework):
+    """A queue whose broker is a table of a SQLite file the workers share, fed by a process of the test's
+    (``queue_module``) on the workers' settings (``settings_module``)."""
+
+    settings_module: str
+    queue_module: str
+    database = "tasks.sqlite3"
+    extra_env: dict[str, str] = {}
 
     def __init__(self, env: dict[str, str], workdir: Path) -> None:
-        self.env = {**env, "DJANGO_SETTINGS_MODULE": "tests.django.tasks.db_worker_settings"}
-        self.env["DYNALOCK_TEST_DATABASE"] = str(workdir / "tasks.sqlite3")
+        self.env = {**env, "DJANGO_SETTINGS_MODULE": self.settings_module, **self.extra_env}
+        self.env["DYNALOCK_TEST_DATABASE"] = str(workdir / self.database)
         self.workdir = workdir
         subprocess.run(
             [PYTHON, "manage.py", "migrate", "-v0", "--skip-checks"], cwd=ROOT, env=self.env, check=True, timeout=120
         )
         self.queue = subprocess.Popen(
-            [PYTHON, "-m", "tests.django.tasks.db_queue"],
+            [PYTHON, "-m", self.queue_module],
             cwd=ROOT,
             env=self.env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
         )
+
+
+class DbWorkerFramework(DatabaseQueueFramework):
+    name = "db_worker"
+    settings_module = "tests.django.tasks.db_worker_settings"
+    queue_module = "tests.django.tasks.db_queue"
 
     def start_worker(self, ident: str) -> Worker:
         command = [PYTHON, "manage.py", "db_worker", "--interval", "0.05", "--no-startup-delay", "--worker-id", ident]

@@ -24,8 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ...dynamodb_support import PATIENCE
-from ..processes import ROOT
-from .chaos import PYTHON, Framework, Worker, popen
+from .chaos import PYTHON, DatabaseQueueFramework, Framework, Worker, popen
 from .environment import BROKER
 from .task_history import LIMITS
 
@@ -71,27 +70,14 @@ class DramatiqFramework(Framework):
         self.sender.close()
 
 
-class DjangoQFramework(Framework):
+class DjangoQFramework(DatabaseQueueFramework):
     name = "django_q"
     retries = True
     whole_workers = True
-
-    def __init__(self, env: dict[str, str], workdir: Path) -> None:
-        self.env = {**env, "DJANGO_SETTINGS_MODULE": "tests.django.tasks.django_q_settings"}
-        self.env["DYNALOCK_TEST_DATABASE"] = str(workdir / "queue.sqlite3")
-        self.env["DYNALOCK_TEST_SQLITE_SHARED"] = "1"
-        self.workdir = workdir
-        subprocess.run(
-            [PYTHON, "manage.py", "migrate", "-v0", "--skip-checks"], cwd=ROOT, env=self.env, check=True, timeout=120
-        )
-        self.queue = subprocess.Popen(
-            [PYTHON, "-m", "tests.django.tasks.django_q_queue"],
-            cwd=ROOT,
-            env=self.env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
+    settings_module = "tests.django.tasks.django_q_settings"
+    queue_module = "tests.django.tasks.django_q_queue"
+    database = "queue.sqlite3"
+    extra_env = {"DYNALOCK_TEST_SQLITE_SHARED": "1"}
 
     def start_worker(self, ident: str) -> Worker:
         return Worker(ident, popen([PYTHON, "manage.py", "qcluster"], self.env, self.workdir / f"{ident}.log"))
