@@ -122,7 +122,9 @@ def test_close_releases_held_leases_and_stops_the_heartbeat(make_client, key):
     before = heartbeat_threads()
     leases = [client.acquire(f"{key}-{i}") for i in range(3)]
     started = heartbeat_threads() - before
-    assert len(started) == 1  # one thread renews all of a client's leases
+    # One heartbeat schedules all of a client's leases; a loaded machine's slow acquires may already have
+    # started one of its renewal workers too (a renewal came due meanwhile): close stops those as well.
+    assert len([thread for thread in started if "-renewal-" not in thread.name]) == 1
     client.close()
     assert not any(thread.is_alive() for thread in started)
     for lease in leases:
