@@ -10,7 +10,7 @@ import time
 from io import StringIO
 
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError, ManagementUtility, call_command
 from django.test import override_settings
 
 from dynalock_django import lock_key, lock_object
@@ -155,6 +155,30 @@ def test_dynalock_run_exits_with_the_commands_exit_code():
     with pytest.raises(SystemExit) as exited:
         dynalock_output("run", "job", "--", sys.executable, "-c", "raise SystemExit(4)")
     assert exited.value.code == 4
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--grace-period", "nan", "--", "true"], "--grace-period: 'nan': give a finite number of seconds"),
+        (["--grace-period", "-1", "--", "true"], "--grace-period: '-1': give a finite number of seconds"),
+        (["--grace-period", "inf", "--", "true"], "--grace-period: 'inf': give a finite number of seconds"),
+        (["--grace-period", "soon", "--", "true"], "'soon' is not a number of seconds"),
+        (["--min-hold", "0", "--", "true"], "--min-hold: '0': give a number of seconds more than 0"),
+        (["--", "no-such-program-dynalock"], "Cannot run 'no-such-program-dynalock': not found on PATH."),
+        (["--", "/no/such/program"], "Cannot run '/no/such/program': no such file."),
+    ],
+)
+def test_dynalock_run_refuses_bad_arguments_with_a_clear_error_and_exit_code_2(capsys, arguments, message):
+    # Through Django's command line, as manage.py runs it (run_from_argv: errors to stderr, an exit status);
+    # the system checks left out, as they would refuse the in-process store's endpoint.
+    argv = ["manage.py", "dynalock", "--skip-checks", "run", "nightly", *arguments]
+    with pytest.raises(SystemExit) as exited:
+        ManagementUtility(argv).execute()
+    errors = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert message in errors
+    assert "Traceback" not in errors
 
 
 def test_dynalock_run_exits_with_the_commands_status_when_the_release_after_it_gets_no_answer(caplog):

@@ -266,31 +266,3 @@ def test_a_command_run_from_a_terminal_reads_dev_null_and_is_told(dynalock, tmp_
     assert runner.returncode == 0
     assert read.read_text() == "''"  # end of input at once, not a terminal that stops it for good
     assert "the command's input is /dev/null, not this terminal" in errors
-
-
-@pytest.mark.parametrize(
-    ("arguments", "message"),
-    [
-        (["--grace-period", "nan", "--", "true"], "--grace-period: 'nan': give a finite number of seconds"),
-        (["--grace-period", "-1", "--", "true"], "--grace-period: '-1': give a finite number of seconds"),
-        (["--grace-period", "inf", "--", "true"], "--grace-period: 'inf': give a finite number of seconds"),
-        (["--grace-period", "soon", "--", "true"], "'soon' is not a number of seconds"),
-        (["--min-hold", "0", "--", "true"], "--min-hold: '0': give a number of seconds more than 0"),
-        (["--", "no-such-program-dynalock"], "Cannot run 'no-such-program-dynalock': not found on PATH."),
-        (["--", "/no/such/program"], "Cannot run '/no/such/program': no such file."),
-    ],
-)
-def test_bad_arguments_get_a_clear_error_and_exit_code_2(dynalock, arguments, message):
-    env = runner_environment(dynalock)
-    finished = subprocess.run(
-        [sys.executable, "manage.py", "dynalock", "run", "nightly", *arguments],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=STARTED,
-        check=False,
-    )
-    assert finished.returncode == 2
-    assert message in finished.stderr
-    assert "Traceback" not in finished.stderr
