@@ -2,10 +2,11 @@
 
     python -m tests.benchmarks.client_cpu [--rounds 200] [--blocks 5] [--stores moto,dynalite,dynamodb_local]
 
-On each store, a new key per round, four contenders run in turns (``--blocks`` turns of ``--rounds``
-rounds each, so the machine's noise falls on all of them alike), each timed by this process's CPU
-clock (``time.process_time``: the servers run in their own processes), and by the wall clock (the
-server's work on the requests shows there):
+On each store, a new key per round, four contenders take turns round by round (``--blocks`` times
+``--rounds`` rounds, each round every contender once, in an order that rotates, so the machine's
+noise falls on all of them alike even when it changes from one second to the next), each timed by
+this process's CPU clock (``time.process_time``: the servers run in their own processes), and by
+the wall clock (the server's work on the requests shows there):
 
 - **ours**: ``client.acquire(key).release()``;
 - **replay**: boto3 sending the very two requests ours sent (captured once, the key put in): what
@@ -103,6 +104,25 @@ def per_round(run: Round, rounds: int) -> tuple[float, float]:
     return (time.process_time() - started) / rounds, (time.perf_counter() - wall) / rounds
 
 
+def in_turns(contenders: dict[str, Round], rounds: int) -> dict[str, tuple[float, float]]:
+    """Seconds of CPU and of the wall clock each contender spent in ``rounds`` rounds, taking turns round by round.
+
+    Each round runs every contender once on a new key, the first of them moving on by one each
+    round: a burst of load elsewhere on the machine lands on all of them, not on one block of one.
+    """
+    names = list(contenders)
+    spent = {name: [0.0, 0.0] for name in names}
+    for index in range(rounds):
+        first = index % len(names)
+        for name in names[first:] + names[:first]:
+            key = unique("cpu")
+            started, wall = time.process_time(), time.perf_counter()
+            contenders[name](key)
+            spent[name][0] += time.process_time() - started
+            spent[name][1] += time.perf_counter() - wall
+    return {name: (cpu, wall) for name, (cpu, wall) in spent.items()}
+
+
 def measure(endpoint_url: str, rounds: int, blocks: int) -> dict[str, tuple[float, float]]:
     """Microseconds of client CPU, and of the wall clock, per acquire + release, for each contender, on one store."""
     table_name = unique("cpu")
@@ -122,14 +142,10 @@ def measure(endpoint_url: str, rounds: int, blocks: int) -> dict[str, tuple[floa
         contenders["python-dynamodb-lock"] = python_dynamodb_lock(endpoint_url, pdl_table)
     for run in contenders.values():  # warm up: connections, boto3's models, the first-call paths
         per_round(run, max(1, rounds // 10))
-    cpu, wall = dict.fromkeys(contenders, 0.0), dict.fromkeys(contenders, 0.0)
-    for _ in range(blocks):
-        for name, run in contenders.items():
-            spent, waited = per_round(run, rounds)
-            cpu[name] += spent
-            wall[name] += waited
+    total = rounds * blocks
+    spent = in_turns(contenders, total)
     client.close()
-    return {name: (cpu[name] / blocks * 1e6, wall[name] / blocks * 1e6) for name in contenders}
+    return {name: (cpu / total * 1e6, wall / total * 1e6) for name, (cpu, wall) in spent.items()}
 
 
 def main() -> None:

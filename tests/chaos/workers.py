@@ -14,7 +14,7 @@ from typing import Any
 from dynalock_django.dynamodb import LockClient
 from dynalock_django.dynamodb.aws.breaker import DEFAULT_COOL_DOWN
 
-from ..dynamodb.fake_clock import OffsetClock
+from ..dynamodb.clocks import OffsetClock
 from ..dynamodb_support import make_dynamodb
 from . import otel_sample
 from .history import Recorder

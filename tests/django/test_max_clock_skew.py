@@ -10,7 +10,7 @@ from dynalock_django.dynamodb import LockClient, LockTimeout
 from dynalock_django.leader import Leadership
 from dynalock_django.locks import lock_key
 
-from ..dynamodb.fake_clock import OffsetClock
+from ..dynamodb.clocks import OffsetClock
 from ..dynamodb_support import HEARTBEAT, LEASE, RequestCounter, make_dynamodb
 
 pytestmark = pytest.mark.uses_dynalock

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from dynalock_django.dynamodb import VirtualClock
 from dynalock_django.dynamodb.leases.heartbeat import Heartbeat
 from dynalock_django.dynamodb.leases.lease import record_of
-
-from .fake_clock import FakeClock
 
 PERIOD, LEASE = 5.0, 20.0
 
@@ -18,7 +17,7 @@ class Recorder:
     Each renewal takes ``takes`` seconds of the fake clock, and starts its lease where it started.
     """
 
-    def __init__(self, clock: FakeClock, takes: float = 0.0) -> None:
+    def __init__(self, clock: VirtualClock, takes: float = 0.0) -> None:
         self.clock = clock
         self.takes = takes
         self.failing: Exception | None = None

@@ -5,7 +5,7 @@ Each simulation (``spin -DREPLAY -u<steps> -n<seed>``) prints every decision of 
 reading of that client's own clock: when it started an acquire, what each read or refused write showed,
 whether it wrote (and whether that write took over) or read, which answers were lost, when a grant's lease
 started, when a renewal landed, and whether the holder believed its lease by its clock. Each client here
-has its own :class:`FakeClock`, :class:`Observations` and :class:`Acquisition`, told the same things at
+has its own :class:`VirtualClock`, :class:`Observations` and :class:`Acquisition`, told the same things at
 the same readings, and must decide the same: "client 0 saw version v unchanged for a lease on its clock:
 the plan takes it over"; "a lease ran, on the holder's clock, from the start of the write that won it".
 """
@@ -20,12 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from dynalock_django.dynamodb import LockInfo
+from dynalock_django.dynamodb import LockInfo, VirtualClock
 from dynalock_django.dynamodb.acquiring.observations import Observations
 from dynalock_django.dynamodb.acquiring.plan import Acquisition, Read, Write
+from dynalock_django.dynamodb.clock import Instant
 from dynalock_django.dynamodb.leases.lease_record import LeaseRecord
 
-from ..dynamodb.fake_clock import FakeClock
+from ..dynamodb.clocks import move_to
 
 pytestmark = [
     pytest.mark.unit,
@@ -84,14 +85,14 @@ class Client:
     """One model client's twin: its clock, what it has seen, its acquire, its lease."""
 
     name: str
-    clock: FakeClock = field(default_factory=lambda: FakeClock(monotonic=0.0))
+    clock: VirtualClock = field(default_factory=lambda: VirtualClock(monotonic=0.0))
     observations: Observations = field(default_factory=Observations)
     acquisition: Acquisition | None = None
     lease: LeaseRecord | None = None
     last: str = ""
 
-    def at(self, tick: int) -> FakeClock:
-        self.clock.now = float(tick)
+    def at(self, tick: int) -> VirtualClock:
+        move_to(self.clock, float(tick))
         return self.clock
 
     def plan(self) -> Acquisition:
@@ -122,13 +123,13 @@ class Replay:
         if what == "START":
             me.acquisition = Acquisition(LOCK, me.observations, refresh_period=1.0, deadline=None)
         elif what == "READ":  # held, and its version has not stood a lease on our clock: read
-            assert me.plan().next_step(clock.now) == Read(), f"{me.name} at {tick}: the model reads"
+            assert me.plan().next_step(clock.monotonic()) == Read(), f"{me.name} at {tick}: the model reads"
         elif what == "WRITE":  # plan.Acquisition.next_step: write, taking over or not
             version, take = self.names[args[0]], bool(args[1])
-            step = me.plan().next_step(clock.now)
+            step = me.plan().next_step(clock.monotonic())
             assert isinstance(step, Write), f"{me.name} at {tick}: the model writes, the plan says {step}"
             assert step.may_take_over == take, f"{me.name} at {tick}: the model's takeover decision is {take}"
-            self.started[version] = clock.now
+            self.started[version] = clock.monotonic()
             if take:
                 self.counts["TAKEOVER"] = self.counts.get("TAKEOVER", 0) + 1
         elif what == "LOST":
@@ -136,9 +137,9 @@ class Replay:
             me.plan().unanswered.add(version, self.started[version])
         elif what == "SEEN":  # a read or a refusal showed the lock held at this version
             version = self.names[args[0]]
-            me.plan().found(item(version, self.owners[version]), clock.instant())
+            me.plan().found(item(version, self.owners[version]), Instant.read(clock))
         elif what == "FREE":
-            me.plan().found(None, clock.instant())
+            me.plan().found(None, Instant.read(clock))
             # The model forgets what it watched once the lock is free (fewer states); the write that follows
             # takes a free lock whatever it watched.
             me.observations.forget(LOCK)
@@ -148,7 +149,7 @@ class Replay:
             self.grant(me, self.names[args[0]], age=args[1], tick=tick)
         elif what == "RENEWED":  # LeaseRecord.renewed: the lease counts from the renewal's start
             assert me.lease is not None
-            me.lease.renewed(self.names[args[0]], clock.now - args[1], float(LEASE))
+            me.lease.renewed(self.names[args[0]], clock.monotonic() - args[1], float(LEASE))
         elif what == "BELIEVES":  # LeaseRecord.remaining() on the holder's clock, beyond the drift margin
             assert me.lease is not None
             assert (me.lease.remaining() > MARGIN) == bool(args[0]), f"{me.name} at {tick}: believes={args[0]}"

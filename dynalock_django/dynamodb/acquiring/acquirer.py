@@ -23,7 +23,6 @@ While the circuit breaker is open a wait ends at once (CircuitOpen).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 from datetime import UTC, datetime
@@ -75,23 +74,28 @@ class Acquirer:
     def acquire(self, request: AcquireRequest) -> Lease:
         lock_id, options, timeout = request.lock_id, request.options, request.timeout
         deadline = None if timeout is None else self._clock.monotonic() + timeout
-        trying = timeout == 0  # a try (the admin's): no turn to wait for, no line to join
-        with contextlib.ExitStack() as waiting:
-            my_turn = True
-            if not trying:  # the process's seat is kept until its last waiter is done, who takes it out of line
-                waiting.enter_context(self.seats.kept(lock_id, deadline))
-                my_turn = waiting.enter_context(self._turns.in_thread(lock_id, deadline))
-            plan, lease = self.plan(lock_id, deadline, waiting=my_turn and not trying), None
-            try:
-                if my_turn:
-                    lease = self._wait(plan, options, deadline)
-                else:
-                    self.held_here(plan)
-            finally:
-                self.clean_up(plan, options)
+        if timeout == 0:  # a try (the admin's): no turn to wait for, no line to join
+            plan = self.plan(lock_id, deadline)
+            lease = self._take_turn(plan, options, deadline, my_turn=True)
+        else:  # the process's seat is kept until its last waiter is done, who takes it out of line
+            with self.seats.kept(lock_id, deadline), self._turns.in_thread(lock_id, deadline) as my_turn:
+                plan = self.plan(lock_id, deadline, waiting=my_turn)
+                lease = self._take_turn(plan, options, deadline, my_turn=my_turn)
         if lease is not None:
             return lease
         raise plan.gave_up(timeout)
+
+    def _take_turn(
+        self, plan: Acquisition, options: AcquireOptions, deadline: float | None, *, my_turn: bool
+    ) -> Lease | None:
+        """Wait for the lock when the turn is ours (else the deadline came first), then clean up."""
+        try:
+            if my_turn:
+                return self._wait(plan, options, deadline)
+            self.held_here(plan)
+            return None
+        finally:
+            self.clean_up(plan, options)
 
     def _wait(self, plan: Acquisition, options: AcquireOptions, deadline: float | None) -> Lease | None:
         round_ = PlannedRound(plan, functools.partial(self.attempt_while_waiting, plan, options))

@@ -101,12 +101,17 @@ class Seat:
     is forgotten, the last waiter to depart, which takes it out of line)."""
 
     def __init__(self, name: str) -> None:
-        self.waiter_id = uuid.uuid4().hex  # new for every seat: a leave in the background never takes a later one
         self.name = name
         self.joined = False
         self.sent_join = False  # a join (or the start of a line) was sent, and no answer since showed the line
         self.unjoinable = False  # DynamoDB refused our entry (no room on the item): wait outside the line
         self.refreshed_at = -float("inf")  # monotonic: when a join or refresh of ours last landed
+
+    @functools.cached_property
+    def waiter_id(self) -> str:
+        """New for every seat (a leave in the background never takes a later one); made at its first use, as
+        most seats never join a line (an uncontended acquire's)."""
+        return uuid.uuid4().hex
 
     @property
     def may_be_in_line(self) -> bool:

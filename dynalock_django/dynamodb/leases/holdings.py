@@ -29,6 +29,7 @@ class Holdings:
         self._mutex = threading.Lock()
         # Set, and replaced by a new one, whenever a lease ends: the threads waiting for a lock look again.
         self._lease_ended = threading.Event()
+        self._end_watched = False  # a thread took _lease_ended to wait on: the next end replaces it (else keep it)
         self._held: dict[LockId, Lease] = {}
         self._listeners: dict[LockId, list[Callable[[], None]]] = {}
 
@@ -105,14 +106,19 @@ class Holdings:
                 if lock_id not in self._held or self._closed.is_set():
                     return True
                 ended = self._lease_ended
+                self._end_watched = True
             left = None if deadline is None else deadline - self._clock.monotonic()
             if left is not None and left <= 0:
                 return False
             self._clock.wait(ended, left)
 
     def _announce_end(self) -> None:
-        self._lease_ended.set()
-        self._lease_ended = threading.Event()
+        """Under the mutex: wake the threads waiting on the event; a new one only if one was taken (the usual
+        release has no waiter here, and an event costs a lock and a condition to make)."""
+        if self._end_watched:
+            self._lease_ended.set()
+            self._lease_ended = threading.Event()
+            self._end_watched = False
 
     def holder(self, lock_id: LockId) -> LockInfo | None:
         """The lease this client holds on the lock, described as its item would be."""

@@ -13,14 +13,14 @@ from typing import Any
 class Expressions:
     def __init__(self) -> None:
         self._names: dict[str, str] = {}
+        self._placeholders: dict[str, str] = {}  # attribute -> its placeholder: a name is looked up at every use
         self._values: dict[str, Any] = {}
 
     def name(self, attribute: str) -> str:
-        for placeholder, known in self._names.items():
-            if known == attribute:
-                return placeholder
-        placeholder = f"#n{len(self._names)}"
-        self._names[placeholder] = attribute
+        placeholder = self._placeholders.get(attribute)
+        if placeholder is None:
+            placeholder = self._placeholders[attribute] = f"#n{len(self._names)}"
+            self._names[placeholder] = attribute
         return placeholder
 
     def value(self, attribute_value: Any) -> str:

@@ -18,13 +18,13 @@ from dynalock_django import lock_object
 from dynalock_django.admin.edit_locking.tickets import HANDOFF_COOKIE, TICKET_FIELD, EditTicket
 from dynalock_django.client import get_client
 from dynalock_django.conf import DEFAULTS
-from dynalock_django.dynamodb import LockClient
+from dynalock_django.dynamodb import LockClient, VirtualClock
 from dynalock_django.keys import key_for_instance
 from dynalock_django.payload import LockData
 from testproject.desk.admin import CustomerAdmin
 from testproject.desk.models import Customer
 
-from ...dynamodb.fake_clock import TICK, FakeClock
+from ...dynamodb.clocks import TICK
 from ..admin_support import DESK_EDITOR, logged_in
 from ..testapp.admin import TagAdmin
 from ..testapp.models import Tag, Ticket
@@ -431,7 +431,7 @@ def test_a_tab_that_stopped_renewing_loses_its_lock_one_edit_lease_after_the_loc
     alice, bob, customer, monkeypatch
 ):
     """On a fake clock: the process's client (rebuilt here) reads it for the holder's silence."""
-    clock = FakeClock()
+    clock = VirtualClock()
     monkeypatch.setattr(client_module, "LockClient", functools.partial(LockClient, clock=clock))
     client_module.close_client(release=False)
     open_page(logged_in(alice), customer)  # and the tab dies: no renewal, no release

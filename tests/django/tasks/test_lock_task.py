@@ -18,7 +18,6 @@ from dynalock_django.signals import lease_acquired, lease_lost, lease_released, 
 from dynalock_django.tasks import current_token, enqueue_unique, lock_task
 from dynalock_django.tasks.holder_watch import acquire_unless_alive
 
-from ...dynamodb.fake_clock import FakeClock
 from ...dynamodb_support import LEASE, PATIENCE, make_dynamodb, short_lease_client, unique
 from . import jobs
 
@@ -368,16 +367,25 @@ def test_a_skip_is_quick_against_a_holder_that_renews(dynalock):
         alive.close()
 
 
-class TickingClock(FakeClock):
-    """Each read of the monotonic clock moves it on: a minute passes in a dozen reads, not in a minute."""
+class TickingClock:
+    """Each read of the monotonic clock moves it on: a minute passes in a dozen reads, not in a minute.
+
+    Its waits are real seconds (not a virtual clock's): the holder renews in real time while the copy watches.
+    """
 
     def __init__(self, step: float) -> None:
-        super().__init__()
         self.step = step
+        self.now = 1000.0
 
     def monotonic(self) -> float:
-        self.advance(self.step)
+        self.now += self.step
         return self.now
+
+    def time(self) -> float:
+        return self.now + 1_699_999_000.0
+
+    def wait(self, event: threading.Event, timeout: float | None) -> bool:
+        return event.wait(timeout)
 
 
 @pytest.mark.timeout(30)  # on the system clock this copy would wait a minute: the holder's lease

@@ -13,7 +13,15 @@ from typing import Any
 
 import pytest
 
-from dynalock_django.dynamodb import DynamoDBUnavailable, InvalidLockRequest, Lease, LeaseGroup, LockLost, LockTimeout
+from dynalock_django.dynamodb import (
+    DynamoDBUnavailable,
+    InvalidLockRequest,
+    Lease,
+    LeaseGroup,
+    LockLost,
+    LockTimeout,
+    VirtualClock,
+)
 
 from ...dynamodb_support import (
     HEARTBEAT,
@@ -25,7 +33,7 @@ from ...dynamodb_support import (
     unique,
     wait_for,
 )
-from ..fake_clock import TICK, FakeClock
+from ..clocks import TICK
 from .test_dead_holder_takeover import abandon
 
 pytestmark = pytest.mark.stores
@@ -166,7 +174,7 @@ def test_waiting_reads_only_the_held_keys_and_takes_all_once_they_are_free(make_
 def test_a_dead_holder_of_one_key_is_taken_over_after_exactly_one_lease_of_the_waiters_clock(make_client, dynamodb):
     names = keys(3)
     dead = abandon(make_client(), names[2])
-    clock = FakeClock()
+    clock = VirtualClock()
     waiter = make_client(dynamodb, clock=clock)
     assert waiter.try_acquire_many(names) is None  # first sight of its version
     clock.advance(LEASE - TICK)

@@ -8,19 +8,20 @@ or when the clock-free rule allows it, whichever comes first.
 from __future__ import annotations
 
 import math
+import threading
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dynalock_django.dynamodb import ConfigurationError, LockClient, LockInfo
+from dynalock_django.dynamodb import ConfigurationError, LockClient, LockInfo, VirtualClock
 from dynalock_django.dynamodb.acquiring.observations import Observations
 from dynalock_django.dynamodb.acquiring.plan import Acquisition, Read, Write
 from dynalock_django.dynamodb.clock import Instant
 from dynalock_django.dynamodb.wire.item import parse_item
 from dynalock_django.dynamodb.wire.writes import Stamp
 
-from ..fake_clock import TICK, FakeClock
+from ..clocks import TICK
 
 pytestmark = pytest.mark.unit
 
@@ -47,17 +48,17 @@ def item(*, sent_at: float | None, version: str = "v1", lease: float = LEASE) ->
     )
 
 
-def first_sight(clock: FakeClock, lock: LockInfo, *, max_clock_skew: float | None = SKEW) -> Acquisition:
+def first_sight(clock: VirtualClock, lock: LockInfo, *, max_clock_skew: float | None = SKEW) -> Acquisition:
     """An acquire whose first write was refused by ``lock``, now."""
     acquisition = Acquisition(
         LOCK, Observations(max_clock_skew=max_clock_skew), refresh_period=1.0, deadline=None, jitter=lambda a, b: b
     )
-    acquisition.found(lock, clock.instant())
+    acquisition.found(lock, Instant.read(clock))
     return acquisition
 
 
-def takes_over(acquisition: Acquisition, clock: FakeClock) -> bool:
-    step = acquisition.next_step(clock.now)
+def takes_over(acquisition: Acquisition, clock: VirtualClock) -> bool:
+    step = acquisition.next_step(clock.monotonic())
     assert isinstance(step, Write | Read)
     return isinstance(step, Write) and step.may_take_over
 
@@ -66,18 +67,18 @@ def test_a_stamp_exactly_lease_plus_skew_old_is_taken_over_at_once_with_no_pause
     acquisition = first_sight(clock, item(sent_at=clock.time() - LEASE - SKEW))
     assert takes_over(acquisition, clock)
     assert acquisition.retry_at_once
-    assert acquisition.delay(clock.now) == 0.0
+    assert acquisition.delay(clock.monotonic()) == 0.0
 
 
 def test_a_retry_at_once_is_made_even_at_the_deadline_so_timeout_zero_takes_a_dead_lock(clock):
     acquisition = Acquisition(
-        LOCK, Observations(max_clock_skew=SKEW), refresh_period=1.0, deadline=clock.now, jitter=lambda a, b: b
+        LOCK, Observations(max_clock_skew=SKEW), refresh_period=1.0, deadline=clock.monotonic(), jitter=lambda a, b: b
     )
-    acquisition.found(item(sent_at=clock.time() - LEASE - SKEW), clock.instant())
-    assert acquisition.delay(clock.now) == 0.0
+    acquisition.found(item(sent_at=clock.time() - LEASE - SKEW), Instant.read(clock))
+    assert acquisition.delay(clock.monotonic()) == 0.0
     assert takes_over(acquisition, clock)
-    acquisition.found(item(sent_at=clock.time(), version="v2"), clock.instant())  # someone else was quicker
-    assert acquisition.delay(clock.now) is None
+    acquisition.found(item(sent_at=clock.time(), version="v2"), Instant.read(clock))  # someone else was quicker
+    assert acquisition.delay(clock.monotonic()) is None
 
 
 def test_just_inside_the_bound_it_waits_for_the_rest_of_it_and_not_a_tick_less(clock):
@@ -102,18 +103,18 @@ def test_a_stamp_one_lease_old_is_not_enough_the_skew_is_added(clock):
 def test_the_waiter_wakes_when_the_bound_is_reached(clock):
     acquisition = first_sight(clock, item(sent_at=clock.time() - LEASE - SKEW + 0.25))
     for _ in range(6):  # backed off to the refresh period
-        acquisition.found(item(sent_at=clock.time() - LEASE - SKEW + 0.25), clock.instant())
-    assert acquisition.delay(clock.now) == pytest.approx(0.25 + 0.001)
+        acquisition.found(item(sent_at=clock.time() - LEASE - SKEW + 0.25), Instant.read(clock))
+    assert acquisition.delay(clock.monotonic()) == pytest.approx(0.25 + 0.001)
 
 
 def test_a_holder_whose_clock_is_behind_by_the_skew_is_taken_over_exactly_when_its_lease_ends():
     # One real time line; the holder's wall clock runs SKEW behind the waiter's (negative skew).
-    waiter = FakeClock(monotonic=500.0, wall=1_700_000_000.0)
+    waiter = VirtualClock(monotonic=500.0, wall=1_700_000_000.0)
     sent_real = waiter.time() - 5.0  # on the waiter's clock, when the holder's last write was sent
     holder_stamp = sent_real - SKEW
     acquisition = first_sight(waiter, item(sent_at=holder_stamp))
-    lease_ends = waiter.now - 5.0 + LEASE  # the holder counts its lease from the moment it sent
-    waiter.advance(lease_ends - waiter.now - TICK)
+    lease_ends = waiter.monotonic() - 5.0 + LEASE  # the holder counts its lease from the moment it sent
+    waiter.advance(lease_ends - waiter.monotonic() - TICK)
     assert not takes_over(acquisition, waiter)
     waiter.advance(TICK)
     assert takes_over(acquisition, waiter)
@@ -149,15 +150,16 @@ def test_a_renewal_brings_a_fresh_stamp_so_a_live_holder_is_never_taken_over(clo
     acquisition = first_sight(clock, item(sent_at=clock.time()))
     for n in range(2, 40):
         clock.advance(5.0)  # a heartbeat every period: a new version and a new stamp
-        acquisition.found(item(sent_at=clock.time(), version=f"v{n}"), clock.instant())
+        acquisition.found(item(sent_at=clock.time(), version=f"v{n}"), Instant.read(clock))
         assert not takes_over(acquisition, clock)
 
 
 def test_the_bound_is_worked_out_at_first_sight_so_a_wall_clock_stepped_later_does_not_move_it(clock):
     acquisition = first_sight(clock, item(sent_at=clock.time() - LEASE))
     clock.advance(0.5)
-    stepped = FakeClock(monotonic=clock.now, wall=clock.time() + 3600.0)  # NTP steps our wall clock an hour on
-    acquisition.found(item(sent_at=clock.time() - LEASE - 0.5), stepped.instant())  # the same version again
+    # NTP steps our wall clock an hour on
+    stepped = VirtualClock(monotonic=clock.monotonic(), wall=clock.time() + 3600.0)
+    acquisition.found(item(sent_at=clock.time() - LEASE - 0.5), Instant.read(stepped))  # the same version again
     assert not takes_over(acquisition, clock)
     clock.advance(SKEW - 0.5)
     assert takes_over(acquisition, clock)
@@ -165,10 +167,10 @@ def test_the_bound_is_worked_out_at_first_sight_so_a_wall_clock_stepped_later_do
 
 def test_available_in_says_when_either_rule_allows_it(clock):
     observations = Observations(max_clock_skew=SKEW)
-    assert observations.takeover_in(item(sent_at=clock.time() - LEASE - SKEW), clock.instant()) == 0.0
-    assert observations.takeover_in(item(sent_at=clock.time() - LEASE), clock.instant()) == SKEW
-    assert observations.takeover_in(item(sent_at=clock.time() + 3600.0), clock.instant()) == LEASE
-    assert observations.takeover_in(item(sent_at=None), clock.instant()) == LEASE
+    assert observations.takeover_in(item(sent_at=clock.time() - LEASE - SKEW), Instant.read(clock)) == 0.0
+    assert observations.takeover_in(item(sent_at=clock.time() - LEASE), Instant.read(clock)) == SKEW
+    assert observations.takeover_in(item(sent_at=clock.time() + 3600.0), Instant.read(clock)) == LEASE
+    assert observations.takeover_in(item(sent_at=None), Instant.read(clock)) == LEASE
 
 
 def stored(version: str = "v1", **extra) -> dict:
@@ -211,20 +213,25 @@ def test_a_stamp_of_this_version_is_read_in_seconds_and_an_item_with_problems_ha
     assert broken.sent_at is None
 
 
-class RecordingClock(FakeClock):
+class RecordingClock:
+    """A virtual clock that notes which of its two clocks is read, in order; each read moves it a tick."""
+
     def __init__(self) -> None:
-        super().__init__()
+        self.clock = VirtualClock()
         self.reads: list[str] = []
 
     def monotonic(self) -> float:
         self.reads.append("monotonic")
-        self.advance(TICK)
-        return super().monotonic()
+        self.clock.advance(TICK)
+        return self.clock.monotonic()
 
     def time(self) -> float:
         self.reads.append("time")
-        self.advance(TICK)
-        return super().time()
+        self.clock.advance(TICK)
+        return self.clock.time()
+
+    def wait(self, event: threading.Event, timeout: float | None) -> bool:
+        return self.clock.wait(event, timeout)
 
 
 def test_a_writer_reads_its_wall_clock_after_the_moment_its_lease_counts_from():
@@ -232,14 +239,14 @@ def test_a_writer_reads_its_wall_clock_after_the_moment_its_lease_counts_from():
     stamp = Stamp.new("me", LEASE, clock)
     assert clock.reads == ["monotonic", "time"]
     # On one time line the stamp is never earlier than the start the lease counts from.
-    assert stamp.wall_time - (clock.time() - clock.now) >= stamp.started
+    assert stamp.wall_time - (clock.time() - clock.monotonic()) >= stamp.started
 
 
 def test_a_waiter_reads_its_wall_clock_before_the_monotonic_time_that_dates_it():
     clock = RecordingClock()
     seen = Instant.read(clock)
     assert clock.reads == ["time", "monotonic"]
-    assert seen.wall - (clock.time() - clock.now) <= seen.monotonic
+    assert seen.wall - (clock.time() - clock.monotonic()) <= seen.monotonic
 
 
 @pytest.mark.parametrize("bad", [-0.001, -1, math.nan, math.inf, True, "1", [1.0]])

@@ -11,11 +11,11 @@ import time
 
 import pytest
 
-from dynalock_django.dynamodb import LockTimeout
+from dynalock_django.dynamodb import LockTimeout, VirtualClock
 
 from ...dynamodb_support import LEASE, RequestCounter
 from ...java_client import JavaLockClient
-from ..fake_clock import TICK, FakeClock, OffsetClock
+from ..clocks import TICK, OffsetClock
 
 SKEW = 0.5
 
@@ -35,7 +35,7 @@ def stamp_of(make_client, key):
 
 def assert_taken_by_the_clock_free_rule_only(make_client, dynamodb, key):
     """However old the holder's last write looks, the lock is taken a whole lease after first sight, not before."""
-    clock = FakeClock(wall=time.time() + 3600.0)
+    clock = VirtualClock(wall=time.time() + 3600.0)
     waiter = make_client(dynamodb, clock=clock, max_clock_skew=SKEW)
     assert waiter.try_acquire(key) is None
     clock.advance(LEASE - TICK)
@@ -52,7 +52,7 @@ def refused_then_taken(store):
 
 def test_a_crashed_holders_lock_is_taken_at_once_when_its_last_write_is_old_enough(make_client, dynamodb, key, store):
     dead = crash(make_client(), key)
-    clock = FakeClock(wall=stamp_of(make_client, key) + LEASE + SKEW)
+    clock = VirtualClock(wall=stamp_of(make_client, key) + LEASE + SKEW)
     waiter = make_client(dynamodb, clock=clock, max_clock_skew=SKEW)
     counter = RequestCounter(dynamodb)
 
@@ -81,7 +81,7 @@ def test_acquire_takes_it_over_without_waiting_too(make_client, dynamodb, key, s
 
 def test_not_a_tick_before_its_bound(make_client, dynamodb, key):
     crash(make_client(), key)
-    clock = FakeClock(wall=stamp_of(make_client, key) + LEASE + SKEW - 0.25)
+    clock = VirtualClock(wall=stamp_of(make_client, key) + LEASE + SKEW - 0.25)
     waiter = make_client(dynamodb, clock=clock, max_clock_skew=SKEW)
     assert waiter.try_acquire(key) is None
     assert waiter.available_in(waiter.get(key)) == 0.25
@@ -96,7 +96,7 @@ def test_a_crashed_tabs_detached_lock_frees_by_the_same_rule(make_client, dynamo
     holder = make_client()
     tab = holder.acquire(key, owner_name="user:1/tab:a", lease_duration=4 * LEASE, keep_alive=False)
     holder.lease(key, owner_name="user:1/tab:a", fencing_token=tab.fencing_token).extend(4 * LEASE)
-    clock = FakeClock(wall=stamp_of(make_client, key) + 4 * LEASE + SKEW)
+    clock = VirtualClock(wall=stamp_of(make_client, key) + 4 * LEASE + SKEW)
     editor = make_client(dynamodb, clock=clock, max_clock_skew=SKEW)
     assert editor.available_in(editor.get(key)) == 0
     # As the admin opens a page: acquire without waiting.

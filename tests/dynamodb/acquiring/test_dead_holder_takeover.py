@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from dynalock_django.dynamodb import LockTimeout
+from dynalock_django.dynamodb import LockTimeout, VirtualClock
 
 from ...dynamodb_support import LEASE, RequestCounter
-from ..fake_clock import TICK, FakeClock
+from ..clocks import TICK
 
 
 def abandon(client, key):
@@ -49,7 +49,7 @@ def test_a_heartbeating_holder_is_never_taken_over(make_client, key, virtual_clo
 
 def test_repeated_try_acquire_takes_a_dead_lock_after_exactly_one_lease_of_its_clock(make_client, dynamodb, key, store):
     dead = abandon(make_client(), key)
-    clock = FakeClock()
+    clock = VirtualClock()
     waiter = make_client(dynamodb, clock=clock)
     counter = RequestCounter(dynamodb)
 
@@ -69,7 +69,7 @@ def test_repeated_try_acquire_takes_a_dead_lock_after_exactly_one_lease_of_its_c
 
 def test_takeover_waits_for_the_items_own_lease_duration(make_client, key):
     abandon(make_client(lease_duration=2 * LEASE), key)
-    clock = FakeClock()
+    clock = VirtualClock()
     waiter = make_client(clock=clock)  # its own lease is LEASE: the item says 2 * LEASE
     assert waiter.try_acquire(key) is None
     clock.advance(2 * LEASE - TICK)
@@ -82,7 +82,7 @@ def test_takeover_waits_for_the_items_own_lease_duration(make_client, key):
 
 def test_try_acquire_after_get_and_available_in_takes_over_a_dead_holder(make_client, dynamodb, key):
     dead = abandon(make_client(), key)
-    clock = FakeClock()
+    clock = VirtualClock()
     waiter = make_client(dynamodb, clock=clock)
     read = waiter.get(key)
     assert waiter.available_in(read) == LEASE
@@ -104,7 +104,7 @@ def test_try_acquire_after_get_and_available_in_takes_over_a_dead_holder(make_cl
 
 
 def test_available_in_restarts_with_every_renewal_of_a_live_holder(make_client, key):
-    clock = FakeClock()
+    clock = VirtualClock()
     holder, watcher = make_client(), make_client(clock=clock)
     lease = holder.acquire(key)
     watcher.get(key)

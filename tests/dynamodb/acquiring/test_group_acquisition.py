@@ -11,8 +11,9 @@ from dynalock_django.dynamodb.acquiring.backoff import FIRST_POLL_SECONDS
 from dynalock_django.dynamodb.acquiring.group_plan import GroupAcquisition, sorted_lock_ids
 from dynalock_django.dynamodb.acquiring.observations import Observations
 from dynalock_django.dynamodb.acquiring.plan import Write
+from dynalock_django.dynamodb.clock import Instant
 
-from ..fake_clock import TICK
+from ..clocks import TICK
 from .test_acquisition import REFRESH, item
 
 pytestmark = pytest.mark.unit
@@ -43,22 +44,22 @@ def test_keys_are_sorted_and_cut_into_chunks_of_100():
 
 def test_at_first_nothing_is_read_and_every_key_is_written(clock):
     plan = group(["b", "a"])
-    assert plan.to_read(clock.now) == []
-    assert plan.writes(plan.chunks[0], clock.now) == [Write(None, False, ())] * 2
+    assert plan.to_read(clock.monotonic()) == []
+    assert plan.writes(plan.chunks[0], clock.monotonic()) == [Write(None, False, ())] * 2
 
 
 def test_only_the_held_key_is_read_until_its_holder_has_stood_still_for_a_whole_lease(clock):
     plan = group(["a", "b", "c"])
     plan.new_round()
-    plan.found(("b", None), held("b"), clock.instant())
-    assert plan.to_read(clock.now) == [("b", None)]
+    plan.found(("b", None), held("b"), Instant.read(clock))
+    assert plan.to_read(clock.monotonic()) == [("b", None)]
     assert plan.holders() == {("b", None): held("b")}
     clock.advance(LEASE - TICK)
-    plan.found(("b", None), held("b"), clock.instant())  # the same version, still
-    assert plan.to_read(clock.now) == [("b", None)]
+    plan.found(("b", None), held("b"), Instant.read(clock))  # the same version, still
+    assert plan.to_read(clock.monotonic()) == [("b", None)]
     clock.advance(TICK)
-    assert plan.to_read(clock.now) == []  # dead: taken over in the next transaction, with the others
-    steps = plan.writes(plan.chunks[0], clock.now)
+    assert plan.to_read(clock.monotonic()) == []  # dead: taken over in the next transaction, with the others
+    steps = plan.writes(plan.chunks[0], clock.monotonic())
     assert [step.may_take_over for step in steps] == [False, True, False]
     assert steps[1].observed == held("b")
 
@@ -67,40 +68,40 @@ def test_a_holder_that_renews_is_never_taken_over(clock):
     plan = group(["a", "b"])
     for renewal in range(5):
         plan.new_round()
-        plan.found(("b", None), held("b", f"v{renewal}"), clock.instant())
+        plan.found(("b", None), held("b", f"v{renewal}"), Instant.read(clock))
         clock.advance(LEASE / 2)
-        assert plan.to_read(clock.now) == [("b", None)]
+        assert plan.to_read(clock.monotonic()) == [("b", None)]
 
 
 def test_the_wait_is_paced_by_the_keys_in_the_way_and_ends_at_the_deadline(clock):
-    plan = group(["a", "b"], deadline=clock.now + 0.5)
+    plan = group(["a", "b"], deadline=clock.monotonic() + 0.5)
     plan.new_round()
-    assert plan.delay(clock.now) == FIRST_POLL_SECONDS  # a conflict, nothing held: a short pause
-    plan.found(("a", None), held("a"), clock.instant())
-    assert plan.delay(clock.now) == pytest.approx(FIRST_POLL_SECONDS * 2)  # a's own backoff
+    assert plan.delay(clock.monotonic()) == FIRST_POLL_SECONDS  # a conflict, nothing held: a short pause
+    plan.found(("a", None), held("a"), Instant.read(clock))
+    assert plan.delay(clock.monotonic()) == pytest.approx(FIRST_POLL_SECONDS * 2)  # a's own backoff
     clock.advance(0.5)
-    assert plan.delay(clock.now) is None
+    assert plan.delay(clock.monotonic()) is None
 
 
 def test_a_key_found_free_on_reading_does_not_stand_in_the_way(clock):
     plan = group(["a", "b"])
     plan.new_round()
-    plan.found(("a", None), held("a"), clock.instant())
+    plan.found(("a", None), held("a"), Instant.read(clock))
     plan.new_round()
-    plan.found(("a", None), None, clock.instant())
+    plan.found(("a", None), None, Instant.read(clock))
     assert plan.holders() == {}
-    assert plan.to_read(clock.now) == []
+    assert plan.to_read(clock.monotonic()) == []
 
 
 def test_a_failed_chunk_backs_off_and_keeps_its_unanswered_versions(clock):
     plan = group(["a", "b"])
     plan.new_round()
-    plan.plans[("a", None)].unanswered.add("mine", clock.now)
+    plan.plans[("a", None)].unanswered.add("mine", clock.monotonic())
     error = DynamoDBUnavailable("down")
     plan.failed(plan.chunks[0], error)
     assert plan.error is error
-    assert plan.delay(clock.now) == pytest.approx(FIRST_POLL_SECONDS * 2)
-    steps = plan.writes([("a", None)], clock.now)
+    assert plan.delay(clock.monotonic()) == pytest.approx(FIRST_POLL_SECONDS * 2)
+    steps = plan.writes([("a", None)], clock.monotonic())
     assert steps[0].unanswered == ("mine",)  # the next write's condition accepts what may have landed
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from dynalock_django.dynamodb import CircuitOpen
+from dynalock_django.dynamodb import CircuitOpen, VirtualClock
 from dynalock_django.dynamodb.aws.breaker import CircuitBreaker
 
-from ..fake_clock import TICK, FakeClock
+from ..clocks import TICK
 
 pytestmark = pytest.mark.unit
 
@@ -21,7 +21,7 @@ def failing(breaker: CircuitBreaker, times: int) -> None:
 
 
 def test_it_opens_after_threshold_calls_in_a_row_without_an_answer():
-    breaker = CircuitBreaker(FakeClock(), threshold=3, cool_down=5.0)
+    breaker = CircuitBreaker(VirtualClock(), threshold=3, cool_down=5.0)
     failing(breaker, 2)
     assert breaker.before_call() is False  # still closed: a call goes out
     breaker.unanswered(LOST, probe=False)
@@ -32,7 +32,7 @@ def test_it_opens_after_threshold_calls_in_a_row_without_an_answer():
 
 
 def test_an_answer_resets_the_count():
-    breaker = CircuitBreaker(FakeClock(), threshold=3, cool_down=5.0)
+    breaker = CircuitBreaker(VirtualClock(), threshold=3, cool_down=5.0)
     failing(breaker, 2)
     breaker.answered(probe=breaker.before_call())
     failing(breaker, 2)
@@ -40,7 +40,7 @@ def test_an_answer_resets_the_count():
 
 
 def test_after_the_cool_down_one_probe_goes_and_the_others_still_fail_at_once():
-    clock = FakeClock()
+    clock = VirtualClock()
     breaker = CircuitBreaker(clock, threshold=1, cool_down=5.0)
     failing(breaker, 1)
     clock.advance(5.0 - TICK)
@@ -56,7 +56,7 @@ def test_after_the_cool_down_one_probe_goes_and_the_others_still_fail_at_once():
 
 
 def test_a_failed_probe_opens_it_for_another_cool_down():
-    clock = FakeClock()
+    clock = VirtualClock()
     breaker = CircuitBreaker(clock, threshold=3, cool_down=5.0)
     failing(breaker, 3)
     clock.advance(5.0)
@@ -69,7 +69,7 @@ def test_a_failed_probe_opens_it_for_another_cool_down():
 
 
 def test_a_probe_that_ended_without_telling_leaves_its_place_to_the_next_call():
-    clock = FakeClock()
+    clock = VirtualClock()
     breaker = CircuitBreaker(clock, threshold=1, cool_down=1.0)
     failing(breaker, 1)
     clock.advance(1.0)
@@ -78,7 +78,7 @@ def test_a_probe_that_ended_without_telling_leaves_its_place_to_the_next_call():
 
 
 def test_renewals_are_never_refused_and_their_answer_closes_it():
-    breaker = CircuitBreaker(FakeClock(), threshold=1, cool_down=60.0)
+    breaker = CircuitBreaker(VirtualClock(), threshold=1, cool_down=60.0)
     failing(breaker, 1)
     assert breaker.before_call(always=True) is False
     breaker.answered(probe=False)
@@ -86,14 +86,14 @@ def test_renewals_are_never_refused_and_their_answer_closes_it():
 
 
 def test_without_a_threshold_it_never_opens():
-    breaker = CircuitBreaker(FakeClock(), threshold=None, cool_down=5.0)
+    breaker = CircuitBreaker(VirtualClock(), threshold=None, cool_down=5.0)
     failing(breaker, 100)
     assert breaker.before_call() is False
 
 
 def test_it_says_once_when_it_opens_and_once_when_it_closes(caplog):
     """One WARNING line per change, with the last failure escaped; none while it stays as it is."""
-    clock = FakeClock()
+    clock = VirtualClock()
     breaker = CircuitBreaker(clock, threshold=2, cool_down=5.0)
     with caplog.at_level("WARNING", logger="dynalock_django.breaker"):
         failing(breaker, 1)

@@ -6,7 +6,7 @@ import pytest
 
 from dynalock_django.dynamodb.aws.deadlines import longest_backoff, may_retry
 
-from ..fake_clock import TICK
+from ..clocks import TICK
 
 pytestmark = pytest.mark.unit
 

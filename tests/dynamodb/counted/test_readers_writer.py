@@ -15,7 +15,7 @@ import pytest
 from dynalock_django.dynamodb import InvalidLockRequest, LockTimeout
 
 from ...dynamodb_support import LEASE, REFRESH, RequestCounter
-from ..fake_clock import TICK
+from ..clocks import TICK
 
 
 def test_readers_share_and_a_writer_excludes_them(make_client, key, virtual_clock):

@@ -24,7 +24,7 @@ from dynalock_django.dynamodb import (
 
 from ...docs_site import DOCS
 from ...dynamodb_support import LEASE, PATIENCE, FaultInjector, RequestCounter, wait_for
-from ..fake_clock import TICK
+from ..clocks import TICK
 
 
 def test_n_holders_at_most_and_the_next_gets_a_released_permit(make_client, key, virtual_clock):

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ..fake_clock import FakeClock
+from dynalock_django.dynamodb import VirtualClock
 
 LEASE = 60.0
 ROUND_TRIP = 4.0  # seconds on the fake clock between sending a request and its answer
@@ -23,7 +23,7 @@ class SlowWire:
     """Moves ``clock`` on by :data:`ROUND_TRIP` while each request of ``dynamodb`` is on the wire,
     and remembers when each write was sent."""
 
-    def __init__(self, dynamodb: Any, clock: FakeClock) -> None:
+    def __init__(self, dynamodb: Any, clock: VirtualClock) -> None:
         self.clock = clock
         self.writes_sent: list[float] = []
         self.sent: list[tuple[str, float]] = []  # every request: operation, and when it was sent
@@ -31,9 +31,9 @@ class SlowWire:
 
     def _sending(self, event_name: str, **_: Any) -> None:
         operation = event_name.rsplit(".", 1)[-1]
-        self.sent.append((operation, self.clock.now))
+        self.sent.append((operation, self.clock.monotonic()))
         if operation in WRITES:
-            self.writes_sent.append(self.clock.now)
+            self.writes_sent.append(self.clock.monotonic())
         self.clock.advance(ROUND_TRIP)  # the answer arrives this much later
 
 
@@ -41,7 +41,7 @@ class SlowWire:
 def slow(make_client, endpoint_url):
     from ...dynamodb_support import make_dynamodb
 
-    clock = FakeClock()
+    clock = VirtualClock()
     dynamodb = make_dynamodb(endpoint_url)
     wire = SlowWire(dynamodb, clock)
     # A heartbeat far off on this clock: only the writes each test makes move the lease.

@@ -8,12 +8,11 @@ import time
 
 import pytest
 
-from dynalock_django.dynamodb import DynamoDBUnavailable, LockLost
+from dynalock_django.dynamodb import DynamoDBUnavailable, LockLost, VirtualClock
 from dynalock_django.dynamodb.leases.lease import record_of
 from dynalock_django.dynamodb.leases.lease_record import RAN_OUT
 
 from ...dynamodb_support import LEASE, PATIENCE, FaultInjector, RequestCounter
-from ..fake_clock import FakeClock
 
 pytestmark = pytest.mark.stores
 
@@ -64,7 +63,7 @@ def test_fencing_tokens_rise_across_delete_on_release_and_a_ttl_deletion_of_the_
     # Whoever deletes the item (delete_on_release, or DynamoDB's TTL days later), the next grant
     # starts on a fresh item: its token must still be above every token issued for the key before.
     # The clock moves a second between grants, as grants of one key are paced in practice.
-    clock = FakeClock(wall=time.time())
+    clock = VirtualClock(wall=time.time())
     keeping, deleting = make_client(clock=clock), make_client(clock=clock, delete_on_release=True)
     tokens = []
 

@@ -6,13 +6,13 @@ import logging
 
 import pytest
 
-from dynalock_django.dynamodb import DynamoDBUnavailable
+from dynalock_django.dynamodb import DynamoDBUnavailable, VirtualClock
 from dynalock_django.dynamodb.leases.heartbeat import LOOKS_PER_PERIOD
 from dynalock_django.dynamodb.leases.lease import record_of
 from dynalock_django.dynamodb.leases.renewal_capacity import WARNING_INTERVAL_SECONDS
 from dynalock_django.dynamodb.leases.renewal_schedule import SPREAD_SHARE
 
-from ..fake_clock import FakeClock, held_lease
+from ..clocks import held_lease, move_to
 from ..heartbeat_support import LEASE, PERIOD, Later, Recorder, heartbeat_for
 
 pytestmark = pytest.mark.unit
@@ -22,14 +22,15 @@ SPREAD = PERIOD * SPREAD_SHARE
 
 def run_until(clock, heartbeat, until: float) -> None:
     """Beat whenever the heartbeat asks to, until ``until``."""
-    while clock.now < until:
-        clock.now = min(max(heartbeat.beat(), clock.now), until)
+    while clock.monotonic() < until:
+        wake = heartbeat.beat()  # a renewal that takes time moves the clock on: time never goes back
+        move_to(clock, max(min(wake, until), clock.monotonic()))
     heartbeat.beat()
 
 
 def test_leases_granted_together_are_renewed_spread_over_a_quarter_period_and_never_early(clock):
     recorder = Recorder(clock)
-    granted = clock.now
+    granted = clock.monotonic()
     leases = [held_lease(clock, lease_duration=LEASE, key=f"k{index}") for index in range(200)]
     heartbeat = heartbeat_for(clock, recorder, leases)
 
@@ -66,7 +67,7 @@ def test_the_leases_closest_to_the_end_of_their_safe_time_are_renewed_first(cloc
     heartbeat = heartbeat_for(clock, recorder, leases)
     clock.advance(PERIOD)
 
-    run_until(clock, heartbeat, clock.now + SPREAD)
+    run_until(clock, heartbeat, clock.monotonic() + SPREAD)
 
     assert recorder.renewed_keys == ["short", "middle", "long"]
 
@@ -74,7 +75,7 @@ def test_the_leases_closest_to_the_end_of_their_safe_time_are_renewed_first(cloc
 class FailsOnce(Recorder):
     """The first renewal of the lease ``key`` fails; every other succeeds."""
 
-    def __init__(self, clock: FakeClock, key: str) -> None:
+    def __init__(self, clock: VirtualClock, key: str) -> None:
         super().__init__(clock)
         self.key = key
 
@@ -95,7 +96,7 @@ def test_a_retry_is_not_held_back_by_the_pace_of_the_others(clock):
     assert recorder.renewed_keys[0] == "failing"
     assert len(recorder.renewed_keys) < 400 / 4
 
-    retry_by = clock.now + 0.1  # 50 to 100 ms later, not paced behind the others
+    retry_by = clock.monotonic() + 0.1  # 50 to 100 ms later, not paced behind the others
     run_until(clock, heartbeat, retry_by)
 
     assert recorder.renewed_keys.count("failing") == 2
@@ -114,7 +115,7 @@ def test_a_lease_with_a_renewal_queued_is_not_handed_out_again_and_runs_out_whil
     lease = held_lease(clock, lease_duration=LEASE)
     heartbeat = heartbeat_for(clock, recorder, [lease], run_on=workers)
     clock.advance(PERIOD)
-    handed_out = clock.now
+    handed_out = clock.monotonic()
     # Its next renewal may be due a period after it was handed out (sooner than its safe time ends): looked at then.
     assert heartbeat.beat() == handed_out + PERIOD
     assert len(workers.jobs) == 1
@@ -123,7 +124,7 @@ def test_a_lease_with_a_renewal_queued_is_not_handed_out_again_and_runs_out_whil
     heartbeat.beat()
     assert len(workers.jobs) == 1  # not handed out twice
 
-    clock.now = lease.safe_until
+    move_to(clock, lease.safe_until)
     heartbeat.beat()
     assert [when for when, _ in recorder.expired] == [lease.safe_until]  # lost exactly when its safe time ends
     workers.jobs[0]()  # a worker takes it at last: the lease is gone, nothing is written
@@ -139,8 +140,10 @@ def test_a_lease_whose_renewal_is_running_is_left_to_its_answer(clock):
 
     def slow_renewal() -> None:
         # The renewal started, and its answer comes after the lease's safe time ended.
-        clock.now = lease.safe_until + 1.0
-        assert heartbeat.beat() > clock.now  # the heartbeat looks meanwhile: it neither expires it nor renews it
+        move_to(clock, lease.safe_until + 1.0)
+        assert (
+            heartbeat.beat() > clock.monotonic()
+        )  # the heartbeat looks meanwhile: it neither expires it nor renews it
         assert recorder.expired == []
 
     recorder.renew = lambda _: slow_renewal()
@@ -168,9 +171,9 @@ def test_more_leases_than_the_workers_renew_in_a_period_are_warned_about_once_a_
     assert "renewal_workers=5 or more" in warnings[0]  # 1.5 x 1500 x 10 ms / 5 s
     assert "heartbeat_period, 11.5s or more" in warnings[0]  # 1.5 x 1500 x 10 ms / 2 workers, rounded up
 
-    run_until(clock, heartbeat, clock.now + WARNING_INTERVAL_SECONDS / 2)
+    run_until(clock, heartbeat, clock.monotonic() + WARNING_INTERVAL_SECONDS / 2)
     assert len(heartbeat_warnings(caplog)) == 1  # not once per beat
-    run_until(clock, heartbeat, clock.now + WARNING_INTERVAL_SECONDS / 2)
+    run_until(clock, heartbeat, clock.monotonic() + WARNING_INTERVAL_SECONDS / 2)
     assert len(heartbeat_warnings(caplog)) == 2  # still true a minute later: said again
 
 
@@ -180,7 +183,7 @@ def test_no_warning_while_the_workers_keep_up(clock, caplog):
     leases = [held_lease(clock, lease_duration=LEASE, key=f"k{index}") for index in range(900)]
     heartbeat = heartbeat_for(clock, recorder, leases, workers=2)
 
-    run_until(clock, heartbeat, clock.now + 3 * PERIOD)
+    run_until(clock, heartbeat, clock.monotonic() + 3 * PERIOD)
 
     assert len(recorder.renewed) >= 900
     assert heartbeat_warnings(caplog) == []
@@ -206,7 +209,7 @@ def test_the_lag_is_how_late_the_most_overdue_renewal_of_the_last_period_started
     heard: list[float] = []
     heartbeat = heartbeat_for(clock, recorder, leases, workers=1)
     heartbeat.add_lag_listener(heard.append)
-    granted = clock.now
+    granted = clock.monotonic()
     assert heartbeat.lag == 0.0
 
     clock.advance(PERIOD + 2.0)  # the heartbeat looks 2 s late (a paused process)

@@ -1,4 +1,5 @@
-"""Clocks for tests: one that moves only when told (timing rules tested without sleeping), one that is wrong."""
+"""Clocks for tests beside the virtual clock (``VirtualClock``, the ``clock`` and ``virtual_clock`` fixtures):
+moving it to a moment, a clock that is wrong, and a lease granted on a clock."""
 
 from __future__ import annotations
 
@@ -6,34 +7,12 @@ import threading
 import time
 from datetime import datetime
 
-from dynalock_django.dynamodb import Lease
-from dynalock_django.dynamodb.clock import Instant
+from dynalock_django.dynamodb import Lease, VirtualClock
+from dynalock_django.dynamodb.clock import Clock
 from dynalock_django.dynamodb.leases.lease_record import LeaseRecord
 
 # A step below any timing rule's resolution, exact in binary floating point: `now + rule - TICK + TICK == now + rule`.
 TICK = 2.0**-10
-
-
-class FakeClock:
-    def __init__(self, monotonic: float = 1000.0, wall: float = 1_700_000_000.0) -> None:
-        self.now = monotonic
-        self._wall_offset = wall - monotonic
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def time(self) -> float:
-        return self.now + self._wall_offset
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-    def wait(self, event: threading.Event, timeout: float | None) -> bool:
-        # Real seconds: a unit test drives the time rules by hand, and its threads wait as they always did.
-        return event.wait(timeout)
-
-    def instant(self) -> Instant:
-        return Instant.read(self)
 
 
 class OffsetClock:
@@ -62,7 +41,7 @@ class NoClient:
         raise AssertionError("a unit test's lease is never extended through its client")
 
 
-def held_lease(clock: FakeClock, *, lease_duration: float = 20.0, key: str = "k", keep_alive: bool = True) -> Lease:
+def held_lease(clock: Clock, *, lease_duration: float = 20.0, key: str = "k", keep_alive: bool = True) -> Lease:
     """A lease granted by a write that started now."""
     record = LeaseRecord(
         clock,
@@ -78,3 +57,8 @@ def held_lease(clock: FakeClock, *, lease_duration: float = 20.0, key: str = "k"
         keep_alive=keep_alive,
     )
     return Lease(NoClient(), record)
+
+
+def move_to(clock: VirtualClock, moment: float) -> None:
+    """Move ``clock`` forward to ``moment`` (its monotonic time), as a timing rule's test steps through time."""
+    clock.advance(moment - clock.monotonic())
