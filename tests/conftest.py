@@ -130,19 +130,23 @@ def endpoint_url(store: Store) -> str:
     return store.endpoint_url
 
 
-@pytest.fixture(scope="session")
-def table_name(endpoint_url: str) -> str:
+@pytest.fixture(scope="module")
+def table_name(endpoint_url: str) -> Iterator[str]:
+    """A module's table, deleted after it: a table of the whole run grows with every test's items, and moto
+    copies every table a transaction names, whole, before it writes (late in a run, transactions on the moto
+    server took longer than their read time-outs)."""
     name = unique("dynalock-test")
     client = LockClient(make_dynamodb(endpoint_url), name)
     client.create_table()
+    yield name
+    client.dynamodb.delete_table(TableName=name)
     client.close()
-    return name
 
 
 @pytest.fixture
 def own_table(endpoint_url: str) -> Iterator[str]:
     """A table for this test alone, deleted after it: for a full scan, which on moto costs as much as
-    the table holds (the shared ``table_name`` grows with the whole run)."""
+    the table holds (the module's ``table_name`` grows with its module)."""
     name = unique("dynalock-own")
     client = LockClient(make_dynamodb(endpoint_url), name)
     client.create_table()
