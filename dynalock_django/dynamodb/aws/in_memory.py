@@ -21,6 +21,7 @@ from botocore.awsrequest import AWSResponse
 from ..clock import SYSTEM_CLOCK, Clock, VirtualClock
 from .connection import new_session
 from .in_memory_faults import INJECTED_HEADER, Faults
+from .in_memory_rollback import rollback_by_named_items
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -35,6 +36,15 @@ CLIENT_CONFIG: dict[str, Any] = {
 
 # moto keeps one backend a process, whichever store or client asks: one request at a time across all of them.
 _ONE_AT_A_TIME = threading.Lock()
+
+
+def _moto_dynamodb() -> Any:
+    """moto's DynamoDB backend that answers this store's requests (signed with a key no moto account claims);
+    looked up each time, as a reset of moto's backends (``mock_aws`` ending) makes new ones."""
+    from moto.core.models import DEFAULT_ACCOUNT_ID
+    from moto.dynamodb.models import dynamodb_backends
+
+    return dynamodb_backends[DEFAULT_ACCOUNT_ID][REGION]
 
 
 class InMemoryDynamoDB:
@@ -80,8 +90,10 @@ class InMemoryDynamoDB:
         injected = self.faults.before(request)
         if injected is not None:
             return injected
-        with _ONE_AT_A_TIME:
+        with _ONE_AT_A_TIME, rollback_by_named_items(request, _moto_dynamodb) as settle:
             response = self._backend(event_name="before-send.dynamodb", request=request)
+            if response is not None:
+                settle(response.status_code)
         if response is None:  # moto did not recognise it: never let it go out
             raise RuntimeError(f"The in-memory DynamoDB has no answer for {request.url}.")
         self.faults.after(request)
