@@ -120,14 +120,14 @@ def test_a_transaction_that_succeeds_keeps_all_it_wrote(dynamodb: Any, tables: t
 
 
 def test_a_transaction_on_the_in_process_store_copies_the_items_it_names_not_whole_tables() -> None:
-    """moto's own rollback copies each named table whole, once per operation: here 7 x 1,000 items."""
+    """moto's own rollback copies each named table whole, once per operation: here 7 x 200 items and more."""
     dynamodb = InMemoryDynamoDB().client()
     plain, sorted_ = unique("rollback-plain"), unique("rollback-sorted")
     _create(dynamodb, plain, sort_key=False)
     _create(dynamodb, sorted_, sort_key=True)
     try:
         _seed(dynamodb, plain, sorted_)
-        for index in range(1_000):
+        for index in range(200):
             dynamodb.put_item(TableName=plain, Item={"pk": {"S": f"filler-{index}"}})
         copies = mock.patch.object(Item, "__deepcopy__", autospec=True, side_effect=Item.__deepcopy__)
         for fails in (True, False):
