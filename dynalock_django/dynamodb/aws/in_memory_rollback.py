@@ -7,10 +7,10 @@ items at the keys it names (on a table with a sort key: under the partition keys
 :func:`rollback_by_named_items` copies those before moto runs and puts them back when moto answers
 that the transaction failed; moto's own copy of a table, meanwhile, is the table itself.
 
-What a failed transaction leaves is moto's own: the tests of transactions that fail (conditions,
-two operations on one item, a bad value) prove it on this store and on the moto server alike. A
-transaction this rule does not cover (not JSON, a table with a stream, whose records a rollback
-would have to take back too) runs as moto runs it.
+What a failed transaction leaves is what moto's own rollback leaves (items changed in place, put,
+deleted, under a sort key or not: tests/dynamodb/aws/test_in_memory_rollback.py, on this store and
+on moto's server alike). A transaction this rule does not cover (a body it cannot read, a table with
+a stream, whose records a rollback would have to take back too) runs as moto runs it.
 """
 
 from __future__ import annotations
