@@ -12,6 +12,7 @@ costs no real time. Needs ``moto`` (``dynalock-django[local]``).
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from typing import TYPE_CHECKING, Any, cast
@@ -21,8 +22,10 @@ from botocore.awsrequest import AWSResponse
 from ..clock import SYSTEM_CLOCK, Clock, VirtualClock
 from .connection import new_session
 from .in_memory_faults import INJECTED_HEADER, Faults
+from .in_memory_rollback import rollback_by_named_items
 
 if TYPE_CHECKING:
+    import boto3.session
     from mypy_boto3_dynamodb import DynamoDBClient
 
 REGION = "us-east-1"
@@ -35,6 +38,32 @@ CLIENT_CONFIG: dict[str, Any] = {
 
 # moto keeps one backend a process, whichever store or client asks: one request at a time across all of them.
 _ONE_AT_A_TIME = threading.Lock()
+
+# One boto3 session makes every in-memory client of the process: a new one registers botocore's
+# hundreds of built-in handlers (about half the CPU of making a client), and these clients take
+# nothing from it that could differ (their keys, region and config are given; botocore gives each
+# client a copy of its event hooks). Sessions are not thread-safe: one client made at a time.
+_SESSION_LOCK = threading.Lock()
+_sessions: list[boto3.session.Session] = []
+
+
+def _moto_dynamodb() -> Any:
+    """moto's DynamoDB backend that answers this store's requests (signed with a key no moto account claims);
+    looked up each time, as a reset of moto's backends (``mock_aws`` ending) makes new ones."""
+    from moto.core.models import DEFAULT_ACCOUNT_ID
+    from moto.dynamodb.models import dynamodb_backends
+
+    return dynamodb_backends[DEFAULT_ACCOUNT_ID][REGION]
+
+
+def _new_session_lock() -> None:
+    """A child forked while another thread made a client would find the lock held forever."""
+    global _SESSION_LOCK  # replaced in the child, before any thread of its own
+    _SESSION_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_session_lock)
 
 
 class InMemoryDynamoDB:
@@ -59,13 +88,16 @@ class InMemoryDynamoDB:
         """A new boto3 client whose every request this store answers."""
         from botocore.config import Config
 
-        dynamodb = new_session().client(
-            "dynamodb",
-            region_name=REGION,
-            aws_access_key_id="in-memory",
-            aws_secret_access_key="in-memory",  # noqa: S106 - requests are signed, never sent
-            config=Config(**self.config),
-        )
+        with _SESSION_LOCK:
+            if not _sessions:
+                _sessions.append(new_session())
+            dynamodb = _sessions[0].client(
+                "dynamodb",
+                region_name=REGION,
+                aws_access_key_id="in-memory",
+                aws_secret_access_key="in-memory",  # noqa: S106 - requests are signed, never sent
+                config=Config(**self.config),
+            )
         # In place of the HTTP session: what botocore would send, this store answers. A before-send hook
         # would not do: botocore runs every such hook, so the store would carry out a request that a
         # test's own hook (a fault) had already answered.
@@ -80,8 +112,10 @@ class InMemoryDynamoDB:
         injected = self.faults.before(request)
         if injected is not None:
             return injected
-        with _ONE_AT_A_TIME:
+        with _ONE_AT_A_TIME, rollback_by_named_items(request, _moto_dynamodb) as settle:
             response = self._backend(event_name="before-send.dynamodb", request=request)
+            if response is not None:
+                settle(response.status_code)
         if response is None:  # moto did not recognise it: never let it go out
             raise RuntimeError(f"The in-memory DynamoDB has no answer for {request.url}.")
         self.faults.after(request)

@@ -7,7 +7,9 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
+from unittest import mock
 
+import botocore.session
 import pytest
 
 from dynalock_django.dynamodb import (
@@ -18,6 +20,7 @@ from dynalock_django.dynamodb import (
     RetryBudgetWarning,
     VirtualClock,
 )
+from dynalock_django.dynamodb.aws.in_memory import CLIENT_CONFIG
 
 from ...dynamodb_support import RequestCounter, unique
 
@@ -189,3 +192,19 @@ def test_a_coroutine_waiting_for_a_held_lock_moves_the_virtual_clock_and_its_wai
     with pytest.raises(LockTimeout):
         asyncio.run(new_client().aacquire("live", timeout=3 * LEASE))
     assert live.is_held()
+
+
+def test_clients_of_every_store_come_from_one_session_yet_keep_hooks_of_their_own() -> None:
+    """A new botocore session costs about half of a new client's CPU: the in-memory clients share one."""
+    first = InMemoryDynamoDB().client()
+    with mock.patch.object(botocore.session.Session, "__init__", side_effect=AssertionError("a new session")):
+        second = InMemoryDynamoDB().client()
+        third = InMemoryDynamoDB(read_timeout=5).client()
+    assert third.meta.config.read_timeout == 5
+    assert second.meta.config.read_timeout == CLIENT_CONFIG["read_timeout"]
+    seen: list[str] = []
+    first.meta.events.register("before-call.dynamodb.ListTables", lambda **_: seen.append("first"))
+    second.list_tables()
+    assert seen == []  # a hook on one client is that client's alone
+    first.list_tables()
+    assert seen == ["first"]
