@@ -11,8 +11,8 @@ INSTALLED_APPS = [*INSTALLED_APPS, "django_q"]
 Q_CLUSTER = {
     "name": "dynalock",
     "orm": "default",  # the ORM broker: the queue is a table of the shared database
-    "workers": 2,
-    "queue_limit": 2,  # a cluster takes no more than its workers can start: fewer copies die with it
+    "workers": 6,
+    "queue_limit": 6,  # a cluster takes no more than its workers can start: fewer copies die with it
     "bulk": 1,
     "poll": 0.05,
     # An unacknowledged copy (its cluster killed, or still running) is handed out again after ``retry``
@@ -26,3 +26,8 @@ Q_CLUSTER = {
     "recycle": 10_000,
     "log_level": "WARNING",  # not a line per enqueue and per copy
 }
+# Three clusters poll the queue's table every 0.05 s while the test's queue process writes to it: in SQLite's WAL
+# mode their reads wait for no writer, and a commit does not wait for the disk (synchronous=NORMAL: a power cut,
+# not a SIGKILL, could lose the last commits).
+WAL = "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+DATABASES["default"].setdefault("OPTIONS", {})["init_command"] = WAL  # noqa: F405
