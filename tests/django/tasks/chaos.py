@@ -44,7 +44,7 @@ from .environment import BROKER, EVENTS, VISIBILITY
 from .task_history import LIMITS, TaskChaosReport, enqueued_ids, peak, render, task_runs, unaccounted
 from .workers import redis_server
 
-FRAMEWORKS = ("celery", "db_worker", "huey", "rq", "dramatiq", "django_q")  # CI: each leg every other one
+FRAMEWORKS = ("celery", "db_worker", "huey", "rq", "dramatiq", "django_q")  # CI: its legs split them (test_task_chaos)
 # Longer than the suite's 1 s: a loaded machine must not lose a running copy's lease (that would be an
 # overlap the fence, not the lock, has to catch: tests/chaos does that).
 LEASE, HEARTBEAT = 2.0, 0.5

@@ -4,6 +4,8 @@ Only those processes (and the chaos run's queue process, django_q_queue.py) use 
 the file named by ``DYNALOCK_TEST_DATABASE``, shared by every cluster (``DYNALOCK_TEST_SQLITE_SHARED``).
 """
 
+import os
+
 from tests.settings import *  # noqa: F403
 from tests.settings import INSTALLED_APPS
 
@@ -31,3 +33,7 @@ Q_CLUSTER = {
 # not a SIGKILL, could lose the last commits).
 WAL = "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
 DATABASES["default"].setdefault("OPTIONS", {})["init_command"] = WAL  # noqa: F405
+if os.environ.get("DYNALOCK_TEST_DJANGO_Q_SYNC"):
+    # django_q_schedule.py: a due Schedule's copy runs in the scheduler's process, through django-q2's own worker
+    # code (its pre_execute signal, its Task row), instead of on a cluster.
+    Q_CLUSTER["sync"] = True
