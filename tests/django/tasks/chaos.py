@@ -22,14 +22,12 @@ import contextlib
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,15 +39,21 @@ from ...chaos.history import Recorder, load
 from ...dynamodb_support import PATIENCE, make_dynamodb, short_lease_client
 from ..processes import ROOT, manage_py_environment
 from .chaos_huey_rq import QUEUES
+from .chaos_workers import PYTHON, Framework, Worker, kill
 from .environment import BROKER, EVENTS, VISIBILITY
-from .task_history import LIMITS, TaskChaosReport, peak, render, task_runs, unaccounted
+from .task_history import LIMITS, TaskChaosReport, enqueued_ids, peak, render, task_runs, unaccounted
 from .workers import redis_server
 
-FRAMEWORKS = ("celery", "db_worker", "huey", "rq", "dramatiq", "django_q")  # CI: each leg every other one
+FRAMEWORKS = ("celery", "db_worker", "huey", "rq", "dramatiq", "django_q")  # CI: its legs split them (test_task_chaos)
 # Longer than the suite's 1 s: a loaded machine must not lose a running copy's lease (that would be an
 # overlap the fence, not the lock, has to catch: tests/chaos does that).
 LEASE, HEARTBEAT = 2.0, 0.5
-# The suite's 0.5 s read time-out is for its fault tests; here, six worker processes on a loaded machine ask
+# How often a waiting copy reads the holder's item: a copy behind a live holder gives up once it sees a renewal
+# (within a heartbeat), one behind a killed holder takes over a lease after its last renewal. Every worker slot
+# may wait so, behind the holders a kill left: at the suite's 0.1 s, their reads were most of the local store's
+# work (one request at a time) and of the run's time on a loaded machine.
+REFRESH = 0.25
+# The suite's 0.5 s read time-out is for its fault tests; here, dozens of worker processes on a loaded machine ask
 # a local store that may answer one request at a time (moto), and a copy that cannot ask for its lock
 # fails without running: this run is about kills and redeliveries, so the workers wait up to 1 s
 # (a call still fits in the lease's slack: 0.25 + 1.0 < 2.0 - 0.5).
@@ -62,70 +66,26 @@ NAMES = 3  # the limited name (task_history.LIMITS: two runs at once) among them
 # the last kill needs a run of every name going at once on the three workers
 PAIR_SHARE = 1 / NAMES
 KILL_EVERY, WHOLE_WORKER_SHARE = 2.5, 0.35
-# ``make chaos``'s copies per framework (at least; the CI test's are test_task_chaos.COPIES).
-MAKE_CHAOS_COPIES = {"huey": 200, "rq": 200, "dramatiq": 200, "django_q": 200}
-# Copies a second, at most, in make chaos's long runs: three workers of two slots each finish (run, or skip after
-# watching a live holder for about a heartbeat) about three a second between kills, so a faster storm only
-# queues up copies that cannot end within SETTLE (the CI test's 200 copies, ~17/s for 12 s, drain within it).
-MAX_RATE = 2.5
+# ``make chaos``'s copies per framework (at least; the CI test's are test_task_chaos.COPIES). Celery's and
+# db_worker's copies come at the storm's own pace (a few a second).
+MAKE_CHAOS_COPIES = {"huey": 1000, "rq": 1000, "dramatiq": 1000, "django_q": 1000}
+# Copies a second, at most, in make chaos's long runs: the three workers of 15 to 18 slots end (run, or skip after
+# watching a live holder for about a heartbeat) 7 to 10 copies a second between kills on the shared 2-core machine,
+# so the storm's copies mostly end while it lasts, under its kills, not in the settling after it (the CI test's
+# 200 copies, ~17/s for 12 s, end within 10 to 20 s).
+MAX_RATE = 5.0
 BEAT = 250  # ms: the storm's mean pause between enqueues (0.1 to 0.4 s)
-SETTLE = 90.0  # seconds for every copy to end once the enqueues stop; a probe to start
+# Seconds with no copy ending before the settling gives up (a queue that lost a copy never settles), and for a
+# probe to start; the settling itself ends within SETTLE plus SETTLE_PER_COPY a copy enqueued (a long storm's
+# backlog ends at the workers' pace).
+SETTLE, SETTLE_PER_COPY = 90.0, 0.5
 PROBE_AGAIN = 2.0  # seconds before a key whose probe has not begun gets another
-PYTHON = sys.executable
-
-
-@dataclass
-class Worker:
-    ident: str
-    process: subprocess.Popen[bytes]
-
-    def pids(self) -> list[int]:
-        """The worker and every process of its session (a prefork pool's children)."""
-        found = []
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                fields = stat.read_text().rsplit(")", 1)[1].split()
-                if int(fields[3]) == self.process.pid:  # its session (start_new_session): the pool's children too
-                    found.append(int(stat.parent.name))
-        return found
-
-    def kill(self, announce: Callable[[list[int]], object] = lambda pids: None) -> list[int]:
-        """SIGKILL its whole session; ``announce(pids)`` records the kill just before it is sent."""
-        pids = self.pids()
-        announce(pids)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(timeout=PATIENCE)
-        return pids
-
-
-class Framework:
-    """How one framework's workers start and its copies are enqueued."""
-
-    name: str
-    retries = False  # the queue retries a failed copy itself: some copies' first attempts fail
-    whole_workers = False  # a kill is always of a whole worker (its supervisor would react to a lost child)
-
-    def start_worker(self, ident: str) -> Worker:
-        raise NotImplementedError
-
-    def enqueue(self, name: str, seconds: float, flaky: bool, probe: bool) -> None:
-        raise NotImplementedError
-
-    def after_worker_killed(self, worker: Worker) -> None:
-        """What the framework's operator does about a dead worker's task (nothing, when its queue does it)."""
-
-    def queue_state(self) -> str:
-        """What the queue holds, for a run that did not settle."""
-        return ""
-
-    def close(self) -> None:
-        """Stop what the framework started besides its workers."""
 
 
 class CeleryFramework(Framework):
     name = "celery"
     retries = True
+    warm_imports = ("celery.bin.celery", "tests.django.tasks.celery_app")
     task = "tests.django.tasks.chaos_jobs.celery_chaos"
     pair_task = "tests.django.tasks.chaos_jobs.celery_chaos_pair"
 
@@ -137,10 +97,10 @@ class CeleryFramework(Framework):
         self.driver = driver
         self.sender = Celery("chaos-sender", broker=broker)
 
-    def start_worker(self, ident: str) -> Worker:
-        command = [PYTHON, "-m", "celery", "-A", "tests.django.tasks.celery_app", "worker", "--pool=prefork", "-c", "2"]
-        command += ["-n", f"{ident}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "warning"]
-        return Worker(ident, popen(command, self.env, self.workdir / f"{ident}.log"))
+    def worker_command(self, ident: str) -> list[str]:
+        command = ["-m", "celery", "-A", "tests.django.tasks.celery_app", "worker", "--pool=prefork", "-c", "2"]
+        command += ["-n", f"{ident}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat"]
+        return [*command, "-l", "warning"]
 
     def enqueue(self, name: str, seconds: float, flaky: bool, probe: bool) -> None:
         task_id = uuid.uuid4().hex
@@ -190,12 +150,12 @@ class DatabaseQueueFramework(Framework):
 
 class DbWorkerFramework(DatabaseQueueFramework):
     name = "db_worker"
+    warm_imports = ("tests.django.tasks.chaos_jobs",)
     settings_module = "tests.django.tasks.db_worker_settings"
     queue_module = "tests.django.tasks.db_queue"
 
-    def start_worker(self, ident: str) -> Worker:
-        command = [PYTHON, "manage.py", "db_worker", "--interval", "0.05", "--no-startup-delay", "--worker-id", ident]
-        return Worker(ident, popen(command, self.env, self.workdir / f"{ident}.log"))
+    def worker_command(self, ident: str) -> list[str]:
+        return ["manage.py", "db_worker", "--interval", "0.05", "--no-startup-delay", "--worker-id", ident]
 
     def enqueue(self, name: str, seconds: float, flaky: bool, probe: bool) -> None:
         self._ask({"enqueue": [name, seconds], "probe": probe})
@@ -230,9 +190,12 @@ class ChaosRun:
         self.rng = rng
         self.workers: list[Worker] = []
         self.started_workers = 0
+        self.starter = framework.starter()
 
     def start_worker(self) -> None:
-        self.workers.append(self.framework.start_worker(f"chaos-{self.started_workers}"))
+        """A worker begins, forked by the run's starter (chaos_workers.Starter): at once, as a killed one's
+        replacement."""
+        self.workers.append(self.framework.start_worker(f"chaos-{self.started_workers}", self.starter))
         self.started_workers += 1
 
     def storm(self, seconds: float, copies: int = 0) -> None:
@@ -278,28 +241,32 @@ class ChaosRun:
         worker = next((w for w in self.workers if pid in w.pids()), None)
         if worker is None:
             return False  # it ended meanwhile
-        if worker.process.pid == pid or self.framework.whole_workers or self.rng.random() < WHOLE_WORKER_SHARE:
+        if worker.pid == pid or self.framework.whole_workers or self.rng.random() < WHOLE_WORKER_SHARE:
             worker.kill(lambda pids: self.driver("kill", pids=pids, worker=True))
             self.workers.remove(worker)
             self.start_worker()
             self.framework.after_worker_killed(worker)
         else:
-            self.driver("kill", pids=[pid], worker=False)
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+            kill(pid, lambda pids: self.driver("kill", pids=pids, worker=False))
         return True
 
     def settle(self) -> None:
-        """Until every copy enqueued so far ran or skipped and no run is going on."""
-        deadline = time.monotonic() + SETTLE
+        """Until every copy enqueued so far ran or skipped and no run is going on: given up once no copy ended for
+        SETTLE seconds, and after SETTLE plus SETTLE_PER_COPY a copy enqueued."""
+        start = progress = time.monotonic()
+        limit = start + SETTLE + SETTLE_PER_COPY * len(enqueued_ids(load(self.events)))
+        left: int | None = None
         while True:
             events = load(self.events)
             missing = unaccounted(events)
             going = [run for run in task_runs(events) if run.outcome == "unfinished"]
             if not missing and not going:
                 return
-            if time.monotonic() > deadline:  # the report names what is missing; the test's output, the queue
-                print(f"not settled after {SETTLE:g} s: {self.framework.queue_state()}", file=sys.stderr)
+            now = time.monotonic()
+            if left is None or len(missing) < left:
+                left, progress = len(missing), now
+            if now > min(progress + SETTLE, limit):  # the report names what is missing; the test's output, the queue
+                print(f"not settled after {now - start:.0f} s: {self.framework.queue_state()}", file=sys.stderr)
                 return
             time.sleep(0.2)
 
@@ -339,11 +306,13 @@ def run(
 
     ``copies``: at least so many copies are enqueued (a few at each beat of the storm).
     """
-    settings = {**settings, "LEASE_DURATION": LEASE, "HEARTBEAT_PERIOD": HEARTBEAT, "BOTO_CONFIG": BOTO_CONFIG}
+    settings = {**settings, "LEASE_DURATION": LEASE, "HEARTBEAT_PERIOD": HEARTBEAT, "REFRESH_PERIOD": REFRESH}
+    settings["BOTO_CONFIG"] = BOTO_CONFIG
     events = workdir / "events"
     events.mkdir(parents=True, exist_ok=True)
     driver = Recorder(events, "driver")
     env = manage_py_environment(settings, "tests.settings", **{EVENTS: str(events)})
+    began = time.monotonic()
     try:
         with _framework(framework_name, env, workdir, driver) as framework:
             chaos = ChaosRun(framework, events, driver, random.Random(seed))
@@ -356,12 +325,14 @@ def run(
                 stuck, freed_at = _keys_still_held(settings, dead)  # at once: the two leases run from the kill
             finally:
                 for worker in chaos.workers:
-                    if worker.process.returncode is None:  # not waited for yet: its session may still run
+                    if not worker.dead:  # not waited for yet: its session may still run
                         worker.kill()
+                chaos.starter.close()
     finally:
         driver.close()
     report = TaskChaosReport.of(framework_name, LEASE, load(events), stuck)
     report.last_freed_after = (freed_at - dead) / LEASE if freed_at is not None else None
+    report.seconds = time.monotonic() - began
     return report
 
 
@@ -417,13 +388,6 @@ def worker_logs(workdir: Path, lines: int = 40) -> str:
         tail = log.read_text(errors="replace").splitlines()[-lines:]
         tails.append(f"--- {log.name}\n" + "\n".join(tail))
     return "\n".join(tails)
-
-
-def popen(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    with log.open("ab") as output:  # the child keeps its own descriptor
-        return subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
-        )
 
 
 def main(argv: list[str] | None = None) -> int:

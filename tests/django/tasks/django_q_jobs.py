@@ -53,3 +53,17 @@ def q_chaos(name: str, seconds: float, flaky: bool = False) -> int | None:
 @lock_task(key=chaos_key, limit=2)
 def q_chaos_pair(name: str, seconds: float, flaky: bool = False) -> int | None:
     return _run(name, seconds, flaky)
+
+
+def scheduled_key(account: int) -> str:
+    return f"scheduled {account}"
+
+
+@lock_task(key=scheduled_key)
+def q_scheduled(account: int) -> int | None:
+    """A django-q2 ``Schedule``'s function: what the lock saw of the copy (its id), and its token."""
+    from dynalock_django.tasks import current_token, frameworks
+
+    run = frameworks.current_run(())
+    record("scheduled", scheduled_key(account), current_token(), id=run.task_id if run else None)
+    return current_token()

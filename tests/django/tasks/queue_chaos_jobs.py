@@ -30,14 +30,19 @@ def _attempt(task: Task) -> int:
     return int(type(task).default_retries) - int(task.retries or 0)
 
 
-@huey.task(context=True)
+# As the docs advise a user (and as the chaos run's Celery and dramatiq tasks do): a copy that could not ask
+# DynamoDB for its lock (it did not run: the local store stalled on the loaded machine) is retried.
+RETRIES, RETRY_DELAY = 3, 1
+
+
+@huey.task(context=True, retries=RETRIES, retry_delay=RETRY_DELAY)
 @lock_task(key=chaos_key)
 def huey_chaos(name: str, seconds: float, flaky: bool = False, task: Task | None = None) -> int | None:
     assert task is not None
     return work(str(task.id), _attempt(task), name, seconds, flaky=False)
 
 
-@huey.task(context=True)
+@huey.task(context=True, retries=RETRIES, retry_delay=RETRY_DELAY)
 @lock_task(key=chaos_key, limit=2)
 def huey_chaos_pair(name: str, seconds: float, flaky: bool = False, task: Task | None = None) -> int | None:
     assert task is not None

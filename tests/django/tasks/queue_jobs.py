@@ -41,3 +41,13 @@ def huey_with_context(account: int, task: Task | None = None) -> int | None:
 @lock_task(unique_while_queued=True, queued_lease=30)
 def rq_report(account: int) -> int | None:
     return note(account=account)
+
+
+def repeated_key(account: int) -> str:
+    return f"rq repeated {account}"
+
+
+@lock_task(key=repeated_key)
+def rq_repeated(account: int) -> int | None:
+    """A job enqueued with rq's ``Repeat``: each repeat is a run of the same job id, attempt 0."""
+    return note(account=account)

@@ -197,6 +197,7 @@ class TaskChaosReport:
     unheld_at_last_kill: list[str] = field(default_factory=list)  # names no run held when the last workers died
     skipped_then_killed: list[str] = field(default_factory=list)  # see skipped_then_killed()
     limited_peak: dict[str, int] = field(default_factory=dict)  # the most runs of each LIMITS name at once
+    seconds: float | None = None  # the whole run's, from its workers' start to the last keys' check
 
     @classmethod
     def of(cls, framework: str, lease: float, events: list[Event], stuck_keys: list[str]) -> TaskChaosReport:
@@ -278,6 +279,7 @@ class TaskChaosReport:
             "after the last kill (leases)": f"{self.last_freed_after:.2f}"
             if self.last_freed_after is not None
             else "-",
+            "seconds": f"{self.seconds:.0f}" if self.seconds is not None else "-",
         }
 
 

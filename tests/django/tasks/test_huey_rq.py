@@ -16,6 +16,7 @@ from rq.decorators import job
 from dynalock_django import AlreadyQueued
 from dynalock_django.client import get_client
 from dynalock_django.exceptions import ConfigurationError
+from dynalock_django.signals import task_skipped
 from dynalock_django.tasks import enqueue_unique, lock_task
 
 from ...dynamodb_support import RequestCounter
@@ -95,6 +96,44 @@ def test_rq_job_runs_locked_with_its_id_and_enqueue_unique_sees_its_enqueue():
         (6, plain.id, 0),
     ]
     assert all(entry["token"] is not None for entry in queue_jobs.seen)
+
+
+def test_each_run_of_an_rq_repeat_is_locked_and_one_meeting_a_live_holder_skips(other_holder):
+    """rq's periodic jobs (``Repeat``, rq 2.2 and later; rq-scheduler is not installed here): every repeat is a run
+    of the same job id at attempt 0, under the lock with a token of its own; while another process holds
+    the key, the repeats skip visibly (``task_skipped`` names the job) and the chain of repeats goes on."""
+    from rq import Repeat
+
+    skipped: list[str | None] = []
+
+    def on_skip(sender: str, *, task_id: str | None = None, **kwargs: object) -> None:
+        skipped.append(task_id)
+
+    task_skipped.connect(on_skip)
+    key = queue_jobs.rq_repeated.dynalock_task.keys.run_key((8,), {}, injected=False)
+    try:
+        with redis_server() as url:
+            import redis
+
+            connection = redis.Redis.from_url(url)
+            queue = Queue("dynalock-tests", connection=connection)
+            repeated = queue.enqueue(queue_jobs.rq_repeated, 8, repeat=Repeat(times=2, interval=0))
+            SimpleWorker([queue], connection=connection).work(burst=True)
+            held = other_holder.acquire(key)  # another host's run, renewing its lease
+            try:
+                blocked = queue.enqueue(queue_jobs.rq_repeated, 8, repeat=Repeat(times=1, interval=0))
+                SimpleWorker([queue], connection=connection).work(burst=True)
+            finally:
+                held.release()
+            connection.close()
+    finally:
+        task_skipped.disconnect(on_skip)
+    runs = [(entry["run"].task_id, entry["run"].attempt) for entry in queue_jobs.seen]
+    assert runs == [(repeated.id, 0)] * 3  # the job and its two repeats, each run once, locked
+    tokens = [entry["token"] for entry in queue_jobs.seen]
+    assert None not in tokens
+    assert tokens == sorted(set(tokens))  # each run took the key anew: its token above the last
+    assert skipped == [blocked.id] * 2  # the job and its repeat met the live holder, and skipped
 
 
 def test_cost_of_a_huey_run_and_of_a_unique_enqueue_in_requests():
