@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..acquiring.backoff import Jitter, backoff, until_takeover, within_deadline
-from ..acquiring.plan import Write
+from ..acquiring.plan import Write, late_answers_message
 from ..aws import botocore_errors, deadlines
 from ..aws.store import Refused
 from ..clock import Instant
@@ -154,6 +154,8 @@ class PermitRound:
         long); after a failure answered at once, one write to the permit tells whether ours landed.
         """
         lease = self.attempt()
+        if lease is None and self.error is None:
+            return self._after_late_answers()
         if lease is not None or self.error is None:
             return lease
         error = self.error
@@ -164,6 +166,19 @@ class PermitRound:
             lease = self._acquirer.attempt(plan, self.options)  # its condition accepts our lost write
             if lease is not None:
                 return self._won(lease)
+        return None
+
+    def _after_late_answers(self) -> Lease | None:
+        """As the single ``try_acquire``: a permit whose write was answered after its lease ran out is written once
+        more at once (its condition accepts our write); answered late again, DynamoDBUnavailable, never None, which
+        says every permit is held: nobody held that one, DynamoDB was too slow to grant it."""
+        late = [plan for plan in self._plans.values() if plan.answered_late]
+        for plan in late:
+            lease = self._acquirer.attempt(plan, self.options)
+            if lease is not None:
+                return self._won(lease)
+        if late_answers := sum(plan.late_answers for plan in late if plan.answered_late):
+            raise DynamoDBUnavailable(f"Could not take a permit of {self.what}: {late_answers_message(late_answers)}")
         return None
 
     def _won(self, lease: Lease) -> Lease | None:
