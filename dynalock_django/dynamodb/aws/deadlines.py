@@ -40,7 +40,7 @@ _MAX_BACKOFF = 20.0
 _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("dynalock_deadline", default=None)
 
 
-class _Deadline:
+class _DeadlineBlock:
     """A block with the calling thread's deadline set (None: keep the one set, or no block of ours has set one).
 
     A class, not a generator: every request enters one or two (``ours`` inside an attempt's ``within``),
@@ -67,12 +67,12 @@ def within(seconds: float | None) -> contextlib.AbstractContextManager[None]:
 
     Seconds, not an instant: the caller's clock may not be ``time.monotonic``.
     """
-    return _Deadline(math.inf if seconds is None else time.monotonic() + seconds)
+    return _DeadlineBlock(math.inf if seconds is None else time.monotonic() + seconds)
 
 
 def ours() -> contextlib.AbstractContextManager[None]:
     """A call of the lock client: the rule applies (with the deadline of an enclosing :func:`within`, if any)."""
-    return _Deadline(math.inf if _deadline.get() is None else None)
+    return _DeadlineBlock(math.inf if _deadline.get() is None else None)
 
 
 def longest_backoff(attempts: int) -> float:
