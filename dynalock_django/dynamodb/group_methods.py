@@ -63,9 +63,8 @@ class GroupMethods:
         described: Described | None = None,
     ) -> LeaseGroup | None:
         """One attempt at :meth:`acquire_many`, never waiting: the group, or None when any lock is held."""
-        request = self._many(keys, 0.0, data, on_lost, described)
-        self.process_state.ensure_open()
-        if self.process_state.reentrancy.holds_any(list(request.lock_ids)):
+        request = self._try_many(keys, data, on_lost, described)
+        if request is None:
             return None
         leases = self.process_state.group_acquirer.try_acquire(request)
         return None if leases is None else self._group(leases)
@@ -93,9 +92,8 @@ class GroupMethods:
         described: Described | None = None,
     ) -> LeaseGroup | None:
         """:meth:`try_acquire_many` for coroutines."""
-        request = self._many(keys, 0.0, data, on_lost, described)
-        self.process_state.ensure_open()
-        if self.process_state.reentrancy.holds_any(list(request.lock_ids)):
+        request = self._try_many(keys, data, on_lost, described)
+        if request is None:
             return None
         leases = await self.process_state.async_acquirer.try_acquire_many(request)
         return None if leases is None else self._group(leases)
@@ -122,6 +120,14 @@ class GroupMethods:
         # Not a refusal: the caller may mean to hold them briefly, or know its round trip is faster.
         self.process_state.heartbeat.warn_if_too_many(len(lock_ids))
         return request
+
+    def _try_many(
+        self, keys: Iterable[LockKey], data: bytes | None, on_lost: LostCallback | None, described: Described | None
+    ) -> AcquireRequest | None:
+        """A try's request; None when the calling context holds one of its keys (a try never raises WouldDeadlock)."""
+        request = self._many(keys, 0.0, data, on_lost, described)
+        self.process_state.ensure_open()
+        return None if self.process_state.reentrancy.holds_any(list(request.lock_ids)) else request
 
     def _lock_id(self, key: LockKey) -> LockId:
         if isinstance(key, tuple):

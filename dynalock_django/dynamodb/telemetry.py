@@ -2,7 +2,9 @@
 
 Without the API nothing here imports it, the decorators return what they decorate unchanged and the
 others return at once: the acquire path costs what it did (``python -m tests.benchmarks.telemetry``).
-With the API but no SDK, the API's own no-op providers answer. The meter
+With the API but no SDK (its own proxy or no-op providers set), the wrapped
+methods run unwrapped: no span, attribute or metric is built for nobody to
+record, until an SDK's provider is set. The meter
 and tracer are named ``dynalock_django``; docs/operations.md lists the
 instruments and what to alert on.
 
@@ -116,6 +118,25 @@ if ENABLED:
     )
 
 
+# Where the API's own providers live (the proxy set until an SDK is, and the no-op): none records.
+_API_MODULES = ("opentelemetry.trace", "opentelemetry.metrics")
+_sdk_set = False
+
+
+def _sdk_recording() -> bool:
+    """Whether an SDK's tracer or meter provider is set: else the API's own answer everything with a no-op.
+
+    Asked on every wrapped call until it is yes, then never again (a global provider is set once per
+    process): the check costs a look at two globals, where a span and its context through the
+    API's proxies cost tens of microseconds per acquire.
+    """
+    global _sdk_set
+    if not _sdk_set:
+        providers = (trace.get_tracer_provider(), metrics.get_meter_provider())
+        _sdk_set = any(not type(provider).__module__.startswith(_API_MODULES) for provider in providers)
+    return _sdk_set
+
+
 def _described_of(args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[Described | None, int | None]:
     """What a release or takeover ``(self, target, ...)`` is about: the description its call or lease carries, and
     how many locks a group's release counts (None: one). A group's leases share one description or none."""
@@ -190,6 +211,8 @@ def traced_acquire(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
 
             @functools.wraps(method)
             async def traced_coroutine(*args: P.args, **kwargs: P.kwargs) -> R:
+                if not _sdk_recording():
+                    return await method(*args, **kwargs)  # type: ignore[no-any-return]
                 acquire, scope, token = _start(name, args[1])
                 result, error = None, None
                 try:
@@ -207,6 +230,8 @@ def traced_acquire(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
 
         @functools.wraps(method)
         def traced(*args: P.args, **kwargs: P.kwargs) -> R:
+            if not _sdk_recording():
+                return method(*args, **kwargs)
             acquire, scope, token = _start(name, args[1])
             result, error = None, None
             try:
@@ -239,6 +264,8 @@ def traced(name: str, **fixed: Any) -> Callable[[Callable[P, R]], Callable[P, R]
 
         @functools.wraps(method)
         def traced_method(*args: P.args, **kwargs: P.kwargs) -> R:
+            if not _sdk_recording():
+                return method(*args, **kwargs)
             attributes = {**_for_spans(*_described_of(args, kwargs)), **fixed}
             with _tracer.start_as_current_span(
                 name, attributes=attributes, record_exception=False, set_status_on_exception=False
@@ -277,7 +304,7 @@ class Holding:
 
 def lease_granted(described: Described | None, *, taken_over: bool) -> Holding | None:
     """A lease was granted (``taken_over``: from a holder that stopped renewing); keep what returns on its record."""
-    if not ENABLED:
+    if not ENABLED or not _sdk_recording():
         return None
     attributes = _for_metrics(described)
     _locks_held.add(1, attributes)
@@ -303,7 +330,7 @@ def lease_ended(holding: Holding | None, lost: LostCause | None = None, *, relea
 
 def request(operation: str, result: RequestResult, reason: str | None = None) -> None:
     """One DynamoDB request (``operation`` as DynamoDB names it) ended with ``result`` (throttled: for ``reason``)."""
-    if ENABLED:
+    if ENABLED and _sdk_recording():
         attributes = {"dynalock.operation": operation, "dynalock.result": result}
         if reason is not None:
             attributes["dynalock.reason"] = reason
@@ -312,7 +339,7 @@ def request(operation: str, result: RequestResult, reason: str | None = None) ->
 
 def span_event(name: str, attributes: Mapping[str, str | int | bool] | None = None) -> None:
     """Add event ``name`` to the current span, if one is recording (the admin's edit-lock events)."""
-    if ENABLED:
+    if ENABLED and _sdk_recording():
         span = trace.get_current_span()
         if span.is_recording():
             span.add_event(name, dict(attributes or {}))

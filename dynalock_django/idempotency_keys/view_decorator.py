@@ -109,16 +109,10 @@ class _Plan:
                 try:
                     attempt.keep(http_replay.HTTP_KIND, body, meta)
                 except (LockLost, DynamoDBError) as error:
-                    logger.warning(
-                        "The response of %s %s was not kept for replays: %s", request.method, request.path, error
-                    )
+                    _not_kept(request, error)
                 return response
-        except IdempotencyKeyInUse as in_use:
-            return http_replay.in_flight(in_use.retry_after)
-        except IdempotencyKeyReused:
-            return http_replay.reused()
-        except DynamoDBUnavailable as unavailable:
-            return unavailable_response(request, unavailable)
+        except (IdempotencyKeyInUse, IdempotencyKeyReused, DynamoDBUnavailable) as refused:
+            return _refused(request, refused)
 
     async def arun(self, request: HttpRequest, view: Callable[[], Any]) -> HttpResponseBase:
         early = self._first_look(request)
@@ -142,16 +136,10 @@ class _Plan:
                 try:
                     await attempt.akeep(http_replay.HTTP_KIND, body, meta)
                 except (LockLost, DynamoDBError) as error:
-                    logger.warning(
-                        "The response of %s %s was not kept for replays: %s", request.method, request.path, error
-                    )
+                    _not_kept(request, error)
                 return cast(HttpResponseBase, response)
-        except IdempotencyKeyInUse as in_use:
-            return http_replay.in_flight(in_use.retry_after)
-        except IdempotencyKeyReused:
-            return http_replay.reused()
-        except DynamoDBUnavailable as unavailable:
-            return unavailable_response(request, unavailable)
+        except (IdempotencyKeyInUse, IdempotencyKeyReused, DynamoDBUnavailable) as refused:
+            return _refused(request, refused)
 
     def _first_look(self, request: HttpRequest) -> HttpResponseBase | str | None:
         """None: run as undecorated; a response: the answer (400); else the header's value, checked."""
@@ -209,6 +197,17 @@ def _body(request: HttpRequest) -> bytes:
             (name, file.name or "", file.size or 0) for name, uploads in request.FILES.lists() for file in uploads
         )
         return hashlib.sha256(repr((fields, files)).encode("utf-8", "surrogatepass")).digest()
+
+
+def _refused(
+    request: HttpRequest, refused: IdempotencyKeyInUse | IdempotencyKeyReused | DynamoDBUnavailable
+) -> HttpResponseBase:
+    """The answer when the view did not run: its key is in use (retry later) or reused, or DynamoDB did not answer."""
+    if isinstance(refused, IdempotencyKeyInUse):
+        return http_replay.in_flight(refused.retry_after)
+    if isinstance(refused, IdempotencyKeyReused):
+        return http_replay.reused()
+    return unavailable_response(request, refused)
 
 
 def _not_kept(request: HttpRequest, error: Exception) -> None:

@@ -23,7 +23,6 @@ import contextlib
 import contextvars
 import math
 import time
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -41,27 +40,39 @@ _MAX_BACKOFF = 20.0
 _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("dynalock_deadline", default=None)
 
 
-@contextlib.contextmanager
-def within(seconds: float | None) -> Iterator[None]:
+class _DeadlineBlock:
+    """A block with the calling thread's deadline set (None: keep the one set, or no block of ours has set one).
+
+    A class, not a generator: every request enters one or two (``ours`` inside an attempt's ``within``),
+    and a generator's context manager costs the uncontended acquire a few microseconds each.
+    """
+
+    __slots__ = ("_at", "_token")
+
+    def __init__(self, at: float | None) -> None:
+        self._at = at
+        self._token: contextvars.Token[float | None] | None = None
+
+    def __enter__(self) -> None:
+        if self._at is not None:
+            self._token = _deadline.set(self._at)
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._token is not None:
+            _deadline.reset(self._token)
+
+
+def within(seconds: float | None) -> contextlib.AbstractContextManager[None]:
     """In this block, botocore starts no retry more than ``seconds`` from now (None: no deadline).
 
     Seconds, not an instant: the caller's clock may not be ``time.monotonic``.
     """
-    token = _deadline.set(math.inf if seconds is None else time.monotonic() + seconds)
-    try:
-        yield
-    finally:
-        _deadline.reset(token)
+    return _DeadlineBlock(math.inf if seconds is None else time.monotonic() + seconds)
 
 
-@contextlib.contextmanager
-def ours() -> Iterator[None]:
+def ours() -> contextlib.AbstractContextManager[None]:
     """A call of the lock client: the rule applies (with the deadline of an enclosing :func:`within`, if any)."""
-    if _deadline.get() is not None:
-        yield
-        return
-    with within(None):
-        yield
+    return _DeadlineBlock(math.inf if _deadline.get() is None else None)
 
 
 def longest_backoff(attempts: int) -> float:

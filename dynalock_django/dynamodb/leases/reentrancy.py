@@ -41,10 +41,10 @@ Holder = tuple[object, object]  # (the context's marker, the task or thread runn
 
 
 def _runner() -> object:
-    try:
-        task = asyncio.current_task()
-    except RuntimeError:  # no event loop runs in this thread
-        task = None
+    # Asked before every acquire: asyncio's own probe answers None in a plain thread, where
+    # current_task() would raise (and an exception costs a sync acquire more than the rest of this).
+    loop = asyncio._get_running_loop()  # in asyncio.__all__: the running loop or None, never raising
+    task = asyncio.current_task(loop) if loop is not None else None
     return task if task is not None else threading.current_thread()
 
 
