@@ -9,6 +9,8 @@ from __future__ import annotations
 import collections
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -239,3 +241,13 @@ def wait_for(condition: Callable[[], object], timeout: float) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.02)
+
+
+def json_of_child(code: str, *arguments: str) -> Any:
+    """Run ``code`` in a new Python (``python -c``, with ``arguments``): what it printed, as JSON. A child has
+    imported nothing of this process (the telemetry tests check what it imports and wraps)."""
+    child = subprocess.run(
+        [sys.executable, "-c", code, *arguments], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert child.returncode == 0, child.stderr
+    return json.loads(child.stdout)

@@ -6,14 +6,11 @@ installed), then acquires and releases a lock on the test's store.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
-from ..dynamodb_support import unique
+from ..dynamodb_support import json_of_child, unique
 
 pytestmark = pytest.mark.processes
 
@@ -48,15 +45,11 @@ CHILD = textwrap.dedent(
 
 
 def test_without_the_api_nothing_imports_it_and_nothing_is_wrapped(endpoint_url, table_name):
-    child = subprocess.run(
-        [sys.executable, "-c", CHILD, endpoint_url, table_name, unique()],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert child.returncode == 0, child.stderr
-    assert json.loads(child.stdout) == {"enabled": False, "imported": [], "wrapped": [False, False]}
+    assert json_of_child(CHILD, endpoint_url, table_name, unique()) == {
+        "enabled": False,
+        "imported": [],
+        "wrapped": [False, False],
+    }
 
 
 def test_with_the_api_the_same_methods_are_wrapped():

@@ -6,14 +6,11 @@ spans the API's proxy tracer is asked for, acquires and releases with no SDK set
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
-from ..dynamodb_support import unique
+from ..dynamodb_support import json_of_child, unique
 
 pytestmark = pytest.mark.processes
 
@@ -52,14 +49,6 @@ CHILD = textwrap.dedent(
 
 
 def test_without_an_sdk_no_span_is_built_and_a_later_sdk_sees_spans(endpoint_url, table_name):
-    child = subprocess.run(
-        [sys.executable, "-c", CHILD, endpoint_url, table_name, unique()],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert child.returncode == 0, child.stderr
-    found = json.loads(child.stdout)
+    found = json_of_child(CHILD, endpoint_url, table_name, unique())
     assert found["without_sdk"] == []
     assert {"dynalock.acquire", "dynalock.release"} <= set(found["with_sdk"]), found

@@ -47,8 +47,10 @@ def frameworks_of_this_run() -> tuple[str, ...]:
     """Every framework; with ``$DYNALOCK_TEST_CHAOS_PART`` (K/N: CI's legs), the Kth of N shares of them,
     balanced by :data:`CI_SECONDS` (two shares: Celery, huey and rq; db_worker, dramatiq and django-q2).
 
-    The tests of each framework's workers (test_celery_workers.py, test_db_worker.py, test_huey_rq.py,
-    test_dramatiq_actors.py) run on every leg.
+    The tests that start a framework's real workers (test_celery_workers.py, test_db_worker.py,
+    test_django_q_schedule.py) go with its share too: what they prove is of the queue and the adapter, which
+    the django tier's in-process tests of every adapter (test_lock_task.py, test_huey_rq.py,
+    test_dramatiq_actors.py, ...) check on every leg.
     """
     shared = os.environ.get(PART_ENV)
     if shared is None:
