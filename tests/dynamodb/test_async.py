@@ -69,7 +69,8 @@ def test_atry_acquire_gives_none_while_another_client_holds_the_lock(make_client
 
 def test_aacquire_times_out_naming_the_holder_in_another_client(make_client, key):
     holder, waiter = make_client(), make_client()
-    held = holder.acquire(key, data=b"x")
+    # A lease no loaded machine's pause runs out (a starved 1 s one did, on CI): the wait is what is asserted.
+    held = holder.acquire(key, data=b"x", lease_duration=60.0)
     started = time.monotonic()
     with pytest.raises(LockTimeout) as timed_out:
         asyncio.run(waiter.aacquire(key, timeout=0.3))
