@@ -22,7 +22,13 @@ def hold_lock(dynalock, tmp_path, *options):
     env = manage_py_environment(dynalock, "tests.settings")
     command = [sys.executable, "manage.py", "hold_lock", "job", "--ready-file", str(ready), *options]
     process = subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.DEVNULL)
-    wait_for(ready.exists, PATIENCE)
+    try:
+        # A new process's Django start and first lock: past 5 s on a loaded machine under coverage (CI's).
+        wait_for(ready.exists, 4 * PATIENCE)
+    except BaseException:
+        process.kill()  # not left running into the next test
+        process.wait()
+        raise
     return process
 
 
