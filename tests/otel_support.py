@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,6 +84,18 @@ class Recorded:
                         else:
                             points.append(Point(metric.name, dict(point.attributes), point.value))
         return Collected([point for point in points if point.value != 0])
+
+    def collect_until(self, seen: Callable[[Collected], bool], *, within: float) -> Collected:
+        """What changed from now until ``seen`` holds of it (or ``within`` seconds ran out): a loaded machine
+        may take long to record what an idle one records at once."""
+        points: list[Point] = []
+        deadline = time.monotonic() + within
+        while True:
+            points += self.collect().points
+            collected = Collected(points)
+            if seen(collected) or time.monotonic() > deadline:
+                return collected
+            time.sleep(0.01)
 
     def spans(self, name: str | None = None) -> list[ReadableSpan]:
         return [span for span in self.exporter.get_finished_spans() if name is None or span.name == name]
