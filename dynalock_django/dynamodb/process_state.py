@@ -100,7 +100,7 @@ class ProcessState:
         )
         self.acquirer = Acquirer(self.parts)
         self.group_acquirer = GroupAcquirer(self.parts, self.acquirer)
-        self.operator = OperatorActions(store, layout, clock, self.holdings, self.acquirer)
+        self.operator = OperatorActions(self.parts, self.acquirer)
         self.async_acquirer = AsyncAcquirer(self.parts, self.acquirer, self.group_acquirer)
         self.group_release = GroupRelease(self.lease_writer, self.calls)
 

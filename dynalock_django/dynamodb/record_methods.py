@@ -51,9 +51,7 @@ class RecordMethods:
         if isinstance(keep_for, bool) or not isinstance(keep_for, int | float) or not 0 < keep_for < math.inf:
             raise InvalidLockRequest(f"complete(keep_for={keep_for!r}): pass how many seconds to keep it, e.g. 86400.")
         self.process_state.ensure_open()
-        state = self.process_state
-        completion = Completion(self.store, self.layout, self.clock, state.holdings, state.lease_writer)
-        completion.complete(lease, value, keep_for=float(keep_for))
+        Completion(self.process_state.parts).complete(lease, value, keep_for=float(keep_for))
 
     def get_record(self, key: str, *, sort_key: str | None = None) -> CompletionRecord | None:
         """The completion record beside the lock ``key`` (one consistent GetItem); None if none, or expired."""

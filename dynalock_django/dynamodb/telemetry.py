@@ -184,15 +184,32 @@ class _Acquire:
             self.span.set_status(trace.StatusCode.ERROR, f"{type(error).__name__}: {error}")
 
 
-def _start(name: str, request: Any) -> tuple[_Acquire, Any, contextvars.Token[bool]]:
-    described = request.options.described
-    attributes = _for_spans(described, len(request.lock_ids) if request.many else None)
-    scope = _tracer.start_as_current_span(
-        name, attributes=attributes, record_exception=False, set_status_on_exception=False
-    )
-    span = scope.__enter__()
-    _acquire_pending.add(1, _for_metrics(described))
-    return _Acquire(span, _for_metrics(described), time.perf_counter()), scope, _in_operation.set(True)
+class _Measured:
+    """``with``: one acquire ``(self, request)`` measured from its start (span, pending count) to its outcome.
+
+    The wrapped call stores what it returned in :attr:`result`; whatever it raised reaches :meth:`__exit__`.
+    """
+
+    def __init__(self, name: str, request: Any) -> None:
+        described = request.options.described
+        attributes = _for_spans(described, len(request.lock_ids) if request.many else None)
+        self._timeout = request.timeout
+        self._scope = _tracer.start_as_current_span(
+            name, attributes=attributes, record_exception=False, set_status_on_exception=False
+        )
+        span = self._scope.__enter__()
+        _acquire_pending.add(1, _for_metrics(described))
+        self._acquire = _Acquire(span, _for_metrics(described), time.perf_counter())
+        self.result: object = None
+
+    def __enter__(self) -> _Measured:
+        self._token = _in_operation.set(True)
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, error: BaseException | None, traceback: object) -> None:
+        _in_operation.reset(self._token)
+        self._acquire.end(self.result, error, self._timeout)
+        self._scope.__exit__(None, None, None)
 
 
 def traced_acquire(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
@@ -213,18 +230,9 @@ def traced_acquire(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
             async def traced_coroutine(*args: P.args, **kwargs: P.kwargs) -> R:
                 if not _sdk_recording():
                     return await method(*args, **kwargs)  # type: ignore[no-any-return]
-                acquire, scope, token = _start(name, args[1])
-                result, error = None, None
-                try:
-                    result = await method(*args, **kwargs)
+                with _Measured(name, args[1]) as measured:
+                    result = measured.result = await method(*args, **kwargs)
                     return result  # type: ignore[no-any-return]
-                except BaseException as raised:
-                    error = raised
-                    raise
-                finally:
-                    _in_operation.reset(token)
-                    acquire.end(result, error, args[1].timeout)  # type: ignore[attr-defined]
-                    scope.__exit__(None, None, None)
 
             return traced_coroutine  # type: ignore[return-value]
 
@@ -232,18 +240,9 @@ def traced_acquire(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
         def traced(*args: P.args, **kwargs: P.kwargs) -> R:
             if not _sdk_recording():
                 return method(*args, **kwargs)
-            acquire, scope, token = _start(name, args[1])
-            result, error = None, None
-            try:
-                result = method(*args, **kwargs)
+            with _Measured(name, args[1]) as measured:
+                result = measured.result = method(*args, **kwargs)
                 return result
-            except BaseException as raised:
-                error = raised
-                raise
-            finally:
-                _in_operation.reset(token)
-                acquire.end(result, error, args[1].timeout)  # type: ignore[attr-defined]
-                scope.__exit__(None, None, None)
 
         return traced
 

@@ -143,24 +143,18 @@ def save_without_lock(request: HttpRequest, obj: models.Model) -> None:
     )
 
 
-def show_edit_lock(
-    response: TemplateResponse,
-    model_admin: admin.ModelAdmin[Any],
-    request: HttpRequest,
-    obj: models.Model,
-    page: EditPage,
-    *,
-    poll_seconds: float,
-    check_seconds: float,
-) -> None:
-    """Turn the admin's change page into the edit-lock page: its banner, the tab's ticket and the script."""
+def show_edit_lock(response: TemplateResponse, page: EditPage, context: dict[str, Any]) -> None:
+    """Turn the admin's change page into the edit-lock page: its banner, the tab's ticket and the script.
+
+    ``context``: what the banner and the script read (:func:`page_context`).
+    """
     assert response.context_data is not None
     # Extend the template the admin would have used, so a project's own change_form still applies.
     names = response.template_name
     if isinstance(names, str):
         names = [names]
     response.context_data["dynalock_parent_template"] = select_template(names) if isinstance(names, Sequence) else names
-    response.context_data["dynalock"] = _page_context(model_admin, request, obj, page, poll_seconds, check_seconds)
+    response.context_data["dynalock"] = context
     state = page.state
     if state.problem or _held_by_another(state) or state.next_in_line is not None:
         response.context_data["show_delete"] = False  # the delete page would refuse: see deletion
@@ -181,14 +175,17 @@ def _refused_only(context: dict[str, Any]) -> bool:
     )
 
 
-def _page_context(
+def page_context(
     model_admin: admin.ModelAdmin[Any],
     request: HttpRequest,
     obj: models.Model,
     page: EditPage,
+    *,
     poll_seconds: float,
     check_seconds: float,
 ) -> dict[str, Any]:
+    """The edit-lock page's state for its banner and script: mode, message, fence, endpoints and timings."""
+
     def url(action: str) -> str:
         return endpoint_url(model_admin, action, obj)
 

@@ -30,7 +30,7 @@ from ...fencing import fenced_save, has_fencing_token
 from ...keys import key_for_instance
 from ...transactions import release_when_transaction_ends
 from .bulk_edits import actions_under_edit_locks, changelist_form_under_edit_locks, claim_for_write
-from .change_page import checked_before_save, open_page, save_without_lock, show_edit_lock
+from .change_page import checked_before_save, open_page, page_context, save_without_lock, show_edit_lock
 from .changelist_column import editors_on_page, with_edit_lock_column
 from .deletion import delete_under_edit_lock
 from .edit_queue import poll_period_problems
@@ -128,8 +128,7 @@ class EditLockMixin(_ModelAdmin):
         response = super().render_change_form(request, context, add, change, form_url, obj)
         page = self._locks().page
         if not add and obj is not None and page is not None and isinstance(response, TemplateResponse):
-            show_edit_lock(
-                response,
+            edit_lock_context = page_context(
                 self,
                 request,
                 obj,
@@ -137,6 +136,7 @@ class EditLockMixin(_ModelAdmin):
                 poll_seconds=self.edit_lock_poll_seconds,
                 check_seconds=self.edit_lock_check_seconds,
             )
+            show_edit_lock(response, page, edit_lock_context)
         return response
 
     def delete_view(

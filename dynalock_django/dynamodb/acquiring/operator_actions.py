@@ -22,36 +22,32 @@ from ..wire.item import LockInfo, describe_holder
 from ..wire.writes import Stamp
 
 if TYPE_CHECKING:
-    from ..aws.store import LockStore
-    from ..clock import Clock
-    from ..leases.holdings import Holdings
     from ..options import AcquireOptions
     from ..telemetry import Described
-    from ..wire.layout import TableLayout
     from .acquirer import Acquirer
+    from .parts import EngineParts
 
 acquire_logger = logging.getLogger("dynalock_django.acquire")
 release_logger = logging.getLogger("dynalock_django.release")
 
 
 class OperatorActions:
-    def __init__(
-        self, store: LockStore, layout: TableLayout, clock: Clock, holdings: Holdings, acquirer: Acquirer
-    ) -> None:
-        self._store = store
-        self._layout = layout
-        self._clock = clock
-        self._holdings = holdings
+    def __init__(self, parts: EngineParts, acquirer: Acquirer) -> None:
+        self._parts = parts
         self._acquirer = acquirer  # grants the lease a takeover wins, as any acquire's
 
     @telemetry.traced("dynalock.release", **{"dynalock.forced": True})
     def force_release(self, lock: LockInfo, *, released_by: str, described: Described | None) -> LockInfo:
         """Release ``lock`` as read; ``described`` names it on the span (the lock is someone else's: no lease says)."""
         request = writes.force_release(
-            self._layout, lock, version=writes.new_version(), released_by=released_by, wall_time=self._clock.time()
+            self._parts.layout,
+            lock,
+            version=writes.new_version(),
+            released_by=released_by,
+            wall_time=self._parts.clock.time(),
         )
         try:
-            released = self._store.update(request)
+            released = self._parts.store.update(request)
         except Refused as refused:
             now = refused.current
             raise LockNotAcquired(
@@ -61,14 +57,16 @@ class OperatorActions:
             "Lock %s held by %s (token %s) was force-released by %s",
             *map(printable, (lock.key, lock.owner_name, lock.fencing_token, released_by)),
         )
-        return self._layout.parse(released)
+        return self._parts.layout.parse(released)
 
     @telemetry.traced("dynalock.takeover")
     def take_over(self, lock: LockInfo, options: AcquireOptions, *, dequeue: list[str], unchanged: bool) -> Lease:
-        stamp = Stamp.new(options.owner_name, options.lease_duration, self._clock)
-        request = writes.take_over(self._layout, lock, stamp, data=options.data, dequeue=dequeue, unchanged=unchanged)
+        stamp = Stamp.new(options.owner_name, options.lease_duration, self._parts.clock)
+        request = writes.take_over(
+            self._parts.layout, lock, stamp, data=options.data, dequeue=dequeue, unchanged=unchanged
+        )
         try:
-            taken = self._layout.parse(self._store.update(request))
+            taken = self._parts.layout.parse(self._parts.store.update(request))
         except Refused as refused:
             now = refused.current
             if not (stamp.landed_in(now) and now.fencing_token is not None):
@@ -82,11 +80,11 @@ class OperatorActions:
         # reload); who took whose lock, when it matters, is the caller's to record (the admin's log).
         acquire_logger.info("Lock %r held by %r was taken over by %r", lock.key, lock.owner_name, options.owner_name)
         lock_id = (lock.key, lock.sort_key)
-        replaced = self._holdings.get(lock_id)
+        replaced = self._parts.holdings.get(lock_id)
         if replaced is not None:
             # This very client held it: that lease ends now, not at a heartbeat that would never come.
             with record_of(replaced).write_lock:
-                self._holdings.forget(replaced, lost=(lost_message(replaced.key, taken), taken))
+                self._parts.holdings.forget(replaced, lost=(lost_message(replaced.key, taken), taken))
         return self._acquirer.grant(
             lock_id, stamp.version, taken.fencing_token, stamp.started, options, waiters=taken.waiters
         )

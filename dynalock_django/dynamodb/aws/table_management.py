@@ -77,27 +77,20 @@ def create(
 ) -> schema.TableDescription:
     deadline = _Deadline(timeout)
     with deadline.bounding_retries():
-        return _create(dynamodb, layout, provisioned, report, stop, deadline)
-
-
-def _create(
-    dynamodb: DynamoDBClient,
-    layout: TableLayout,
-    provisioned: tuple[int, int] | None,
-    report: Callable[[str], None],
-    stop: threading.Event,
-    deadline: _Deadline,
-) -> schema.TableDescription:
-    try:
-        dynamodb.create_table(**create_request(layout, provisioned))
-        report(f"Creating table {layout.table_name!r}")
-    except (ClientError, BotoCoreError) as error:
-        if botocore_errors.error_code(error) != "ResourceInUseException":
-            raise botocore_errors.translate(error, table_name=layout.table_name) from error
-        report(f"Table {layout.table_name!r} already exists")
-    description = _wait(dynamodb, layout, lambda d: d.status == "ACTIVE", report, stop, deadline)
-    if layout.ttl_attribute and description.ttl_status in {"DISABLED", "DISABLING"} and description.status == "ACTIVE":
-        description = _enable_ttl(dynamodb, layout, description, report)
+        try:
+            dynamodb.create_table(**create_request(layout, provisioned))
+            report(f"Creating table {layout.table_name!r}")
+        except (ClientError, BotoCoreError) as error:
+            if botocore_errors.error_code(error) != "ResourceInUseException":
+                raise botocore_errors.translate(error, table_name=layout.table_name) from error
+            report(f"Table {layout.table_name!r} already exists")
+        description = _wait(dynamodb, layout, lambda d: d.status == "ACTIVE", report, stop, deadline)
+        if (
+            layout.ttl_attribute
+            and description.ttl_status in {"DISABLED", "DISABLING"}
+            and description.status == "ACTIVE"
+        ):
+            description = _enable_ttl(dynamodb, layout, description, report)
     report(f"Table {layout.table_name!r} is {description.status}")
     return description
 
@@ -118,27 +111,17 @@ def create_index(
     """
     deadline = _Deadline(timeout)
     with deadline.bounding_retries():
-        return _create_index(dynamodb, layout, report, stop, deadline)
-
-
-def _create_index(
-    dynamodb: DynamoDBClient,
-    layout: TableLayout,
-    report: Callable[[str], None],
-    stop: threading.Event,
-    deadline: _Deadline,
-) -> schema.TableDescription:
-    description = check(dynamodb, layout)
-    if description.live_index_status is None:
-        _request_index(dynamodb, layout, provisioned=description.billing_mode == "PROVISIONED")
-        report(f"Creating index {live_index.INDEX_NAME!r} on table {layout.table_name!r}")
         description = check(dynamodb, layout)
         if description.live_index_status is None:
-            raise TableSchemaError(
-                f"The endpoint accepted the new index {live_index.INDEX_NAME!r} but table {layout.table_name!r} "
-                f"has none: {_NO_INDEX}"
-            )
-    description = _wait(dynamodb, layout, lambda d: d.live_index_status == "ACTIVE", report, stop, deadline)
+            _request_index(dynamodb, layout, provisioned=description.billing_mode == "PROVISIONED")
+            report(f"Creating index {live_index.INDEX_NAME!r} on table {layout.table_name!r}")
+            description = check(dynamodb, layout)
+            if description.live_index_status is None:
+                raise TableSchemaError(
+                    f"The endpoint accepted the new index {live_index.INDEX_NAME!r} but table {layout.table_name!r} "
+                    f"has none: {_NO_INDEX}"
+                )
+        description = _wait(dynamodb, layout, lambda d: d.live_index_status == "ACTIVE", report, stop, deadline)
     report(f"Index {live_index.INDEX_NAME!r} is {description.live_index_status}")
     return description
 

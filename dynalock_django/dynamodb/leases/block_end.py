@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol
+from types import TracebackType
+from typing import Protocol, Self
 
 from ..exceptions import DynamoDBUnavailable, LockLost
 from ..wire.display import printable
@@ -48,6 +49,30 @@ class HeldLease(Protocol):
 
     @property
     def lost_to(self) -> LockInfo | None: ...
+
+
+class ReleasedAtBlockEnd:
+    """A base class: ``with`` gives the holding itself and releases it at the block's end, by the rule above."""
+
+    def release(self, *, best_effort: bool = False) -> bool:
+        raise NotImplementedError
+
+    def _held_in_block(self) -> Sequence[HeldLease]:
+        """The leases whose release the rule judges (a lease itself; a group's members)."""
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        # A failed release raises, unless the block raised (noted on its exception) or the release got no
+        # answer after a block that held the leases to its end.
+        release_at_block_end(self.release, exc, self._held_in_block())
 
 
 def release_at_block_end(

@@ -11,11 +11,10 @@ import functools
 import math
 from collections.abc import Callable
 from datetime import datetime
-from types import TracebackType
 from typing import TYPE_CHECKING, Protocol
 
 from ..exceptions import LockLost
-from .block_end import release_at_block_end
+from .block_end import ReleasedAtBlockEnd
 from .lease_record import LeaseRecord, State
 
 if TYPE_CHECKING:
@@ -40,7 +39,7 @@ class LeaseClient(Protocol):
     async def aextend(self, lease: Lease, lease_duration: float | None = None) -> None: ...
 
 
-class Lease:
+class Lease(ReleasedAtBlockEnd):
     """A lock this process holds, renewed in the background until released.
 
     ``remaining()`` is the *safe* time left: counted from the start of the
@@ -203,18 +202,8 @@ class Lease:
         """Block until the lease is lost; False on time-out. A release does not count."""
         return self._record.clock.wait(self._record.lost, timeout)
 
-    def __enter__(self) -> Lease:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        # A failed release raises, unless the block raised (noted on its exception) or the release got no
-        # answer after a block that held the lease to its end: see block_end.
-        release_at_block_end(self.release, exc, [self])
+    def _held_in_block(self) -> list[Lease]:
+        return [self]
 
 
 def record_of(lease: Lease) -> LeaseRecord:

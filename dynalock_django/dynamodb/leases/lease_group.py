@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Protocol
 
-from .block_end import release_at_block_end
+from .block_end import ReleasedAtBlockEnd
 from .lease import Lease
 
 if TYPE_CHECKING:
@@ -26,7 +25,7 @@ class GroupReleaser(Protocol):
     async def arelease_all(self, leases: Sequence[Lease], *, best_effort: bool = False) -> bool: ...
 
 
-class LeaseGroup:
+class LeaseGroup(ReleasedAtBlockEnd):
     """The leases of locks acquired together, all or none (``LockClient.acquire_many``).
 
     Iterating gives the leases in the order they were taken (sorted by key);
@@ -87,16 +86,8 @@ class LeaseGroup:
         """:meth:`release` for coroutines."""
         return await self._releaser.arelease_all(list(self._leases.values()), best_effort=best_effort)
 
-    def __enter__(self) -> LeaseGroup:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        release_at_block_end(self.release, exc, list(self))  # the rule of docs/guarantees.md: see block_end
+    def _held_in_block(self) -> list[Lease]:
+        return list(self)
 
     def _name(self, lease: Lease) -> LockKey:
         # A lease has a sort key exactly when its table does.

@@ -26,44 +26,34 @@ from ..wire.writes import Stamp
 from . import record_item
 
 if TYPE_CHECKING:
-    from ..aws.store import LockStore
-    from ..clock import Clock
-    from ..leases.holdings import Holdings
+    from ..acquiring.parts import EngineParts
     from ..leases.lease import Lease
-    from ..leases.lease_writes import LeaseWriter
-    from ..wire.layout import TableLayout
 
 
 class Completion:
     """Writes of completion records for one client's leases (see :meth:`.RecordMethods.complete`)."""
 
-    def __init__(
-        self, store: LockStore, layout: TableLayout, clock: Clock, holdings: Holdings, lease_writer: LeaseWriter
-    ) -> None:
-        self._store = store
-        self._layout = layout
-        self._clock = clock
-        self._holdings = holdings
-        self._lease_writer = lease_writer
+    def __init__(self, parts: EngineParts) -> None:
+        self._parts = parts
 
     def complete(self, lease: Lease, value: bytes, *, keep_for: float) -> None:
-        record = record_of(lease)
+        record, parts = record_of(lease), self._parts
         if not record.belongs_to_this_process:
             raise LockLost(f"Lease {lease.key!r} belongs to process {record.process_id}, not this one (after fork).")
         with record.write_lock:
             lease.ensure_held()  # a lease lost or run out completes nothing
             store = record_item.store(
-                self._layout,
+                parts.layout,
                 lease.lock_id,
                 owner_name=lease.owner_name,
                 fencing_token=lease.fencing_token,
                 value=value,
-                expires_at=self._clock.time() + keep_for,
+                expires_at=parts.clock.time() + keep_for,
             )
-            stamp = Stamp.new(lease.owner_name, lease.lease_duration, self._clock)
-            release = self._lease_writer.release_request(lease, stamp)
+            stamp = Stamp.new(lease.owner_name, lease.lease_duration, parts.clock)
+            release = parts.lease_writer.release_request(lease, stamp)
             try:
-                self._store.transact([writes.in_transaction(release), writes.in_transaction(store)])
+                parts.store.transact([writes.in_transaction(release), writes.in_transaction(store)])
             except TransactionsUnsupported:
                 self._store_then_release(lease, store)
                 return
@@ -74,34 +64,36 @@ class Completion:
                 if botocore_errors.may_have_landed(error):
                     record.add_unanswered_version(stamp.version)
                 raise
-            self._holdings.forget(lease, released=True)
+            parts.holdings.forget(lease, released=True)
 
     def _refused(self, lease: Lease, stamp: Stamp, cancelled: Cancelled) -> None:
         """Nothing was written: LockLost, unless an earlier try of this very transaction had landed."""
         if 0 in cancelled.refused:
             current = cancelled.refused[0].current
             if stamp.landed_in(current):
-                self._holdings.forget(lease, released=True)
+                self._parts.holdings.forget(lease, released=True)
                 return
             message = lost_message(lease.key, current)
-            self._holdings.forget(lease, lost=(message, current))
+            self._parts.holdings.forget(lease, lost=(message, current))
             raise LockLost(f"Cannot complete {lease.key!r}: {message}.", current)
         # Still ours, but a later holder's record is there (a token issued after ours): ours must not replace it.
-        self._lease_writer.release(lease, best_effort=True)
+        self._parts.lease_writer.release(lease, best_effort=True)
         raise LockLost(f"Cannot complete {lease.key!r}: a later holder's completion record is stored.")
 
     def _store_then_release(self, lease: Lease, store: dict[str, Any]) -> None:
         """Without transactions: the record, then the release; a release that finds the lock lost takes it back."""
         lease.ensure_held()
         try:
-            self._store.update(store)
+            self._parts.store.update(store)
         except Refused:
-            self._lease_writer.release(lease, best_effort=True)
+            self._parts.lease_writer.release(lease, best_effort=True)
             raise LockLost(f"Cannot complete {lease.key!r}: a later holder's completion record is stored.") from None
         try:
-            self._lease_writer.release(lease)
+            self._parts.lease_writer.release(lease)
         except LockLost:
             # Taken over meanwhile: our record goes, unless a later holder's replaced it (its token differs).
             with contextlib.suppress(Refused, DynamoDBError):
-                self._store.delete(record_item.unstore(self._layout, lease.lock_id, fencing_token=lease.fencing_token))
+                self._parts.store.delete(
+                    record_item.unstore(self._parts.layout, lease.lock_id, fencing_token=lease.fencing_token)
+                )
             raise

@@ -96,6 +96,18 @@
     return fetch(url, { method: "POST", body, credentials: "same-origin", headers });
   }
 
+  // One POST of a renewal or a look: its response and JSON body, both null when the server could not be
+  // reached. A logged-out session answers with the login page: only the endpoint's own JSON counts.
+  async function postForAnswer(url) {
+    let response = null;
+    try {
+      response = await post(url);
+    } catch (error) {
+      return { response: null, body: null };
+    }
+    return { response, body: await response.json().catch(() => null) };
+  }
+
   function lost(text) {
     holding = false;
     window.clearTimeout(timer);
@@ -110,15 +122,8 @@
     if (!holding || wentIdle()) return;
     // The lease counts from when the renewal was sent, as the server's does.
     const started = performance.now();
-    let response = null;
-    try {
-      response = await post(config.renewUrl);
-    } catch (error) {
-      // Unreachable: retried below.
-    }
+    const { response, body } = await postForAnswer(config.renewUrl);  // unreachable: retried below
     if (!holding) return;
-    // A logged-out session answers with the login page: only the endpoint's own answer counts.
-    const body = response ? await response.json().catch(() => null) : null;
     if (response && response.ok && body && body.state === "held") {
       safeUntil = started + config.leaseSeconds * 1000;
       lastLook = started;
@@ -149,14 +154,8 @@
     const now = performance.now();
     if (now - lastLook >= config.checkSeconds * 1000 - 100 && renewalDue - now > 100) {
       lastLook = performance.now();
-      let response = null;
-      try {
-        response = await post(config.checkUrl);
-      } catch (error) {
-        // Unreachable: the renewals say so; the next look tries again.
-      }
+      const { response, body } = await postForAnswer(config.checkUrl);  // unreachable: the renewals say so; the next look tries again
       if (!holding) return;
-      const body = response ? await response.json().catch(() => null) : null;
       if (response && response.ok && body && body.state === "held") showWaiting(body.waiting);
       else if (response && response.status === 409 && body) {
         lost(body.message);

@@ -55,3 +55,18 @@ def loaded_class(module_name: str, class_name: str) -> type | None:
 def is_instance_of_loaded(value: Any, *where: tuple[str, str]) -> bool:
     """``value`` is an instance of one of the classes ``(module, class)`` already imported."""
     return any(isinstance(value, cls) for cls in (loaded_class(*place) for place in where) if cls is not None)
+
+
+def function_at(attribute: str) -> Callable[[Any], Callable[..., Any]]:
+    """``function_of`` for a framework whose task object keeps the function as its attribute ``attribute``."""
+
+    def function_of(task: Any) -> Callable[..., Any]:
+        function: Callable[..., Any] = getattr(task, attribute)
+        return function
+
+    return function_of
+
+
+def injects_nothing_first(task: Any) -> bool:
+    """``injects_first_argument`` for a framework that passes a task only the arguments its enqueue gave."""
+    return False

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .base import TaskRun
+from .base import TaskRun, injects_nothing_first
 
 # django-q2 has no task object (``async_task`` takes the function): no kind to name, none owned.
 TASK_KIND = ""
@@ -58,8 +58,7 @@ def function_of(task: Any) -> Callable[..., Any]:
     raise NotImplementedError("django-q2 has no task object")  # never asked: owns() is False
 
 
-def injects_first_argument(task: Any) -> bool:
-    return False
+injects_first_argument = injects_nothing_first
 
 
 def enqueue(task: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -5,10 +5,9 @@ With ``takes_context=True`` a ``TaskContext`` is passed first; its ``task_result
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from .base import TaskRun, is_instance_of_loaded
+from .base import TaskRun, function_at, is_instance_of_loaded
 
 TASK_KIND = "a Django Task (@task)"
 
@@ -28,9 +27,7 @@ def owns(task: Any) -> bool:
     return hasattr(task, "enqueue") and hasattr(task, "func")
 
 
-def function_of(task: Any) -> Callable[..., Any]:
-    function: Callable[..., Any] = task.func
-    return function
+function_of = function_at("func")
 
 
 def injects_first_argument(task: Any) -> bool:

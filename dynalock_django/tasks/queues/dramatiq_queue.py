@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable
 from typing import Any
 
 from ...dynamodb import printable
 from ...exceptions import ConfigurationError
-from .base import TaskRun, is_instance_of_loaded, loaded_class
+from .base import TaskRun, function_at, injects_nothing_first, is_instance_of_loaded, loaded_class
 
 logger = logging.getLogger("dynalock_django.tasks")
 
@@ -42,13 +41,8 @@ def owns(task: Any) -> bool:
     return is_instance_of_loaded(task, ("dramatiq.actor", "Actor"))
 
 
-def function_of(task: Any) -> Callable[..., Any]:
-    function: Callable[..., Any] = task.fn
-    return function
-
-
-def injects_first_argument(task: Any) -> bool:
-    return False
+function_of = function_at("fn")
+injects_first_argument = injects_nothing_first
 
 
 def enqueue(task: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -10,10 +10,9 @@ task class's ``retries`` minus what is left (below 0 when an enqueue gave more).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from typing import Any
 
-from .base import TaskRun, is_instance_of_loaded
+from .base import TaskRun, function_at, injects_nothing_first, is_instance_of_loaded
 
 TASK_KIND = "a huey task (@huey.task, @huey.periodic_task)"
 
@@ -53,13 +52,8 @@ def owns(task: Any) -> bool:
     return is_instance_of_loaded(task, ("huey.api", "TaskWrapper"))
 
 
-def function_of(task: Any) -> Callable[..., Any]:
-    function: Callable[..., Any] = task.func
-    return function
-
-
-def injects_first_argument(task: Any) -> bool:
-    return False  # context=True passes huey's Task by keyword, never first
+function_of = function_at("func")
+injects_first_argument = injects_nothing_first  # context=True passes huey's Task by keyword, never first
 
 
 def enqueue(task: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from .base import TaskRun
+from .base import TaskRun, injects_nothing_first
 
 TASK_KIND = "an rq job function (@rq.decorators.job)"
 
@@ -43,8 +43,7 @@ def function_of(task: Any) -> Callable[..., Any]:
     return function
 
 
-def injects_first_argument(task: Any) -> bool:
-    return False
+injects_first_argument = injects_nothing_first
 
 
 def enqueue(task: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -26,15 +26,14 @@ import pytest
 from ...dynamodb_support import PATIENCE, make_dynamodb, short_lease_client
 from ..processes import ROOT, manage_py_environment
 from .environment import BROKER, RUNS
-from .test_task_chaos import frameworks_of_this_run
+from .test_task_chaos import with_share_of
 from .workers import redis_server
 
 pytestmark = [
     pytest.mark.chaos,
     pytest.mark.uses_dynalock,
     pytest.mark.slow,
-    # CI's legs share the chaos tier: this run goes with Celery's task chaos, on the first.
-    pytest.mark.skipif("celery" not in frameworks_of_this_run(), reason="Celery's chaos runs on another CI leg"),
+    with_share_of("celery"),  # CI's legs share the chaos tier: this run goes with Celery's task chaos
 ]
 
 LEASE, HEARTBEAT, REFRESH = 2.0, 0.5, 0.25

@@ -22,15 +22,14 @@ from dynalock_django.client import get_client
 
 from ...dynamodb_support import LEASE, PATIENCE
 from .environment import BROKER, RUNS, VISIBILITY
-from .test_task_chaos import frameworks_of_this_run
+from .test_task_chaos import with_share_of
 from .workers import count_lines, overlaps, read_runs, redis_url, tokens_increase
 
 pytestmark = [
     pytest.mark.processes,
     pytest.mark.uses_dynalock,
     pytest.mark.slow,
-    # With Celery's share of the chaos (CI: one of its legs; test_task_chaos.frameworks_of_this_run).
-    pytest.mark.skipif("celery" not in frameworks_of_this_run(), reason="Celery's real workers run on another CI leg"),
+    with_share_of("celery"),
 ]
 __all__ = ["redis_url"]  # the fixture
 

@@ -16,17 +16,14 @@ import pytest
 from dynalock_django.client import get_client
 
 from ..processes import ROOT, manage_py_environment
-from .test_task_chaos import frameworks_of_this_run
+from .test_task_chaos import with_share_of
 from .workers import count_lines, overlaps, read_runs, tokens_increase
 
 pytestmark = [
     pytest.mark.processes,
     pytest.mark.uses_dynalock,
     pytest.mark.slow,
-    # With db_worker's share of the chaos (CI: one of its legs; test_task_chaos.frameworks_of_this_run).
-    pytest.mark.skipif(
-        "db_worker" not in frameworks_of_this_run(), reason="db_worker's real workers run on another CI leg"
-    ),
+    with_share_of("db_worker"),
 ]
 
 ENQUEUE = """

@@ -18,16 +18,13 @@ import pytest
 from ...chaos.history import load
 from ..processes import ROOT, manage_py_environment
 from .environment import EVENTS
-from .test_task_chaos import frameworks_of_this_run
+from .test_task_chaos import with_share_of
 
 pytestmark = [
     pytest.mark.processes,
     pytest.mark.uses_dynalock,
     pytest.mark.slow,
-    # With django-q2's share of the chaos (CI: one of its legs; test_task_chaos.frameworks_of_this_run).
-    pytest.mark.skipif(
-        "django_q" not in frameworks_of_this_run(), reason="django-q2's real workers run on another CI leg"
-    ),
+    with_share_of("django_q"),
 ]
 
 

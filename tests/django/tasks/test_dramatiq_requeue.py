@@ -22,18 +22,14 @@ from ...dynamodb_support import PATIENCE
 from ..processes import manage_py_environment
 from . import chaos
 from .environment import EVENTS
-from .test_task_chaos import frameworks_of_this_run
+from .test_task_chaos import with_share_of
 from .workers import redis_server
 
 pytestmark = [
     pytest.mark.chaos,
     pytest.mark.uses_dynalock,
     pytest.mark.slow,
-    # Where this run's share of the chaos has dramatiq's (CI: its second leg; test_task_chaos.CI_SECONDS).
-    pytest.mark.skipif(
-        "dramatiq" not in frameworks_of_this_run(),
-        reason="not in this run's share of the chaos (test_task_chaos.frameworks_of_this_run)",
-    ),
+    with_share_of("dramatiq"),
 ]
 
 CONFLICTS = 200

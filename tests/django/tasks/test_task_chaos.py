@@ -59,6 +59,15 @@ def frameworks_of_this_run() -> tuple[str, ...]:
     return balanced_shares(CI_SECONDS, shares)[share - 1]
 
 
+def with_share_of(framework: str) -> pytest.MarkDecorator:
+    """The mark of a module that goes with ``framework``'s share of the chaos: skipped where that share is not
+    in this run (CI: on the other leg; :func:`frameworks_of_this_run`)."""
+    return pytest.mark.skipif(
+        framework not in frameworks_of_this_run(),
+        reason=f"{framework}'s share of the chaos runs on another CI leg (test_task_chaos.frameworks_of_this_run)",
+    )
+
+
 @pytest.mark.parametrize("framework", frameworks_of_this_run())
 def test_killed_redelivered_and_retried_copies_never_overlap_or_stick(framework, dynalock, tmp_path):
     copies = COPIES.get(framework, 0)
