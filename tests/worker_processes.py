@@ -11,8 +11,16 @@ from __future__ import annotations
 import multiprocessing
 from multiprocessing.context import ForkServerContext
 
-# What every worker imports; not Django's setup, which each worker does with its own settings.
-PRELOAD = ["boto3", "botocore.session", "django", "django.db.models", "dynalock_django.dynamodb"]
+# What every worker imports; not Django's setup, which each worker does with its own settings. Last, what the
+# setup imports that reads no setting, and botocore's service models (tests/forkserver_warmth.py).
+PRELOAD = [
+    "boto3",
+    "botocore.session",
+    "django",
+    "django.db.models",
+    "dynalock_django.dynamodb",
+    "tests.forkserver_warmth",
+]
 
 
 def worker_context() -> ForkServerContext:

@@ -11,20 +11,18 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tarfile
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import django
 import pytest
 
 from .. import readme
+from .dists import Dists, build, handed_in
 
-ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 PACKAGE = "dynalock_django"
 
@@ -38,26 +36,11 @@ def run(command, **options):
     return done
 
 
-@dataclass(frozen=True)
-class Dists:
-    source: Path  # the tree they were built from
-    sdist: Path
-    wheel: Path
-
-
 @pytest.fixture(scope="session")
 def dists(tmp_path_factory: pytest.TempPathFactory) -> Dists:
-    """sdist, then the wheel built from it, as ``python -m build`` does in a fresh clone (with today's edits)."""
-    clone, out = tmp_path_factory.mktemp("clone"), tmp_path_factory.mktemp("dist")
-    # Only what git would check out: a stale *.egg-info or build/ here must not leak into the wheel.
-    files = run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=ROOT).stdout
-    for name in filter(None, files.split("\0")):
-        if (ROOT / name).is_file():  # not deleted in the working tree
-            (clone / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, clone / name)
-    run([sys.executable, "-m", "build", "--outdir", str(out), str(clone)])
-    (sdist,), (wheel,) = list(out.glob("*.tar.gz")), list(out.glob("*.whl"))
-    return Dists(clone, sdist, wheel)
+    """sdist, then the wheel built from it, as ``python -m build`` does in a fresh clone (with today's edits):
+    CI's, built once for both legs from this very checkout (``$DYNALOCK_TEST_DISTS``), or built here."""
+    return handed_in() or build(tmp_path_factory.mktemp("dist"))
 
 
 @pytest.fixture(scope="session")
