@@ -181,12 +181,13 @@ class Heartbeat:
                 # Only a bug lands here; the thread must outlive it.
                 logger.exception("Heartbeat loop failed; retrying")
                 next_wake = self._clock.monotonic() + min(1.0, self._period)
+            # Said under the mutex: a lease granted after this look and due before ``next_wake`` wakes the thread
+            # (which, woken or not, looks again no sooner than the look interval allows).
+            with self._mutex:
+                self._asleep_until = next_wake
             # Not again before the look interval has passed: what falls due meanwhile goes out together.
             if self._clock.wait(self._stopping, max(0.0, looked + self._look_interval - self._clock.monotonic())):
                 return
-            # Said under the mutex: a lease granted after this look and due before ``next_wake`` wakes the thread.
-            with self._mutex:
-                self._asleep_until = next_wake
             self._clock.wait(self._wake, max(0.0, next_wake - self._clock.monotonic()))
             with self._mutex:
                 self._asleep_until = None
