@@ -97,6 +97,8 @@ class Shape:
         shape = _SHAPES.get(kind)
         if shape is None:
             (first, first_slots), (second, second_slots) = probe(0), probe(1)
+            if len(_SHAPES) >= MAX_SHAPES:  # clients of ever new tables: start over rather than grow without end
+                _SHAPES.clear()
             shape = _SHAPES[kind] = cls((first, second), (first_slots, second_slots))
         return shape
 
@@ -115,3 +117,5 @@ class Shape:
 
 # The shapes built, by kind; two threads building the same one at once build equal shapes.
 _SHAPES: dict[Hashable, Shape] = {}
+# Shapes kept at most: a few per table a client of this process uses.
+MAX_SHAPES = 1024

@@ -78,3 +78,23 @@ def test_a_record_version_is_a_random_uuid_of_version_4_as_the_java_client_write
         seen = {version[position] for version in versions}
         expected = 1 if position == 14 else 4 if position == 19 else 16
         assert len(seen) == expected, position
+
+
+def test_clients_of_ever_new_tables_keep_a_bounded_number_of_shapes(monkeypatch):
+    from dynalock_django.dynamodb.wire import expressions
+
+    monkeypatch.setattr(expressions, "MAX_SHAPES", 8)
+    built: list[int] = []
+
+    def probe_of(table):
+        def probe(n):
+            built.append(table)
+            return {"ExpressionAttributeValues": {":v0": {"S": f"version-{n}"}}}, {"version": {"S": f"version-{n}"}}
+
+        return probe
+
+    for table in range(50):
+        Shape.of(("bounded", table), probe_of(table))
+    Shape.of(("bounded", 49), probe_of(49))  # one of the last: kept, not built again
+    Shape.of(("bounded", 0), probe_of(0))  # one of the first: forgotten, built again
+    assert (built.count(49), built.count(0)) == (2, 4)  # two probes a build
