@@ -141,7 +141,9 @@ class CallChecks:
         many = isinstance(lock_ids, list)
         ids = tuple(lock_ids) if isinstance(lock_ids, list) else (lock_ids,)
         # The data budget depends on the key: check the longest.
-        longest = max(ids, key=lambda lock_id: len(lock_id[0].encode()) + len((lock_id[1] or "").encode()))
+        longest = (
+            ids[0] if len(ids) == 1 else max(ids, key=lambda id_: len(id_[0].encode()) + len((id_[1] or "").encode()))
+        )
         options = self.acquire_options(longest, owner_name, lease_duration, keep_alive, data, on_lost)
         if permits is not None or described is not None:
             options = dataclasses.replace(options, permits=permits, described=self.described(described))

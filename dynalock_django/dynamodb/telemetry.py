@@ -121,6 +121,7 @@ if ENABLED:
 # Where the API's own providers live (the proxy set until an SDK is, and the no-op): none records.
 _API_MODULES = ("opentelemetry.trace", "opentelemetry.metrics")
 _sdk_set = False
+_api_providers: tuple[object, object] | None = None  # the API's own providers, as the last look found them
 
 
 def _sdk_recording() -> bool:
@@ -130,10 +131,12 @@ def _sdk_recording() -> bool:
     process): the check costs a look at two globals, where a span and its context through the
     API's proxies cost tens of microseconds per acquire.
     """
-    global _sdk_set
+    global _sdk_set, _api_providers
     if not _sdk_set:
         providers = (trace.get_tracer_provider(), metrics.get_meter_provider())
-        _sdk_set = any(not type(provider).__module__.startswith(_API_MODULES) for provider in providers)
+        if providers != _api_providers:  # the same proxies as last time (compared by identity): still none
+            _sdk_set = any(not type(provider).__module__.startswith(_API_MODULES) for provider in providers)
+            _api_providers = None if _sdk_set else providers
     return _sdk_set
 
 

@@ -168,7 +168,7 @@ class Acquirer:
         self._observations.forget(lock_id)
         if options.keep_alive:
             self._holdings.add(lease)
-            self._heartbeat.start()
+            self._heartbeat.start(lease)
         if taken_over:
             # WARNING: a holder stopped without releasing (a crash, a pause, a partition): an operator looks why.
             logger.warning(

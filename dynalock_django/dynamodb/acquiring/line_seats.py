@@ -24,13 +24,12 @@ and what they cost a minute.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import random
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -169,16 +168,9 @@ class Seats:
             del self._waiters[lock_id]
             return self._seats.pop(lock_id)
 
-    @contextlib.contextmanager
-    def kept(self, lock_id: LockId, deadline: float | None) -> Iterator[None]:
+    def kept(self, lock_id: LockId, deadline: float | None) -> _Kept:
         """A thread's wait: arrive, and on the way out depart (and vacate, the last out; ``deadline``: the wait's)."""
-        self.arrive(lock_id)
-        try:
-            yield
-        finally:
-            seat = self.depart(lock_id)
-            if seat is not None:
-                self.vacate(lock_id, seat, deadline)
+        return _Kept(self, lock_id, deadline)
 
     def own_seats(self, lock_ids: Sequence[LockId]) -> dict[LockId, Seat]:
         """A wait's own seats, one per key, outside the process's shared ones: a group's, which takes no turns.
@@ -260,3 +252,21 @@ class Seats:
         except DynamoDBError as error:
             # Its window ends it: the others pass over an entry nobody refreshes.
             logger.debug("Could not take %r out of the line of %r: %s", waiter_id, lock_id[0], error)
+
+
+class _Kept:
+    """A thread's wait keeping its process's seat (:meth:`Seats.kept`): a class, not a generator, as every
+    waiting acquire enters one."""
+
+    __slots__ = ("_deadline", "_lock_id", "_seats")
+
+    def __init__(self, seats: Seats, lock_id: LockId, deadline: float | None) -> None:
+        self._seats, self._lock_id, self._deadline = seats, lock_id, deadline
+
+    def __enter__(self) -> None:
+        self._seats.arrive(self._lock_id)
+
+    def __exit__(self, *exc_info: object) -> None:
+        seat = self._seats.depart(self._lock_id)
+        if seat is not None:
+            self._seats.vacate(self._lock_id, seat, self._deadline)

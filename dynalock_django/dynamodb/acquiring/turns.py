@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -32,8 +32,11 @@ if TYPE_CHECKING:
 
 @dataclass(eq=False)
 class _Ticket:
-    wake: Callable[[], None]  # from any thread: the turn is this waiter's now
+    # From any thread: the turn is this waiter's now. None: a thread's, made only if the turn is not its at
+    # once (an uncontended acquire's is, and makes no event): the waiter that leaves before it calls it.
+    wake: Callable[[], None] | None
     given: bool = False
+    event: threading.Event | None = None  # a thread's, to wait on (made with its ``wake``)
 
 
 class Turns:
@@ -44,22 +47,21 @@ class Turns:
         self._mutex = threading.Lock()
         self._lines: dict[LockId, deque[_Ticket]] = {}
 
-    @contextlib.contextmanager
-    def in_thread(self, lock_id: LockId, deadline: float | None) -> Iterator[bool]:
-        """Hold the key's turn for the block, from a thread; yields False when the deadline came first."""
-        given = threading.Event()
-        ticket = _Ticket(given.set)
-        try:
-            got = self._enter(lock_id, ticket)
-            while not got:
-                left = self._left(deadline)
-                if left is not None and left <= 0:
-                    break
-                self._clock.wait(given, left)
-                got = self._given(ticket, deadline)
-            yield got
-        finally:
-            self._leave(lock_id, ticket)
+    def in_thread(self, lock_id: LockId, deadline: float | None) -> _ThreadTurn:
+        """Hold the key's turn for the block, from a thread; its ``as`` is False when the deadline came first."""
+        return _ThreadTurn(self, lock_id, deadline)
+
+    def wait_in_thread(self, lock_id: LockId, ticket: _Ticket, deadline: float | None) -> bool:
+        """Take a place in the key's line and wait for the turn, from a thread; False when the deadline came first."""
+        got = self._enter(lock_id, ticket)
+        while not got:
+            left = self._left(deadline)
+            if left is not None and left <= 0:
+                break
+            assert ticket.event is not None  # made by _enter, the turn not being ours
+            self._clock.wait(ticket.event, left)
+            got = self._given(ticket, deadline)
+        return got
 
     @contextlib.asynccontextmanager
     async def turn(self, lock_id: LockId, deadline: float | None) -> AsyncIterator[bool]:
@@ -83,7 +85,7 @@ class Turns:
                 got = self._given(ticket, deadline)
             yield got
         finally:
-            self._leave(lock_id, ticket)
+            self.leave(lock_id, ticket)
 
     async def wait_until_free(self, holdings: Holdings, lock_id: LockId, deadline: float | None) -> bool:
         """Wait while another holder of this client has the lock; False at the deadline."""
@@ -110,6 +112,9 @@ class Turns:
             line = self._lines.setdefault(lock_id, deque())
             line.append(ticket)
             ticket.given = len(line) == 1
+            if not ticket.given and ticket.wake is None:
+                ticket.event = threading.Event()
+                ticket.wake = ticket.event.set
             return ticket.given
 
     def _given(self, ticket: _Ticket, deadline: float | None) -> bool:
@@ -118,7 +123,7 @@ class Turns:
         with self._mutex:
             return ticket.given and (left is None or left > 0)
 
-    def _leave(self, lock_id: LockId, ticket: _Ticket) -> None:
+    def leave(self, lock_id: LockId, ticket: _Ticket) -> None:
         with self._mutex:
             line = self._lines[lock_id]
             line.remove(ticket)
@@ -127,8 +132,32 @@ class Turns:
                 following.given = True
             if not line:
                 del self._lines[lock_id]
-        if following is not None:
+        if following is not None and following.wake is not None:  # not given at its arrival: it has its wake
             following.wake()
 
     def _left(self, deadline: float | None) -> float | None:
         return None if deadline is None else deadline - self._clock.monotonic()
+
+
+class _ThreadTurn:
+    """A thread's turn on one key for a ``with`` block (:meth:`Turns.in_thread`).
+
+    A class, not a generator: every waiting acquire enters one, and a generator's context manager
+    costs an uncontended acquire more than the rest of its turn.
+    """
+
+    __slots__ = ("_deadline", "_lock_id", "_ticket", "_turns")
+
+    def __init__(self, turns: Turns, lock_id: LockId, deadline: float | None) -> None:
+        self._turns, self._lock_id, self._deadline = turns, lock_id, deadline
+        self._ticket = _Ticket(None)
+
+    def __enter__(self) -> bool:
+        try:
+            return self._turns.wait_in_thread(self._lock_id, self._ticket, self._deadline)
+        except BaseException:
+            self._turns.leave(self._lock_id, self._ticket)
+            raise
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._turns.leave(self._lock_id, self._ticket)

@@ -45,6 +45,8 @@ class CircuitBreaker:
 
     def before_call(self, *, always: bool = False) -> bool:
         """Raise CircuitOpen if this call may not be made now; True when it is the probe."""
+        if self._open_until is None or always:
+            return False  # closed (read without the mutex: a call that starts as it opens started before it)
         with self._mutex:
             if self._open_until is None or always:
                 return False
@@ -62,6 +64,8 @@ class CircuitBreaker:
 
     def answered(self, *, probe: bool) -> None:
         """The call got an answer (any answer): DynamoDB is there."""
+        if not probe and self._failures == 0 and self._open_until is None:
+            return  # nothing to reset (an answer racing a failure may count as the earlier of the two)
         with self._mutex:
             was_open = self._open_until is not None
             self._failures = 0

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..clock import start_thread
 from ..exceptions import DynamoDBUnavailable, LockLost, TableNotFound
+from .lease import record_of
 from .lease_record import RAN_OUT
 from .renewal_capacity import OccasionalWarning, RenewalCapacity
 from .renewal_schedule import IDLE_WAKE_SECONDS, Jitter, Plan, Renewal, RenewalSchedule, urgency
@@ -99,13 +100,22 @@ class Heartbeat:
         self._stopping = threading.Event()
         self._mutex = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._asleep_until: float | None = None  # the thread waits for its next look until then (None: not now)
 
-    def start(self) -> None:
-        """Run the thread (again, if it died), unless stopped; and let it look at the leases now."""
+    def start(self, lease: Lease | None = None) -> None:
+        """Run the thread (again, if it died), unless stopped; and let it look at the leases now.
+
+        With ``lease`` (just granted, and held already): only if the thread would look later than
+        the lease needs its first look, its renewal or its end. A client taking locks in turn would
+        otherwise wake the thread for each, to learn that nothing is due.
+        """
         with self._mutex:
             if not self._stopping.is_set() and not self.is_alive():
                 self._thread = start_thread(self._clock, self._run, self._name)
-        self._wake.set()
+            asleep_until = self._asleep_until
+        first_look = None if lease is None else min(lease.safe_until, record_of(lease).valid_from + self._period)
+        if asleep_until is None or first_look is None or first_look < asleep_until:
+            self._wake.set()
 
     def wake(self) -> None:
         self._wake.set()
@@ -171,10 +181,16 @@ class Heartbeat:
                 # Only a bug lands here; the thread must outlive it.
                 logger.exception("Heartbeat loop failed; retrying")
                 next_wake = self._clock.monotonic() + min(1.0, self._period)
+            # Said under the mutex: a lease granted after this look and due before ``next_wake`` wakes the thread
+            # (which, woken or not, looks again no sooner than the look interval allows).
+            with self._mutex:
+                self._asleep_until = next_wake
             # Not again before the look interval has passed: what falls due meanwhile goes out together.
             if self._clock.wait(self._stopping, max(0.0, looked + self._look_interval - self._clock.monotonic())):
                 return
             self._clock.wait(self._wake, max(0.0, next_wake - self._clock.monotonic()))
+            with self._mutex:
+                self._asleep_until = None
 
     def _hand_out(self, renewal: Renewal) -> None:
         with self._mutex:

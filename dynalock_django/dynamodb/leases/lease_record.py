@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger("dynalock_django.heartbeat")
 
 State = Literal["held", "released", "lost"]
+# Makes each record's lost event, once (few records ever need one: see LeaseRecord.lost).
+_LOST_EVENTS = threading.Lock()
 # Told that the lease ended; the handle binds itself (Lease.add_lost_callback), so a record needs no handle.
 Callback = Callable[[], None]
 
@@ -57,6 +59,7 @@ class LeaseRecord:
         self.permit = permit
         self.key = key
         self.sort_key = sort_key
+        self.lock_id: LockId = (key, sort_key)
         self.owner_name = owner_name
         self.fencing_token = fencing_token
         self.data = data
@@ -83,7 +86,9 @@ class LeaseRecord:
         # Serializes writes to this lease (heartbeat, extend, release); re-entrant
         # because an on_lost callback may release the lease it is told about.
         self.write_lock = threading.RLock()
-        self.lost = threading.Event()
+        # Set when the lease is lost: made at the first wait for it (see ``lost``), as few leases ever have one.
+        self._lost: threading.Event | None = None
+        self._lost_set = False  # the event's state, made or not
         # LockClient.stop_renewing wrote its last renewal: the heartbeat leaves it alone (one may be queued already).
         self.renewals_stopped = False
         # A renewal failed since the last that succeeded: running out now is DynamoDB's doing, not a pause.
@@ -100,8 +105,14 @@ class LeaseRecord:
         self._release_callbacks: list[Callback] = []
 
     @property
-    def lock_id(self) -> LockId:
-        return (self.key, self.sort_key)
+    def lost(self) -> threading.Event:
+        """Set once the lease is lost (``Lease.wait_until_lost`` waits on it)."""
+        with _LOST_EVENTS:
+            if self._lost is None:
+                self._lost = threading.Event()
+                if self._lost_set:
+                    self._lost.set()
+            return self._lost
 
     @property
     def record_version_number(self) -> str | None:
@@ -146,7 +157,7 @@ class LeaseRecord:
 
     def add_lost_callback(self, callback: Callback) -> None:
         self._lost_callbacks.append(callback)
-        if self.lost.is_set():
+        if self._lost_set:
             self._run_callback(callback)
 
     def add_release_callback(self, callback: Callback) -> None:
@@ -180,7 +191,11 @@ class LeaseRecord:
             self.fencing_token,
             reason,
         )
-        self.lost.set()
+        with _LOST_EVENTS:
+            self._lost_set = True
+            event = self._lost
+        if event is not None:
+            event.set()
         for callback in list(self._lost_callbacks):
             self._run_callback(callback)
 

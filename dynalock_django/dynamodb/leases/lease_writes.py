@@ -158,7 +158,8 @@ class LeaseWriter:
             # Deleted, and we cannot tell whether someone held it after our lease ran out.
             error = LockLost(f"Lock {lease.key!r} expired before release and its item is gone.")
             return _release_failed(error, best_effort)
-        release_logger.debug("Released %r (token %d)", lease.key, lease.fencing_token)
+        if release_logger.isEnabledFor(logging.DEBUG):  # its arguments cost a release more than the check
+            release_logger.debug("Released %r (token %d)", lease.key, lease.fencing_token)
         return True
 
     @telemetry.traced("dynalock.release")

@@ -6,8 +6,11 @@ our attribute names are reserved words, so every request goes through this.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any
+
+# Probe: the builder's request of a shape for probe 0 or 1, and the values of its slots in it.
+Probe = Callable[[int], tuple[dict[str, Any], dict[str, Any]]]
 
 
 class Expressions:
@@ -55,3 +58,64 @@ def update_expression(sets: list[str], removes: list[str]) -> str:
     if removes:
         parts.append("REMOVE " + ", ".join(removes))
     return " ".join(parts)
+
+
+class Shape:
+    """A request of one shape, built once by its builder and filled per call: its expressions, names and constants
+    shared by every call, its per-call values (*slots*) put in.
+
+    The builder runs twice, on two *probes*: per slot, a value unlike every other (``probes``: slot -> value
+    in each). A placeholder whose value is the same in both is a constant of the shape; one whose value
+    is a slot's in both is that slot's; any other depends on the call in a way no slot says, and the
+    shape refuses to be built. A filled shape is what the builder would build for those values,
+    placeholders and all (the constants' dicts are shared: nothing changes a request once it is built).
+    """
+
+    def __init__(self, built: tuple[dict[str, Any], dict[str, Any]], probes: tuple[dict[str, Any], dict[str, Any]]):
+        first, second = built
+        values, other_values = first.get("ExpressionAttributeValues", {}), second.get("ExpressionAttributeValues", {})
+        self._constants: dict[str, Any] = {}
+        self._slots: list[tuple[str, str]] = []  # (placeholder, slot)
+        for placeholder, value in values.items():
+            slot = next((slot for slot, probe in probes[0].items() if probe == value), None)
+            if slot is not None and probes[1][slot] == other_values[placeholder]:
+                self._slots.append((placeholder, slot))
+            elif value == other_values[placeholder]:
+                self._constants[placeholder] = value
+            else:
+                raise ValueError(f"{placeholder} = {value!r} depends on the call through no slot")
+        self._names = first.get("ExpressionAttributeNames", {})
+        self._fixed = {
+            name: value
+            for name, value in first.items()
+            if name not in ("Key", "ExpressionAttributeNames", "ExpressionAttributeValues")
+        }
+
+    @classmethod
+    def of(cls, kind: Hashable, probe: Probe) -> Shape:
+        """The shape of requests of ``kind`` (built at its first use, from ``probe``)."""
+        shape = _SHAPES.get(kind)
+        if shape is None:
+            (first, first_slots), (second, second_slots) = probe(0), probe(1)
+            if len(_SHAPES) >= MAX_SHAPES:  # clients of ever new tables: start over rather than grow without end
+                _SHAPES.clear()
+            shape = _SHAPES[kind] = cls((first, second), (first_slots, second_slots))
+        return shape
+
+    def fill(self, key: dict[str, Any], slots: dict[str, Any]) -> dict[str, Any]:
+        """The request for the item ``key``, with ``slots``' values (slot -> value, as in the probes)."""
+        values = dict(self._constants)
+        for placeholder, slot in self._slots:
+            values[placeholder] = slots[slot]
+        return {
+            **self._fixed,
+            "Key": key,
+            "ExpressionAttributeNames": dict(self._names),
+            "ExpressionAttributeValues": values,
+        }
+
+
+# The shapes built, by kind; two threads building the same one at once build equal shapes.
+_SHAPES: dict[Hashable, Shape] = {}
+# Shapes kept at most: a few per table a client of this process uses.
+MAX_SHAPES = 1024

@@ -7,55 +7,18 @@ their outcomes mean.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import Any
 
 from . import conditions, item, queue_writes, waiters
 from . import readers_mark as marks
-from .conditions import Detached, Holding
-from .expressions import Expressions, update_expression
+from .conditions import Detached, Holding, KeptAlive
+from .expressions import Expressions, Shape, update_expression
 from .item import LockInfo
+from .item import Stamp as Stamp
+from .item import new_version as new_version
+from .item import sent_at as sent_at
 from .layout import LockId, TableLayout
-
-if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
-
-    from ..clock import Clock
-
-
-@dataclass(frozen=True)
-class Stamp:
-    """What one write stamps on the item: the writer, a new record version, the lease and the time."""
-
-    owner_name: str
-    version: str
-    lease_duration: float
-    # The writer's monotonic clock when it is about to send: a lease this write wins or renews counts from here.
-    started: float
-    # The writer's wall clock, read after ``started`` and before sending, so it is never earlier than
-    # the moment the lease counts from: ``sentAt`` (the clock-bound takeover rule), display timestamps,
-    # the TTL and the token seed.
-    wall_time: float
-
-    @classmethod
-    def new(cls, owner_name: str, lease_duration: float, clock: Clock) -> Stamp:
-        started = clock.monotonic()
-        return cls(owner_name, new_version(), lease_duration, started, clock.time())
-
-    @property
-    def wall_ms(self) -> int:
-        return int(self.wall_time * 1000)
-
-    def landed_in(self, current: LockInfo | None) -> TypeGuard[LockInfo]:
-        """``current`` carries this very stamp: an earlier try of the write (retried inside botocore) landed."""
-        return current is not None and current.raw_version == {"S": self.version}
-
-
-def new_version() -> str:
-    """A record version number: a new random UUID at every write, as the Java client writes them."""
-    return str(uuid.uuid4())
 
 
 def acquire(
@@ -71,6 +34,7 @@ def acquire(
     line: waiters.Place = waiters.NO_LINE,
     me: str | None = None,
     as_read: tuple[LockInfo | None] | None = None,
+    shaped: bool = True,
 ) -> dict[str, Any]:
     """Take the lock if it is free or released, and issue the next fencing token.
 
@@ -88,7 +52,11 @@ def acquire(
     a new count's to take (a count is checked against holdings, by the round that reads the set).
     ``line``: the line of waiters as read, and ``me``, this process's entry in it: a released or
     expired lock goes to the line's first live waiter, not past it (:func:`.queue_writes.grant_terms`).
+    ``shaped`` False: built anew, not from the uncontended acquire's shape (which is built so).
     """
+    usual = observed is None and not pending and line is waiters.NO_LINE and me is None and as_read is None
+    if shaped and usual and permits is None:
+        return _filled("acquire", layout, lock_id, stamp, data, "")  # the uncontended acquire's: one shape
     exprs = Expressions()
     bad_token = observed is not None and observed.bad_fencing_token
     gate, unline = queue_writes.grant_terms(exprs, line, me)
@@ -190,13 +158,23 @@ def renew(layout: TableLayout, lock_id: LockId, stamp: Stamp, *, holding: Holdin
 
 
 def release(
-    layout: TableLayout, lock_id: LockId, stamp: Stamp, *, holding: Holding, readers_mark: str | None = None
+    layout: TableLayout,
+    lock_id: LockId,
+    stamp: Stamp,
+    *,
+    holding: Holding,
+    readers_mark: str | None = None,
+    shaped: bool = True,
 ) -> dict[str, Any]:
     """Mark our lock released, keeping the item (and so its fencing token), and take it out of the live-locks index.
 
     ``readers_mark``: a readers-writer lock's writer that never saw its readers gone leaves
-    the mark that readers may hold, in the same write (:mod:`.readers_mark`).
+    the mark that readers may hold, in the same write (:mod:`.readers_mark`). ``shaped``: as :func:`acquire`'s.
     """
+    usual = isinstance(holding, KeptAlive) and len(holding.versions) == 1 and holding.owner_name == stamp.owner_name
+    if shaped and usual and readers_mark is None:  # the usual release: one shape
+        assert isinstance(holding, KeptAlive)
+        return _filled("release", layout, lock_id, stamp, None, holding.versions[0])
     exprs = Expressions()
     sets = [*_stamp_sets(exprs, layout, stamp, acquired=False), conditions.released(exprs)]
     if readers_mark is not None:
@@ -317,9 +295,40 @@ def _stamp_sets(exprs: Expressions, layout: TableLayout, stamp: Stamp, *, acquir
     return sets
 
 
-def sent_at(version: str, wall_ms: int) -> AttributeValueTypeDef:
-    """The ``sentAt`` attribute of a write that stores ``version`` (see :data:`.item.SENT_AT`)."""
-    return {"M": {item.SENT_AT_VERSION: {"S": version}, item.SENT_AT_MS: {"N": str(wall_ms)}}}
+def _filled(
+    kind: str, layout: TableLayout, lock_id: LockId, stamp: Stamp, data: bytes | None, held: str
+) -> dict[str, Any]:
+    """The request :func:`acquire` (``kind`` "acquire") or :func:`release` builds for these, from its shape."""
+
+    def probe(n: int) -> tuple[dict[str, Any], dict[str, Any]]:
+        stamp_n = Stamp(f"owner-{n}", f"version-{n}", n + 1.5, 0.0, n + 1000.0)
+        id_n: LockId = (f"key-{n}", None if layout.sort_key_name is None else f"sort-{n}")
+        data_n = b"data-%d" % n if data is not None else None
+        holding = KeptAlive(stamp_n.owner_name, (f"held-{n}",))
+        return (
+            acquire(layout, id_n, stamp_n, data=data_n, observed=None, may_take_over=False, pending=[], shaped=False)
+            if kind == "acquire"
+            else release(layout, id_n, stamp_n, holding=holding, shaped=False)
+        ), _slots(layout, id_n, stamp_n, data_n, f"held-{n}")
+
+    shape = Shape.of((kind, layout, data is not None), probe)
+    return shape.fill(layout.key(lock_id), _slots(layout, lock_id, stamp, data, held))
+
+
+def _slots(layout: TableLayout, lock_id: LockId, stamp: Stamp, data: bytes | None, held: str) -> dict[str, Any]:
+    """The values that differ from call to call in those two requests, by slot (see :class:`.Shape`)."""
+    wall_ms = stamp.wall_ms
+    return {
+        "version": {"S": stamp.version},
+        "duration": {"S": str(round(stamp.lease_duration * 1000))},
+        "wall_ms": {"N": str(wall_ms)},
+        "sent_at": sent_at(stamp.version, wall_ms),
+        "owner": {"S": stamp.owner_name},
+        "ttl": {"N": str(layout.ttl_seconds(stamp.wall_time, stamp.lease_duration))},
+        "key": {"S": lock_id[0]},
+        "data": {"B": data},
+        "held": {"S": held},
+    }
 
 
 def _queue_kept(exprs: Expressions) -> str:

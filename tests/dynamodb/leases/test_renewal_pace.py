@@ -221,3 +221,39 @@ def test_the_lag_is_how_late_the_most_overdue_renewal_of_the_last_period_started
     assert heartbeat.lag == pytest.approx(2.0 + 299 * 0.010)  # one worker: the last waited for 299 renewals
     clock.advance(2 * PERIOD + 10.0)  # two quiet periods later (none renewed late): no lag
     assert heartbeat.lag == 0.0
+
+
+def test_a_grant_wakes_the_heartbeat_only_when_it_would_look_too_late_for_the_new_lease(clock):
+    """Locks taken in turn do not wake the thread for each: one due after its next look waits for that look."""
+    recorder, leases, beats = Recorder(clock), [], []
+    heartbeat = heartbeat_for(clock, recorder, leases)
+    counted_beat = heartbeat.beat
+    heartbeat.beat = lambda: beats.append(clock.monotonic()) or counted_beat()  # type: ignore[method-assign]
+    first = held_lease(clock, lease_duration=LEASE, key="first")
+    leases.append(first)
+    first_due = record_of(first).valid_from + PERIOD
+    heartbeat.start(first)
+    try:
+        clock.advance(1.0)  # the thread looked, and waits until the first lease's renewal is due
+        looked = len(beats)
+
+        later = held_lease(clock, lease_duration=LEASE, key="later")  # due a second after the first: no wake
+        leases.append(later)
+        later_due = record_of(later).valid_from + PERIOD
+        heartbeat.start(later)
+        clock.advance(0.5)
+        assert len(beats) == looked
+
+        sooner = held_lease(clock, lease_duration=2.0, key="sooner")  # ends before the thread's next look: woken
+        leases.append(sooner)
+        heartbeat.start(sooner)
+        clock.advance(0.5)
+        assert len(beats) == looked + 1
+        move_to(clock, later_due + 1.0)
+    finally:
+        heartbeat.stop(timeout=5.0)
+
+    # Every lease was seen in time: the short one reported lost when its safe time ended (and at every look
+    # since: nothing takes it out of this test's list), the others renewed on time.
+    assert recorder.expired[0][0] == record_of(sooner).safe_until
+    assert dict(zip(recorder.renewed_keys, recorder.renewed, strict=True)) == {"first": first_due, "later": later_due}
