@@ -40,6 +40,7 @@ $(NODE_STAMP): package.json package-lock.json
 ## fraction of its C tracer's cost (3.11 has only the tracer); COVERAGE_CORE, set, chooses. CHECKS= leaves out the lint
 ## (CI lints on one leg only), and the documentation site's strict build with it. No test is rerun.
 CHECKS ?= lint docs
+CHOOSE_COVERAGE_CORE = export COVERAGE_CORE="$${COVERAGE_CORE:-$$($(BIN)/python -c 'import sys; print("sysmon" if sys.version_info >= (3, 12) else "ctrace")')}"
 ## First the tiers that run in this process on the in-process store (unit, protocol, django), on every core; then,
 ## one at a time, the tiers that start servers, browsers and processes; one coverage report for both.
 ## TEST_PARTS=in-process or TEST_PARTS=servers runs one of the two (CI runs them so); IN_PROCESS_WORKERS, the first's cores.
@@ -50,7 +51,7 @@ IN_PROCESS_WORKERS ?= auto
 ## module's tests together, with servers of its own: those tests mostly wait on real time).
 SERVERS_WORKERS ?= 0
 test: $(CHECKS) $(STAMP) $(NODE_STAMP)
-	export COVERAGE_CORE="$${COVERAGE_CORE:-$$($(BIN)/python -c 'import sys; print("sysmon" if sys.version_info >= (3, 12) else "ctrace")')}"; \
+	$(CHOOSE_COVERAGE_CORE); \
 	status=0; \
 	case " $(TEST_PARTS) " in *" in-process "*) \
 	$(BIN)/python -m pytest -n $(IN_PROCESS_WORKERS) -m "$(IN_PROCESS_TIERS)" --cov --cov-report= --cov-fail-under=0 \
@@ -62,12 +63,15 @@ test: $(CHECKS) $(STAMP) $(NODE_STAMP)
 	exit $$status
 
 ## The minute-by-minute loop: the unit, protocol, stores and django tiers, every test that takes a store on the
-## in-process one (no node, no Java, no browser, no other process), with the coverage of dynalock_django it reaches
-## printed; no lint, no coverage gate. `make test` runs everything.
+## in-process one (no node, no Java, no browser, no other process); no lint, no coverage gate. No coverage either:
+## on Python 3.11 coverage's C tracer costs 2.4 times the tests' CPU. COVERAGE=1 prints the coverage of
+## dynalock_django these tests reach (through sys.monitoring on 3.12+, as make test). `make test` runs everything.
 FAST_TIERS = not slow and not browser and not processes and not chaos
+COVERAGE ?=
+FAST_COVERAGE = $(if $(COVERAGE),--cov --cov-report=term:skip-covered --cov-fail-under=0,--no-cov)
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -n auto -m "$(FAST_TIERS)" --store memory -q --cov --cov-report=term:skip-covered --cov-fail-under=0 \
-		$(PYTEST_ARGS)
+	$(CHOOSE_COVERAGE_CORE); \
+	$(BIN)/python -m pytest -n auto -m "$(FAST_TIERS)" --store memory -q $(FAST_COVERAGE) $(PYTEST_ARGS)
 
 # Each virtualenv keeps its own lint caches, so two legs can lint side by side (.ci/run).
 lint: $(STAMP)
