@@ -23,6 +23,7 @@ from ..clock import SYSTEM_CLOCK, Clock, VirtualClock
 from .connection import new_session
 from .in_memory_answers import install as install_fast_answers
 from .in_memory_faults import INJECTED_HEADER, Faults
+from .in_memory_parsing import install as install_parse_cache
 from .in_memory_rollback import rollback_by_named_items
 
 if TYPE_CHECKING:
@@ -80,6 +81,7 @@ class InMemoryDynamoDB:
         except ImportError as error:
             raise ImportError("The in-memory DynamoDB needs moto: pip install 'dynalock-django[local]'.") from error
         install_fast_answers()  # moto's answers, the same JSON for a fraction of the CPU (in_memory_answers)
+        install_parse_cache()  # each update expression parsed once (in_memory_parsing)
         self.clock = clock
         self.config = {**CLIENT_CONFIG, **config}
         self.faults = Faults(self._pass_time, read_timeout=float(self.config["read_timeout"]))
