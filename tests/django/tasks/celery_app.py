@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import django
-from celery.signals import task_failure, task_prerun, task_retry
+from celery.signals import task_failure, task_prerun, task_received, task_retry
 
 django.setup()
 
@@ -28,6 +28,12 @@ def write_prerun(task_id: str, task: Any, **kwargs: Any) -> None:
     chaos_jobs.record("begin", id=task_id, attempt=int(task.request.retries or 0))
 
 
+def write_received(request: Any, **kwargs: Any) -> None:
+    """When a worker's main process takes a copy from the broker (it is in kombu's unacknowledged set by then):
+    a copy never received was lost before any worker held it (task_history.lost_by_the_broker)."""
+    chaos_jobs.record("received", id=str(request.id))
+
+
 def write_failure(task_id: str, exception: BaseException, **kwargs: Any) -> None:
     chaos_jobs.record_failure(task_id, exception, final=True)
 
@@ -37,6 +43,7 @@ def write_retry(request: Any, reason: BaseException | str, **kwargs: Any) -> Non
 
 
 task_prerun.connect(write_prerun)
+task_received.connect(write_received)
 task_failure.connect(write_failure)
 task_retry.connect(write_retry)
 

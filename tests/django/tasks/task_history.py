@@ -105,6 +105,27 @@ def unaccounted(events: list[Event]) -> list[str]:
     return [task_id for task_id in enqueued_ids(events) if not accounted(task_id)]
 
 
+def lost_by_the_broker(events: list[Event], missing: list[str]) -> list[str]:
+    """The copies in ``missing`` no worker ever received, each enqueued before a whole worker was killed, in a
+    run whose workers record what they receive (Celery's: ``received``).
+
+    kombu's Redis transport takes a message from the queue (BRPOP) and only then writes it to its
+    unacknowledged set: a worker SIGKILLed between the two (the answer may wait in its socket) loses the
+    message with nobody's code run (kombu#305, celery#4354). No lock can run or skip a copy that never
+    reached a worker; the run counts these apart from the copies a worker received and lost.
+    """
+    received = {e.data["id"] for e in events if e.kind == "received"}
+    if not received:
+        return []  # this framework's workers do not say what they receive
+    enqueued_at = {e.data["id"]: e.t for e in events if e.kind == "enqueued"}
+    worker_kills = [e.t for e in events if e.kind == "kill" and e.data.get("worker") and not e.data.get("last")]
+    return [
+        task_id
+        for task_id in missing
+        if task_id not in received and any(killed > enqueued_at[task_id] for killed in worker_kills)
+    ]
+
+
 def why_unaccounted(events: list[Event], missing: list[str]) -> dict[str, int]:
     """For the copies in ``missing``, how many ended each way: the error a copy last raised (and whether
     a retry was still to come), begun with no outcome, or never begun."""
@@ -190,6 +211,7 @@ class TaskChaosReport:
     unfinished: int = 0
     lost_leases: int = 0
     unaccounted: list[str] = field(default_factory=list)
+    lost_by_broker: list[str] | None = None  # see lost_by_the_broker(); None: its workers record no receipts
     why_unaccounted: dict[str, int] = field(default_factory=dict)  # see why_unaccounted()
     stuck_keys: list[str] = field(default_factory=list)
     freed_after: list[float] = field(default_factory=list)  # leases, each killed run's key
@@ -209,6 +231,8 @@ class TaskChaosReport:
         probes = set(enqueued_ids(events, probes=True))
         names = {e.key for e in events if e.kind == "enqueued"}
         missing = unaccounted(events)
+        lost = lost_by_the_broker(events, missing)
+        missing = [task_id for task_id in missing if task_id not in lost]
         return cls(
             framework=framework,
             lease=lease,
@@ -225,6 +249,7 @@ class TaskChaosReport:
             unfinished=len(runs) - len(finished),
             lost_leases=sum(1 for e in events if e.kind == "lost"),
             unaccounted=missing,
+            lost_by_broker=lost if any(e.kind == "received" for e in events) else None,
             why_unaccounted=why_unaccounted(events, missing),
             stuck_keys=stuck_keys,
             freed_after=freed_after(runs, lease),
@@ -271,6 +296,9 @@ class TaskChaosReport:
             "limit=2 at once (most)": ", ".join(str(most) for most in self.limited_peak.values()) or "-",
             "leases lost": str(self.lost_leases),
             "unaccounted": str(len(self.unaccounted)),
+            "lost by the broker (never received)": "-"
+            if self.lost_by_broker is None
+            else str(len(self.lost_by_broker)),
             "skipped, then the first copy killed": str(len(self.skipped_then_killed)),
             "stuck keys": str(len(self.stuck_keys)),
             "killed key free after (leases)": (

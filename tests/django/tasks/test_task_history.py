@@ -8,6 +8,7 @@ from ...chaos.history import Event
 from .task_history import (
     LIMITS,
     TaskChaosReport,
+    lost_by_the_broker,
     overlaps,
     peak,
     redeliveries,
@@ -105,6 +106,28 @@ def test_a_missing_copy_is_told_by_what_it_last_raised_or_whether_a_worker_began
         "5 enqueued copies neither ran nor skipped "
         "(begun, no outcome: 1, never begun: 1, raised DynamoDBUnavailable: 2, raised Flaky, its retry never ran: 1)"
     )
+
+
+def test_a_copy_no_worker_received_before_a_whole_worker_was_killed_is_the_brokers_loss_and_no_other_is():
+    events = [
+        *(event(0, "enqueued", "n", id=task_id) for task_id in ("lost", "held", "done")),
+        event(0.5, "received", id="held"),  # a worker had it: its loss is a failure
+        event(0.5, "received", id="done"),
+        *run(1, 2, "n", "done", 1),
+        event(3, "kill", pids=[7, 8], worker=True),
+        event(4, "enqueued", "n", id="late"),  # enqueued after the only whole-worker kill
+    ]
+    missing = unaccounted(events)
+    assert missing == ["lost", "held", "late"]
+    assert lost_by_the_broker(events, missing) == ["lost"]
+    report = TaskChaosReport.of("celery", 1.0, events, stuck_keys=[])
+    assert (report.unaccounted, report.lost_by_broker) == (["held", "late"], ["lost"])
+    assert report.row()["lost by the broker (never received)"] == "1"
+    assert report.failures()[0] == "2 enqueued copies neither ran nor skipped (never begun: 2): ['held', 'late']"
+    # A framework whose workers say nothing of what they receive: every missing copy is unaccounted.
+    silent = [e for e in events if e.kind != "received"]
+    assert lost_by_the_broker(silent, unaccounted(silent)) == []
+    assert TaskChaosReport.of("huey", 1.0, silent, stuck_keys=[]).row()["lost by the broker (never received)"] == "-"
 
 
 def test_redeliveries_count_copies_begun_again_and_operators_new_copies():
