@@ -105,7 +105,7 @@ def unaccounted(events: list[Event]) -> list[str]:
     return [task_id for task_id in enqueued_ids(events) if not accounted(task_id)]
 
 
-def lost_by_the_broker(events: list[Event], missing: list[str]) -> list[str]:
+def lost_by_the_broker(events: list[Event], missing: list[str]) -> list[str] | None:
     """The copies in ``missing`` no worker ever received, each enqueued before a whole worker was killed, in a
     run whose workers record what they receive (Celery's: ``received``).
 
@@ -116,7 +116,7 @@ def lost_by_the_broker(events: list[Event], missing: list[str]) -> list[str]:
     """
     received = {e.data["id"] for e in events if e.kind == "received"}
     if not received:
-        return []  # this framework's workers do not say what they receive
+        return None  # this framework's workers do not say what they receive: none can be told apart
     enqueued_at = {e.data["id"]: e.t for e in events if e.kind == "enqueued"}
     worker_kills = [e.t for e in events if e.kind == "kill" and e.data.get("worker") and not e.data.get("last")]
     return [
@@ -232,7 +232,7 @@ class TaskChaosReport:
         names = {e.key for e in events if e.kind == "enqueued"}
         missing = unaccounted(events)
         lost = lost_by_the_broker(events, missing)
-        missing = [task_id for task_id in missing if task_id not in lost]
+        missing = [task_id for task_id in missing if task_id not in (lost or [])]
         return cls(
             framework=framework,
             lease=lease,
@@ -249,7 +249,7 @@ class TaskChaosReport:
             unfinished=len(runs) - len(finished),
             lost_leases=sum(1 for e in events if e.kind == "lost"),
             unaccounted=missing,
-            lost_by_broker=lost if any(e.kind == "received" for e in events) else None,
+            lost_by_broker=lost,
             why_unaccounted=why_unaccounted(events, missing),
             stuck_keys=stuck_keys,
             freed_after=freed_after(runs, lease),
