@@ -3,17 +3,22 @@
 A write is safe when its condition names exactly the holding it acts on: a
 holder's own versions (:class:`KeptAlive`), a detached lease's owner and
 token (:class:`Detached`), or the holding an operator read
-(:func:`same_holding`). :mod:`.writes` builds each request around them.
+(:func:`same_holding`); an acquire takes only a lock free as it read it
+(:func:`free_of_any_line`, :func:`free_as_read`). :mod:`.writes` builds each
+request around them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import item
+from . import item, queue_writes, waiters
 from .expressions import Expressions
-from .item import LockInfo
+from .item import LockInfo, Stamp
+
+if TYPE_CHECKING:
+    from .layout import TableLayout
 
 
 @dataclass(frozen=True)
@@ -101,3 +106,65 @@ def version_is(exprs: Expressions, raw_version: Any) -> str:
     if raw_version is None:
         return f"attribute_not_exists({name})"
     return f"{name} = {exprs.value(raw_version)}"
+
+
+def free_of_any_line(exprs: Expressions, layout: TableLayout) -> str:
+    """The condition of an acquire that read nothing: no item, or a released one with no waiter in line,
+    its fencing token absent or a number.
+
+    It is the general condition for that case, ``(no item OR released AND (no line OR not a map OR an
+    empty one)) AND (no token OR a number token)``, written as a disjunction of conjunctions without
+    parentheses: no item implies no token, and "no line" is "not a map" (``attribute_type`` is false
+    for a missing attribute). The same truth table, and dynalite's expression parser (PEG.js, no
+    memoizing) backtracks over every nested parenthesis: the parenthesized form took it about 7 times
+    as long to parse as this one, the larger part of an uncontended acquire's time there.
+    """
+    line, token = exprs.name(waiters.LINE), exprs.name(item.FENCING_TOKEN)
+    a_map = f"attribute_type({line}, {exprs.string('M')})"
+    # size() only of a map: moto raises on size() of a missing attribute, where DynamoDB finds it false.
+    not_a_map, empty = f"NOT {a_map}", f"{a_map} AND size({line}) = {exprs.number(0)}"
+    no_token, number_token = f"attribute_not_exists({token})", f"attribute_type({token}, {exprs.string('N')})"
+    is_released = released(exprs)
+    free = [
+        f"{is_released} AND {line_free} AND {token_ok}"
+        for line_free in (not_a_map, empty)
+        for token_ok in (no_token, number_token)
+    ]
+    return " OR ".join([f"attribute_not_exists({exprs.name(layout.partition_key_name)})", *free])
+
+
+def free_as_read(
+    exprs: Expressions,
+    layout: TableLayout,
+    line: waiters.Place,
+    me: str | None,
+    observed: LockInfo | None,
+    may_take_over: bool,
+    pending: list[str],
+    as_read: tuple[LockInfo | None] | None,
+    stamp: Stamp,
+) -> tuple[str, list[str]]:
+    """The condition of an acquire after a read (see :func:`.writes.acquire`), and the paths of the line its
+    grant takes out."""
+    gate, unline = queue_writes.grant_terms(exprs, line, me)
+    if observed is not None and observed.bad_fencing_token:
+        same_item = f"{version_is(exprs, observed.raw_version)} AND {gate}"
+        return (same_item if may_take_over else f"{same_item} AND {released(exprs)}"), unline
+    if as_read is not None:
+        # A permit is taken as read: a name's holder that shut it since refuses the write (name_lock.py).
+        found = as_read[0]
+        free = [
+            f"attribute_not_exists({exprs.name(layout.partition_key_name)}) AND {gate}"
+            if found is None
+            else f"{version_is(exprs, found.raw_version)} AND {released(exprs)} AND {gate}"
+        ]
+    else:
+        free = [f"{released(exprs)} AND {gate}"]
+    if not unline:  # a new item has no line to take paths out of
+        free.insert(0, f"attribute_not_exists({exprs.name(layout.partition_key_name)})")
+    if observed is not None and may_take_over:
+        free.append(f"{version_is(exprs, observed.raw_version)} AND {gate}")
+    if pending:
+        free.append(f"({owned_version(exprs, stamp.owner_name, pending)})")
+    token, number = exprs.name(item.FENCING_TOKEN), exprs.string("N")
+    return f"({' OR '.join(free)}) AND (attribute_not_exists({token}) OR attribute_type({token}, {number}))", unline

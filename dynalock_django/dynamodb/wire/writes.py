@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from . import conditions, item, queue_writes, waiters
+from . import conditions, item, waiters
 from . import readers_mark as marks
 from .conditions import Detached, Holding, KeptAlive
 from .expressions import Expressions, Shape, update_expression
@@ -59,29 +59,14 @@ def acquire(
         return _filled("acquire", layout, lock_id, stamp, data, "")  # the uncontended acquire's: one shape
     exprs = Expressions()
     bad_token = observed is not None and observed.bad_fencing_token
-    gate, unline = queue_writes.grant_terms(exprs, line, me)
-    if observed is not None and bad_token:
-        same_item = f"{conditions.version_is(exprs, observed.raw_version)} AND {gate}"
-        condition = same_item if may_take_over else f"{same_item} AND {conditions.released(exprs)}"
+    unline: list[str] = []
+    if usual:  # nothing read: no version to match, no line to take paths out of
+        condition = conditions.free_of_any_line(exprs, layout)
     else:
-        if permits is not None and as_read is not None:
-            # A permit is taken as read: a name's holder that shut it since refuses the write (name_lock.py).
-            found = as_read[0]
-            free = [
-                f"attribute_not_exists({exprs.name(layout.partition_key_name)}) AND {gate}"
-                if found is None
-                else f"{conditions.version_is(exprs, found.raw_version)} AND {conditions.released(exprs)} AND {gate}"
-            ]
-        else:
-            free = [f"{conditions.released(exprs)} AND {gate}"]
-        if not unline:  # a new item has no line to take paths out of
-            free.insert(0, f"attribute_not_exists({exprs.name(layout.partition_key_name)})")
-        if observed is not None and may_take_over:
-            free.append(f"{conditions.version_is(exprs, observed.raw_version)} AND {gate}")
-        if pending:
-            free.append(f"({conditions.owned_version(exprs, stamp.owner_name, pending)})")
-        token, number = exprs.name(item.FENCING_TOKEN), exprs.string("N")
-        condition = f"({' OR '.join(free)}) AND (attribute_not_exists({token}) OR attribute_type({token}, {number}))"
+        taken_as_read = as_read if permits is not None else None  # only a permit is taken as read
+        condition, unline = conditions.free_as_read(
+            exprs, layout, line, me, observed, may_take_over, pending, taken_as_read, stamp
+        )
     counted: list[str] = []
     if permits is not None:
         count, value = exprs.name(item.PERMITS), exprs.number(permits)
