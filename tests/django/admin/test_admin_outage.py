@@ -25,7 +25,7 @@ from testproject.desk.models import Customer
 from ...chaos.proxy import FaultProxy, FaultRates
 from ...dynamodb_support import RequestCounter
 from ..admin_support import LIVE_LOCKS, logged_in
-from .test_admin_edit_lock import change_url, customer_form, open_page, ticket_of
+from .edit_locking.test_admin_edit_lock import change_url, customer_form, open_page, ticket_of
 
 pytestmark = [pytest.mark.stores, pytest.mark.django_db, pytest.mark.uses_dynalock]
 

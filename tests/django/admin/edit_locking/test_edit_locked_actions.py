@@ -12,8 +12,8 @@ from dynalock_django.client import get_client
 from testproject.desk.admin import CustomerAdmin
 from testproject.desk.models import Customer
 
-from ...dynamodb_support import RequestCounter
-from ..admin_support import DESK_EDITOR, PATIENT, browser, held, logged_in, with_token
+from ....dynamodb_support import RequestCounter
+from ...admin_support import DESK_EDITOR, PATIENT, browser, held, logged_in, with_token
 from .test_admin_edit_lock import change_url, customer_form, edit_lock_url, stored
 
 pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]

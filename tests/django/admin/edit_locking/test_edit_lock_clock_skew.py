@@ -13,9 +13,9 @@ from dynalock_django.dynamodb import LockClient
 from dynalock_django.keys import key_for_instance
 from dynalock_django.payload import LockData
 
-from ...dynamodb.clocks import OffsetClock
-from ...dynamodb_support import HEARTBEAT, make_dynamodb
-from ..admin_support import DESK_EDITOR, logged_in
+from ....dynamodb.clocks import OffsetClock
+from ....dynamodb_support import HEARTBEAT, make_dynamodb
+from ...admin_support import DESK_EDITOR, logged_in
 from .test_admin_edit_lock import edit_lock_url, open_page, ticket_of
 
 pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]

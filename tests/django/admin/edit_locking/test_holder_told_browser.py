@@ -22,8 +22,8 @@ from django.test import override_settings
 from dynalock_django.client import get_client
 from testproject.desk.admin import CustomerAdmin
 
-from ..browser import PAGE_PATIENCE_MS
-from .test_admin_browser import (  # noqa: F401 (fixtures, and helpers)
+from ...browser import PAGE_PATIENCE_MS
+from ..test_admin_browser import (  # noqa: F401 (fixtures, and helpers)
     _database_before_live_server,
     banner,
     change_url,

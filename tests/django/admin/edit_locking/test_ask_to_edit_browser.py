@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from ..browser import PAGE_PATIENCE_MS
-from .test_admin_browser import (  # noqa: F401 (fixtures, and helpers)
+from ...browser import PAGE_PATIENCE_MS
+from ..test_admin_browser import (  # noqa: F401 (fixtures, and helpers)
     _database_before_live_server,
     banner,
     change_url,

@@ -15,8 +15,8 @@ from dynalock_django.admin.edit_locking.tickets import TICKET_FIELD
 from dynalock_django.conf import MAX_PAGE_SECONDS
 from dynalock_django.fencing import fenced_save
 
-from ..admin_support import browser, logged_in, with_token
-from ..testapp.models import Account, AccountProxy, PremiumAccount, Tag, TagProxy
+from ...admin_support import browser, logged_in, with_token
+from ...testapp.models import Account, AccountProxy, PremiumAccount, Tag, TagProxy
 from .test_admin_edit_lock import change_url, customer_form, edit_lock_url, stored, ticket_of
 
 pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]

@@ -12,9 +12,9 @@ from dynalock_django.admin.edit_locking.tickets import HANDOFF_COOKIE, TICKET_FI
 from dynalock_django.client import get_client
 from dynalock_django.keys import key_for_instance
 
-from ...dynamodb_support import FaultInjector
-from ..admin_support import browser, with_token
-from ..testapp.models import Tag, Topic
+from ....dynamodb_support import FaultInjector
+from ...admin_support import browser, with_token
+from ...testapp.models import Tag, Topic
 
 pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 

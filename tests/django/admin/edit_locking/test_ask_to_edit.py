@@ -15,7 +15,7 @@ from dynalock_django.keys import key_for_instance
 from testproject.desk.admin import CustomerAdmin
 from testproject.desk.models import Customer
 
-from ..admin_support import DESK_EDITOR, browser, logged_in, with_token
+from ...admin_support import DESK_EDITOR, browser, logged_in, with_token
 from .test_admin_edit_lock import (
     change_url,
     customer_form,

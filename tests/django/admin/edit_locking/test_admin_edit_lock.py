@@ -24,10 +24,10 @@ from dynalock_django.payload import LockData
 from testproject.desk.admin import CustomerAdmin
 from testproject.desk.models import Customer
 
-from ...dynamodb.clocks import TICK
-from ..admin_support import DESK_EDITOR, logged_in
-from ..testapp.admin import TagAdmin
-from ..testapp.models import Tag, Ticket
+from ....dynamodb.clocks import TICK
+from ...admin_support import DESK_EDITOR, logged_in
+from ...testapp.admin import TagAdmin
+from ...testapp.models import Tag, Ticket
 
 pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 

@@ -21,8 +21,8 @@ from dynalock_django.keys import key_for_instance
 from dynalock_django.testing import LocksInMemory, locks_in_memory
 from testproject.desk.models import Customer
 
-from ..admin_support import logged_in
-from ..testapp.models import Tag
+from ...admin_support import logged_in
+from ...testapp.models import Tag
 from .test_admin_edit_lock import change_url, customer_form, open_page, ticket_of
 
 pytestmark = [pytest.mark.django_db]

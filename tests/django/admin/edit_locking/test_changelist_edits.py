@@ -9,9 +9,9 @@ from dynalock_django.admin.edit_locking.tickets import TICKET_FIELD
 from dynalock_django.client import get_client
 from dynalock_django.keys import key_for_instance
 
-from ..admin_support import browser, with_token
-from ..testapp.admin import TicketAdmin
-from ..testapp.models import Tag, Ticket
+from ...admin_support import browser, with_token
+from ...testapp.admin import TicketAdmin
+from ...testapp.models import Tag, Ticket
 
 pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 

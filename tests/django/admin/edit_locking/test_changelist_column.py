@@ -14,9 +14,9 @@ from dynalock_django.keys import key_for_instance
 from testproject.desk.admin import CustomerAdmin
 from testproject.desk.models import Customer
 
-from ...dynamodb_support import FaultInjector
-from ..admin_support import held_by_user, logged_in
-from ..testapp.models import Tag
+from ....dynamodb_support import FaultInjector
+from ...admin_support import held_by_user, logged_in
+from ...testapp.models import Tag
 
 pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
 
