@@ -34,6 +34,9 @@ REGION = os.environ.get("AWS_DEFAULT_REGION", "us-east-1")
 LEASE = 1.0
 HEARTBEAT = 0.25
 REFRESH = 0.1
+# A client option set whose leases no heartbeat renews within a test: for counting what a call sends
+# where the count cannot tell renewals apart (the telemetry's request counter; RequestCounter can).
+UNRENEWED = {"lease_duration": 60.0, "heartbeat_period": 20.0}
 # The longest a test waits for what comes within a heartbeat or two: generous, as the machine may be
 # loaded. The timing rules themselves are unit-tested on a fake clock.
 PATIENCE = 5.0

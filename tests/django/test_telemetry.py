@@ -9,7 +9,7 @@ from dynalock_django import lock_key, lock_object, semaphore
 from dynalock_django.keys import key_for_instance, telemetry_attributes
 
 from ..otel_support import recorded
-from .admin.test_admin_edit_lock import edit_lock_url, open_page, ticket_of
+from .admin.edit_locking.test_admin_edit_lock import edit_lock_url, open_page, ticket_of
 from .admin_support import logged_in
 from .tasks import jobs
 from .tasks.test_lock_task import key_of
