@@ -7,7 +7,7 @@
     ├── LockNotAcquired          .holder: the lock item in the way (LockInfo)
     │   ├── LockTimeout
     │   │   ├── TaskLocked       a run-once task met a live holder (on_conflict="raise", or "wait" timed out)
-    │   │   └── WouldDeadlock    the calling thread or task holds the key already, at once: pass reentrant=True
+    │   │   └── WouldDeadlock    the calling thread or task holds the key (or the row's reader/writer), at once
     │   ├── AlreadyQueued        enqueue_unique(): a copy with the same key is still queued
     │   └── IdempotencyKeyInUse  idempotency(): the key's first run is still in flight (.retry_after)
     ├── IdempotencyKeyReused     idempotency(): the key was used with another fingerprint

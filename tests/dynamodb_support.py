@@ -266,3 +266,23 @@ def json_of_child(code: str, *arguments: str) -> Any:
     )
     assert child.returncode == 0, child.stderr
     return json.loads(child.stdout)
+
+
+def in_another_thread(call: Callable[[], Any]) -> Any:
+    """``call()`` run in a thread of its own (another holder than the caller's thread): its value, or its error."""
+    outcome: list[tuple[bool, Any]] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as error:
+            outcome.append((False, error))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(PATIENCE)
+    assert outcome, f"{call!r} still running after {PATIENCE}s"
+    returned, value = outcome[0]
+    if not returned:
+        raise value
+    return value

@@ -59,7 +59,9 @@ class LockTimeout(LockNotAcquired):
 class WouldDeadlock(LockTimeout):
     """The calling context already holds the lock through this client: waiting for it would wait for itself.
 
-    Raised at once, without a request; pass ``reentrant=True`` to share the hold instead. A LockTimeout,
+    Raised at once, without a request; pass ``reentrant=True`` to share the hold instead. Also raised
+    for a readers-writer lock's writer asked for by a context holding one of its readers, or a reader
+    by its writer (not upgraded or downgraded: release the one first). A LockTimeout,
     which such a call raised after waiting out its timeout before, so code handling that handles this;
     ``holder``/``holders``: the context's own holding.
     """

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from .clock import Instant
+from .leases.block_end import arelease_at_block_end
 from .leases.lease import Lease, LostCallback, detached_handle
 from .wire import validation
 
@@ -278,6 +279,31 @@ class LockMethods:
         )
         self.process_state.ensure_open()
         return await self.process_state.atry_acquire(request, reentrant=reentrant)
+
+    @contextlib.asynccontextmanager
+    async def alock(
+        self,
+        key: str,
+        *,
+        sort_key: str | None = None,
+        timeout: float | None = None,
+        data: bytes | None = None,
+        on_lost: LostCallback | None = None,
+        reentrant: bool = False,
+    ) -> AsyncIterator[Lease]:
+        """``async with client.alock(key) as lease:`` :meth:`lock` for coroutines: :meth:`aacquire`, then
+        :meth:`arelease` at the block's end by :mod:`.block_end`'s rule (its exception wins; LockLost if the lease
+        was lost; an unanswered release after success stands). Cancelled while waiting, it holds nothing.
+        """
+        lease = await self.aacquire(
+            key, sort_key=sort_key, timeout=timeout, data=data, on_lost=on_lost, reentrant=reentrant
+        )
+        try:
+            yield lease
+        except BaseException as error:
+            await arelease_at_block_end(lease.arelease, error, [lease])
+            raise
+        await arelease_at_block_end(lease.arelease, None, [lease])
 
     async def arelease(self, lease: Lease, *, best_effort: bool = False) -> bool:
         """:meth:`release` for coroutines; it is sent even if the caller is cancelled meanwhile."""

@@ -13,11 +13,11 @@ from dynalock_django import lock_model, lock_object
 from dynalock_django.client import close_client, get_client
 from dynalock_django.dynamodb import MAX_COUNTED_NAME_BYTES
 from dynalock_django.dynamodb.counted.permit_set import PermitSet
-from dynalock_django.exceptions import InvalidLockRequest, LockNotAcquired, LockTimeout
+from dynalock_django.exceptions import InvalidLockRequest, LockNotAcquired, LockTimeout, WouldDeadlock
 from dynalock_django.keys import key_for_instance
-from dynalock_django.locks import SharedRowLock
+from dynalock_django.locks import RowLock, SharedRowLock
 
-from ..dynamodb_support import PATIENCE, RequestCounter
+from ..dynamodb_support import PATIENCE, RequestCounter, in_another_thread
 from .testapp.models import Account, AccountProxy, PremiumAccount, Ticket, Topic
 
 pytestmark = [pytest.mark.django_db, pytest.mark.uses_dynalock]
@@ -42,11 +42,14 @@ def test_readers_hold_the_row_together(account, dynalock):
 
 
 def test_the_writer_cannot_take_a_row_readers_hold(account):
+    # Another thread: the reader's own thread asking to write is WouldDeadlock (test_lock_mix.py).
     with lock_object(account, shared=True):
-        with pytest.raises(LockNotAcquired):
-            lock_object(account, blocking=False).acquire()
-        with pytest.raises(LockTimeout):
-            lock_object(account, timeout=0.3).acquire()
+        with pytest.raises(LockNotAcquired) as refused:
+            in_another_thread(lock_object(account, blocking=False).acquire)
+        assert not isinstance(refused.value, WouldDeadlock)
+        with pytest.raises(LockTimeout) as timed_out:
+            in_another_thread(lock_object(account, timeout=0.3).acquire)
+        assert not isinstance(timed_out.value, WouldDeadlock)
     with lock_object(account, blocking=False) as lease:  # the readers left: the writer takes it
         assert lease.is_held()
 
@@ -57,20 +60,21 @@ def test_a_row_locked_before_still_waits_for_a_reader_that_came_since(account, r
     with lock_object(account, shared=True):
         requests_made.reset()
         with pytest.raises(LockTimeout, match="1 reader"):  # the reader's mark made the writer look
-            lock_object(account, timeout=0.3).acquire()
+            in_another_thread(lock_object(account, timeout=0.3).acquire)
         assert requests_made.calls["BatchGetItem"] >= 1
 
 
 def test_a_reader_cannot_take_a_row_the_writer_holds(account):
-    with lock_object(account), pytest.raises(LockNotAcquired):
-        lock_object(account, shared=True, blocking=False).acquire()
+    with lock_object(account), pytest.raises(LockNotAcquired) as refused:
+        in_another_thread(lock_object(account, shared=True, blocking=False).acquire)
+    assert not isinstance(refused.value, WouldDeadlock)
     with lock_object(account, shared=True, blocking=False):
         pass
 
 
 def test_the_writer_waits_for_the_readers_to_leave(account):
     reader = lock_object(account, shared=True)
-    reader.acquire()
+    in_another_thread(reader.acquire)  # the reader is that thread's: this one waits for it, not for itself
     leaving = threading.Timer(0.2, reader.release)
     leaving.start()
     with lock_object(account, timeout=PATIENCE) as lease:
@@ -108,13 +112,16 @@ def test_a_waiting_writer_keeps_new_readers_out(account):
 
 
 def test_async_readers_and_writer(account):
+    async def another_task(lock: SharedRowLock | RowLock) -> None:
+        with pytest.raises(LockNotAcquired) as refused:  # another task: refused as any holder's lock is
+            await asyncio.create_task(lock.aacquire())
+        assert not isinstance(refused.value, WouldDeadlock)
+
     async def scenario() -> None:
         async with lock_object(account, shared=True), lock_object(account, shared=True):
-            with pytest.raises(LockNotAcquired):
-                await lock_object(account, blocking=False).aacquire()
+            await another_task(lock_object(account, blocking=False))
         async with lock_object(account, blocking=False):
-            with pytest.raises(LockNotAcquired):
-                await lock_object(account, shared=True, blocking=False).aacquire()
+            await another_task(lock_object(account, shared=True, blocking=False))
 
     asyncio.run(scenario())
 
@@ -207,6 +214,6 @@ def test_a_reader_of_a_model_not_declared_is_refused_naming_the_setting():
 def test_a_proxy_or_a_child_shares_its_roots_declaration(account):
     premium = PremiumAccount.objects.create(name="Gold")
     with lock_object(premium, shared=True), pytest.raises(LockNotAcquired):  # the same row's reader and writer
-        lock_object(Account.objects.get(pk=premium.pk), blocking=False).acquire()
+        in_another_thread(lock_object(Account.objects.get(pk=premium.pk), blocking=False).acquire)
     with lock_object(AccountProxy.objects.get(pk=account.pk), shared=True):
         pass

@@ -39,8 +39,9 @@ class ReadersWriterLock:
 
     A reader's lease has ``.permit`` (its reader permit) and that permit's token; the writer's
     lease is the write item's, whose token grows from writer to writer (the one a fenced save checks).
-    Do not take the write lock while holding a read lock of the same name: the writer would wait for
-    itself until its timeout.
+    A thread or task holding one of them through the same client that asks for the other would wait
+    for itself: that is WouldDeadlock at once, with no request (a lock is neither upgraded nor
+    downgraded; another thread or task waits as usual).
     """
 
     def __init__(
@@ -67,6 +68,8 @@ class ReadersWriterLock:
             described=(described or Described(READER_KIND)).as_kind(READER_KIND),
         )
         self._described = described  # the writer's: the lock's own
+        # Which readers and writers of this lock each context holds: a mix in one context is WouldDeadlock.
+        self._reentrancy = client.process_state.reentrancy
 
     def __repr__(self) -> str:
         return f"<ReadersWriterLock {self.name!r} max_readers={self.max_readers}>"
@@ -79,8 +82,14 @@ class ReadersWriterLock:
         data: bytes | None = None,
         on_lost: LostCallback | None = None,
     ) -> Lease:
-        """Wait until no writer holds or waits for the lock and a reader permit is ours; its lease."""
-        return self._readers.acquire(self._readers.request(timeout, lease_duration, data, on_lost), self._write_id)
+        """Wait until no writer holds or waits for the lock and a reader permit is ours; its lease.
+
+        WouldDeadlock at once, with no request, when the calling thread or task holds the write lock: it
+        would wait for itself (its holder reads under it without a read lock).
+        """
+        request = self._readers.request(timeout, lease_duration, data, on_lost)
+        take = functools.partial(self._readers.acquire, request, self._write_id)
+        return self._reentrancy.read(self._write_id, take)
 
     def try_acquire_read(
         self,
@@ -89,8 +98,12 @@ class ReadersWriterLock:
         data: bytes | None = None,
         on_lost: LostCallback | None = None,
     ) -> Lease | None:
-        """One round, never waiting: a reader's lease, or None while a writer is in or all permits are held."""
-        return self._readers.try_acquire(self._readers.request(0.0, lease_duration, data, on_lost), self._write_id)
+        """One round, never waiting: a reader's lease, or None while a writer is in or all permits are held
+        (None at once, with no request, where :meth:`acquire_read` raises WouldDeadlock)."""
+        request = self._readers.request(0.0, lease_duration, data, on_lost)
+        return self._reentrancy.try_read(
+            self._write_id, functools.partial(self._readers.try_acquire, request, self._write_id)
+        )
 
     async def aacquire_read(
         self,
@@ -102,7 +115,9 @@ class ReadersWriterLock:
     ) -> Lease:
         """:meth:`acquire_read` for coroutines."""
         request = self._readers.request(timeout, lease_duration, data, on_lost)
-        return await self._readers.aacquire(request, self._write_id)
+        return await self._reentrancy.aread(
+            self._write_id, functools.partial(self._readers.aacquire, request, self._write_id)
+        )
 
     async def atry_acquire_read(
         self,
@@ -113,7 +128,11 @@ class ReadersWriterLock:
     ) -> Lease | None:
         """:meth:`try_acquire_read` for coroutines."""
         request = self._readers.request(0.0, lease_duration, data, on_lost)
-        return await self._readers.run_in_call_thread(lambda: self._readers.try_acquire(request, self._write_id))
+
+        async def take() -> Lease | None:
+            return await self._readers.run_in_call_thread(lambda: self._readers.try_acquire(request, self._write_id))
+
+        return await self._reentrancy.atry_read(self._write_id, take)  # the reader is the calling task's
 
     def acquire_write(
         self,
@@ -127,11 +146,12 @@ class ReadersWriterLock:
         """Take the write item (keeping new readers out), then wait for the readers in place to leave; its lease.
 
         When ``timeout`` runs out the write item is released and LockTimeout names who was in the way.
-        ``reentrant``: as :meth:`.LockClient.acquire`'s, for the write item.
+        ``reentrant``: as :meth:`.LockClient.acquire`'s, for the write item. WouldDeadlock at once, with no
+        request, when the calling thread or task holds a read lock of it: release the read first.
         """
         request = self._write_request(timeout, lease_duration, data, on_lost)
         take = functools.partial(self._take_write, request)
-        return self._client.process_state.reentrancy.acquire(request.lock_id, request.options, reentrant, take)
+        return self._reentrancy.acquire(request.lock_id, request.options, reentrant, take, waits_for_readers=True)
 
     def _take_write(self, request: AcquireRequest) -> Lease:
         state, timeout = self._client.process_state, request.timeout
@@ -156,7 +176,9 @@ class ReadersWriterLock:
         """:meth:`acquire_write` for coroutines; cancelling it releases the write item."""
         request = self._write_request(timeout, lease_duration, data, on_lost)
         take = functools.partial(self._atake_write, request)
-        return await self._client.process_state.reentrancy.aacquire(request.lock_id, request.options, reentrant, take)
+        return await self._reentrancy.aacquire(
+            request.lock_id, request.options, reentrant, take, waits_for_readers=True
+        )
 
     async def _atake_write(self, request: AcquireRequest) -> Lease:
         state, timeout = self._client.process_state, request.timeout
@@ -186,7 +208,7 @@ class ReadersWriterLock:
         request = self._write_request(0.0, lease_duration, data, on_lost)
         self._client.process_state.ensure_open()
         take = functools.partial(self._try_take_write, request)
-        return self._client.process_state.reentrancy.try_acquire(request.lock_id, request.options, reentrant, take)
+        return self._reentrancy.try_acquire(request.lock_id, request.options, reentrant, take, waits_for_readers=True)
 
     async def atry_acquire_write(
         self,
@@ -203,8 +225,8 @@ class ReadersWriterLock:
         async def take() -> Lease | None:
             return await self._readers.run_in_call_thread(functools.partial(self._try_take_write, request))
 
-        return await self._client.process_state.reentrancy.atry_acquire(
-            request.lock_id, request.options, reentrant, take
+        return await self._reentrancy.atry_acquire(
+            request.lock_id, request.options, reentrant, take, waits_for_readers=True
         )
 
     def _try_take_write(self, request: AcquireRequest) -> Lease | None:

@@ -13,12 +13,20 @@ A hold's leases are handles on one record: the same fencing token, one item,
 one heartbeat. Each handle is released once; the lock's own release is sent by
 the last (the outermost, in nested code). A hold whose lease was lost or
 released some other way (a close) is forgotten as soon as it is seen.
+
+A readers-writer lock's reader is a hold of its own permit, not of the write
+item; the context's readers are kept here by write item all the same, because
+a mix of the two in one context waits for itself (docs/protocol.md, "Readers
+and writers"): the writer's drain waits for the context's reader, and a reader
+waits while the context holds the write item. Both are WouldDeadlock at once:
+a lock is neither upgraded nor downgraded.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -72,6 +80,12 @@ class _Hold:
         return record_of(self.granted)
 
 
+@dataclass
+class _Read:
+    holder: Holder
+    lease: Lease  # the reader's permit
+
+
 class Reentrancy:
     """Which of one client's locks each context holds, and how many handles on each it has given out."""
 
@@ -80,10 +94,24 @@ class Reentrancy:
         self._holdings = holdings
         self._mutex = threading.Lock()
         self._holds: dict[LockId, _Hold] = {}
+        self._reads: dict[LockId, list[_Read]] = {}  # by write item: the readers of its lock each context holds
 
-    def acquire(self, lock_id: LockId, options: AcquireOptions, reentrant: bool, take: Callable[[], Lease]) -> Lease:
-        """A handle on the calling context's hold of ``lock_id`` (no request), else ``take()``'s lease, held here."""
-        return self.reenter(lock_id, options, reentrant=reentrant) or self.held(take())
+    def acquire(
+        self,
+        lock_id: LockId,
+        options: AcquireOptions,
+        reentrant: bool,
+        take: Callable[[], Lease],
+        *,
+        waits_for_readers: bool = False,
+    ) -> Lease:
+        """A handle on the calling context's hold of ``lock_id`` (no request), else ``take()``'s lease, held here.
+
+        ``waits_for_readers``: a readers-writer lock's writer, refused while the context holds one of its readers.
+        """
+        return self.reenter(lock_id, options, reentrant=reentrant, waits_for_readers=waits_for_readers) or self.held(
+            take()
+        )
 
     def try_acquire(
         self,
@@ -91,37 +119,61 @@ class Reentrancy:
         options: AcquireOptions,
         reentrant: bool,
         take: Callable[[], Lease | None],
+        *,
+        waits_for_readers: bool = False,
     ) -> Lease | None:
         """:meth:`acquire` for one attempt (``take()``): None at once where it raises WouldDeadlock."""
         try:
-            handle = self.reenter(lock_id, options, reentrant=reentrant)
+            handle = self.reenter(lock_id, options, reentrant=reentrant, waits_for_readers=waits_for_readers)
         except WouldDeadlock:
             return None
         return handle or self._held_if_any(take())
 
     async def aacquire(
-        self, lock_id: LockId, options: AcquireOptions, reentrant: bool, take: Callable[[], Awaitable[Lease]]
+        self,
+        lock_id: LockId,
+        options: AcquireOptions,
+        reentrant: bool,
+        take: Callable[[], Awaitable[Lease]],
+        *,
+        waits_for_readers: bool = False,
     ) -> Lease:
         """:meth:`acquire` for coroutines: the hold is the calling task's."""
-        return self.reenter(lock_id, options, reentrant=reentrant) or self.held(await take())
+        handle = self.reenter(lock_id, options, reentrant=reentrant, waits_for_readers=waits_for_readers)
+        return handle or self.held(await take())
 
     async def atry_acquire(
-        self, lock_id: LockId, options: AcquireOptions, reentrant: bool, take: Callable[[], Awaitable[Lease | None]]
+        self,
+        lock_id: LockId,
+        options: AcquireOptions,
+        reentrant: bool,
+        take: Callable[[], Awaitable[Lease | None]],
+        *,
+        waits_for_readers: bool = False,
     ) -> Lease | None:
         """:meth:`try_acquire` for coroutines."""
         try:
-            handle = self.reenter(lock_id, options, reentrant=reentrant)
+            handle = self.reenter(lock_id, options, reentrant=reentrant, waits_for_readers=waits_for_readers)
         except WouldDeadlock:
             return None
         return handle or self._held_if_any(await take())
 
-    def reenter(self, lock_id: LockId, options: AcquireOptions, *, reentrant: bool) -> Lease | None:
+    def reenter(
+        self, lock_id: LockId, options: AcquireOptions, *, reentrant: bool, waits_for_readers: bool = False
+    ) -> Lease | None:
         """A new handle on the lock the calling context holds; None when it does not hold ``lock_id``.
 
-        Raises WouldDeadlock when it holds it and ``reentrant`` is False: waiting would wait for itself.
+        Raises WouldDeadlock when it holds it and ``reentrant`` is False: waiting would wait for itself;
+        and, with ``waits_for_readers``, when it holds a reader of the lock (a writer would wait for it).
         The handle is the hold's lease (its data, owner and duration); only ``on_lost`` is its own.
         """
         _check_reentrant(reentrant, options)
+        if waits_for_readers and (read := self._read_here(lock_id)) is not None:
+            raise WouldDeadlock(
+                f"This thread or task holds a read lock of {lock_id[0]!r} through this client: its writer would "
+                "wait for that reader, itself. A read lock is not upgraded: release the read before asking to write.",
+                self._holdings.holder(read.lease.lock_id),
+            )
         hold = self._held_here(lock_id)
         if hold is None:
             return None
@@ -133,6 +185,34 @@ class Reentrancy:
         with self._mutex:
             hold.handles.append(handle)
         return handle
+
+    def read(self, write_id: LockId, take: Callable[[], Lease]) -> Lease:
+        """``take()``'s reader of the lock whose write item is ``write_id``, held by the calling context.
+
+        WouldDeadlock at once, before ``take()``, while the context holds the write item: the reader would
+        wait for that writer, itself.
+        """
+        self._refuse_written(write_id)
+        return self._reading(write_id, take())
+
+    def try_read(self, write_id: LockId, take: Callable[[], Lease | None]) -> Lease | None:
+        """:meth:`read` for one attempt: None at once where it raises WouldDeadlock."""
+        if self._held_here(write_id) is not None:
+            return None
+        lease = take()
+        return None if lease is None else self._reading(write_id, lease)
+
+    async def aread(self, write_id: LockId, take: Callable[[], Awaitable[Lease]]) -> Lease:
+        """:meth:`read` for coroutines: the reader is the calling task's."""
+        self._refuse_written(write_id)
+        return self._reading(write_id, await take())
+
+    async def atry_read(self, write_id: LockId, take: Callable[[], Awaitable[Lease | None]]) -> Lease | None:
+        """:meth:`try_read` for coroutines."""
+        if self._held_here(write_id) is not None:
+            return None
+        lease = await take()
+        return None if lease is None else self._reading(write_id, lease)
 
     def refuse_held(self, lock_ids: list[LockId]) -> None:
         """WouldDeadlock naming the keys of ``lock_ids`` the calling context holds, if any (``acquire_many``)."""
@@ -154,6 +234,46 @@ class Reentrancy:
             lease.add_release_callback(self._forget)
             lease.add_lost_callback(self._forget)
         return lease
+
+    def _reading(self, write_id: LockId, lease: Lease) -> Lease:
+        if lease.keep_alive:
+            holder = _current_holder(mark=True)
+            assert holder is not None  # marked
+            with self._mutex:
+                self._reads.setdefault(write_id, []).append(_Read(holder, lease))
+            forget = functools.partial(self._forget_read, write_id)
+            lease.add_release_callback(forget)
+            lease.add_lost_callback(forget)
+        return lease
+
+    def _refuse_written(self, write_id: LockId) -> None:
+        hold = self._held_here(write_id)
+        if hold is not None:
+            raise WouldDeadlock(
+                f"This thread or task holds the write lock of {write_id[0]!r} through this client: a reader would "
+                "wait for that writer, itself. A write lock is not downgraded, and its holder needs no read lock "
+                "to read under it; release the write before asking to read.",
+                self._holdings.holder(write_id),
+            )
+
+    def _read_here(self, write_id: LockId) -> _Read | None:
+        """A reader of the lock whose write item is ``write_id`` the calling context holds, if any."""
+        holder = _current_holder(mark=False)
+        if holder is None:
+            return None
+        with self._mutex:
+            for read in self._reads.get(write_id, ()):
+                if read.holder[0] is holder[0] and read.holder[1] is holder[1] and read.lease.state == "held":
+                    return read
+        return None
+
+    def _forget_read(self, write_id: LockId, lease: Lease) -> None:
+        with self._mutex:
+            reads = [read for read in self._reads.get(write_id, ()) if read.lease is not lease]
+            if reads:
+                self._reads[write_id] = reads
+            else:
+                self._reads.pop(write_id, None)
 
     def _held_if_any(self, lease: Lease | None) -> Lease | None:
         return None if lease is None else self.held(lease)

@@ -12,6 +12,7 @@ from dynalock_django.client import get_client
 from dynalock_django.exceptions import LockNotAcquired
 from dynalock_django.keys import key_for_instance
 
+from ...dynamodb_support import in_another_thread
 from ..admin_support import LIVE_LOCKS, logged_in, put_item
 from ..testapp.models import Account
 
@@ -63,7 +64,7 @@ def test_a_writer_waiting_for_readers_is_listed_with_them(make_staff):
     reader.acquire()
     try:
         with pytest.raises(LockNotAcquired):  # the writer takes the row's item, finds a reader, lets go
-            lock_object(account, blocking=False).acquire()
+            in_another_thread(lock_object(account, blocking=False).acquire)  # (the reader's own: WouldDeadlock)
         get_client().acquire(key_for_instance(account))  # a writer that holds the row's item (as while it waits)
         rows = table_rows(logged_in(make_staff("nina", "view_lock", "view_account")).get(LIVE_LOCKS).content.decode())
     finally:

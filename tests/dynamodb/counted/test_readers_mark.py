@@ -81,7 +81,7 @@ def test_a_reader_on_a_row_without_an_item_creates_a_released_lock_item_with_the
     java.release(key, delete=False)
     assert READERS_MAY_HOLD not in stored(dynamodb, table_name, key)
     with pytest.raises(LockTimeout, match="1 reader"):  # the grant seeds a token: it knows nothing, and looks
-        client.readers_writer(key).acquire_write(timeout=0.2)
+        make_client(dynamodb).readers_writer(key).acquire_write(timeout=0.2)  # another client: the reader's waits
     reader.release()
 
 
