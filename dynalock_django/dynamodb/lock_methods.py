@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from .clock import Instant
-from .leases.block_end import arelease_at_block_end
 from .leases.lease import Lease, LostCallback, detached_handle
 from .wire import validation
 
@@ -298,12 +297,8 @@ class LockMethods:
         lease = await self.aacquire(
             key, sort_key=sort_key, timeout=timeout, data=data, on_lost=on_lost, reentrant=reentrant
         )
-        try:
+        async with lease:
             yield lease
-        except BaseException as error:
-            await arelease_at_block_end(lease.arelease, error, [lease])
-            raise
-        await arelease_at_block_end(lease.arelease, None, [lease])
 
     async def arelease(self, lease: Lease, *, best_effort: bool = False) -> bool:
         """:meth:`release` for coroutines; it is sent even if the caller is cancelled meanwhile."""

@@ -52,9 +52,13 @@ class HeldLease(Protocol):
 
 
 class ReleasedAtBlockEnd:
-    """A base class: ``with`` gives the holding itself and releases it at the block's end, by the rule above."""
+    """A base class: ``with`` (and ``async with``) gives the holding itself and releases it at the block's end,
+    by the rule above."""
 
     def release(self, *, best_effort: bool = False) -> bool:
+        raise NotImplementedError
+
+    async def arelease(self, *, best_effort: bool = False) -> bool:
         raise NotImplementedError
 
     def _held_in_block(self) -> Sequence[HeldLease]:
@@ -73,6 +77,17 @@ class ReleasedAtBlockEnd:
         # A failed release raises, unless the block raised (noted on its exception) or the release got no
         # answer after a block that held the leases to its end.
         release_at_block_end(self.release, exc, self._held_in_block())
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await arelease_at_block_end(self.arelease, exc, self._held_in_block())
 
 
 def release_at_block_end(

@@ -167,3 +167,23 @@ def test_cancelled_while_waiting_it_holds_nothing_and_cancelled_in_the_block_it_
 
     asyncio.run(main())
     assert holder.try_acquire(key) is not None  # nothing left behind by either cancelled task
+
+
+def test_a_lease_and_a_group_are_async_context_managers_by_the_same_rule(make_client, key, virtual_clock):
+    """``async with await client.aacquire(key)`` (and a group's): released at the end, LockLost if lost meanwhile."""
+    client, operator = make_client(clock=virtual_clock), make_client(clock=virtual_clock)
+    keys = [f"{key}-a", f"{key}-b"]
+
+    async def main() -> None:
+        async with await client.aacquire(key) as lease, await client.aacquire_many(keys) as group:
+            assert lease.is_held() and group.is_held()
+        assert lease.state == "released"
+        assert all(member.state == "released" for member in group)
+        with pytest.raises(LockLost):
+            async with await client.aacquire_many(keys) as lost_group:
+                operator.force_release(operator.get(keys[1]), released_by="an operator")
+                virtual_clock.advance(LEASE)  # the next renewal finds it released
+                assert lost_group[keys[1]].state == "lost"
+
+    asyncio.run(main())
+    assert [operator.get(name).is_released for name in [key, *keys]] == [True, True, True]
