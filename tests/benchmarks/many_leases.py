@@ -84,9 +84,9 @@ def trial(url: str, *, lease: float, period: float, workers: int, count: int) ->
         thread.join()
     # Measured from here: every lease held, the heartbeat's work alone.
     worst[0] = 0.0
-    before, cpu_before, started = counter.calls["UpdateItem"], time.process_time(), time.monotonic()
+    before, cpu_before, started = counter.renewals["UpdateItem"], time.process_time(), time.monotonic()
     time.sleep(2 * period)
-    renewals = counter.calls["UpdateItem"] - before
+    renewals = counter.renewals["UpdateItem"] - before
     cpu = time.process_time() - cpu_before
     elapsed = time.monotonic() - started
     lost = sum(not held.is_held() for held in leases)

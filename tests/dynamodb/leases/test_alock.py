@@ -176,7 +176,8 @@ def test_a_lease_and_a_group_are_async_context_managers_by_the_same_rule(make_cl
 
     async def main() -> None:
         async with await client.aacquire(key) as lease, await client.aacquire_many(keys) as group:
-            assert lease.is_held() and group.is_held()
+            assert lease.is_held()
+            assert group.is_held()
         assert lease.state == "released"
         assert all(member.state == "released" for member in group)
         with pytest.raises(LockLost):

@@ -80,7 +80,8 @@ def test_a_random_nested_program_keeps_every_promise_of_reentrancy(endpoint_url,
         assert run.tokens == sorted(set(run.tokens))  # each outermost acquire a new, greater token
         run.counter.reset()
         clock.advance(2 * LEASE)  # eight heartbeat periods
-        assert run.counter.total == 0  # no renewal after the final release
+        assert run.counter.total == 0
+        assert not run.counter.renewals  # no renewal after the final release
     finally:
         run.client.close(release=False)
 
@@ -166,8 +167,9 @@ async def _probe(run: Run, probe: str) -> None:
     if probe == "advance":
         seconds = 1.5 * LEASE  # held past its lease: renewed
         run.clock.advance(seconds)
-        assert run.counter.calls["UpdateItem"] <= math.ceil(seconds / HEARTBEAT) + 1  # one hold, one renewal a beat
-        assert set(run.counter.calls) <= {"UpdateItem"}
+        assert 0 < run.counter.renewals["UpdateItem"] <= math.ceil(seconds / HEARTBEAT) + 1  # one hold, one a beat
+        assert set(run.counter.renewals) <= {"UpdateItem"}
+        assert run.counter.total == 0  # nothing but the heartbeat
         assert run.outer is not None
         assert run.outer.is_held()
         return
