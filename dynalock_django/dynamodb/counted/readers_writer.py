@@ -25,6 +25,7 @@ from .readers_drain import ReadersDrain
 
 if TYPE_CHECKING:
     from ..leases.lease import Lease, LostCallback
+    from ..leases.reentrancy import Reentrancy
     from ..options import AcquireRequest
     from ..wire.item import LockInfo
 
@@ -68,11 +69,18 @@ class ReadersWriterLock:
             described=(described or Described(READER_KIND)).as_kind(READER_KIND),
         )
         self._described = described  # the writer's: the lock's own
-        # Which readers and writers of this lock each context holds: a mix in one context is WouldDeadlock.
-        self._reentrancy = client.process_state.reentrancy
 
     def __repr__(self) -> str:
         return f"<ReadersWriterLock {self.name!r} max_readers={self.max_readers}>"
+
+    @property
+    def _reentrancy(self) -> Reentrancy:
+        """Which readers and writers of this lock each context holds (a mix in one context is WouldDeadlock).
+
+        The process's, read at each call: a lock built before a fork (a module-level one under a pre-forking
+        server) must not carry its parent's holds into the child, which gets a process state of its own.
+        """
+        return self._client.process_state.reentrancy
 
     def acquire_read(
         self,
