@@ -230,6 +230,45 @@ def test_a_lease_won_by_an_attempt_whose_caller_was_cancelled_is_released(make_c
     wait_for(lambda: client.held_leases() == [] and client.get(key) is not None and client.get(key).is_released, 5.0)
 
 
+@pytest.mark.parametrize("form", ["aacquire", "alock"])
+def test_a_cancel_that_lands_after_the_grant_on_the_calls_way_out_leaves_nothing_held(
+    make_client, key, form, monkeypatch
+):
+    """Won, then cancelled while the call gives up its seat (a call-thread hop, a request on a real store):
+    the lease is released, not left held and renewed by nobody's call (found by review)."""
+    client, other = make_client(), make_client()
+    seats = client.process_state.seats
+    vacating, go_on = threading.Event(), threading.Event()
+    vacate = seats.vacate
+
+    def slow_vacate(*args: object, **kwargs: object) -> object:
+        vacating.set()
+        go_on.wait(5)  # the call thread is still busy leaving the line when the cancel lands
+        return vacate(*args, **kwargs)
+
+    monkeypatch.setattr(seats, "vacate", slow_vacate)
+
+    async def take() -> None:
+        if form == "alock":
+            async with client.alock(key, timeout=5):
+                await asyncio.sleep(3600)
+        else:
+            await client.aacquire(key, timeout=5)
+
+    async def main() -> None:
+        task = asyncio.create_task(take())
+        await asyncio.to_thread(vacating.wait, 5)
+        task.cancel()
+        go_on.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    wait_for(lambda: client.held_leases() == [], PATIENCE)
+    assert client.held_leases() == []
+    assert other.try_acquire(key) is not None
+
+
 def test_aacquire_many_waits_without_requests_while_this_client_holds_a_key(make_client, dynamodb, key):
     client = make_client(dynamodb)
     keys = [f"{key}-a", f"{key}-b"]
