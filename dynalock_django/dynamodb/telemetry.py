@@ -124,6 +124,29 @@ _sdk_set = False
 _api_providers: tuple[object, object] | None = None  # the API's own providers, as the last look found them
 
 
+def _where_providers_are_set() -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The globals of the API's modules that ``set_tracer_provider`` and ``set_meter_provider`` write; None
+    (an API that keeps its providers elsewhere): ask its getters each time.
+
+    ``get_tracer_provider()`` and ``get_meter_provider()`` look up an environment variable on every
+    call while no provider is set (two lookups on each of an acquire and release's five checks: a
+    few percent of their CPU). Both globals still None means neither setter ran, so the getters
+    would answer their proxies again. A provider named in the environment
+    (``OTEL_PYTHON_TRACER_PROVIDER``) is in its global already: the getters loaded it when this
+    module asked them for its tracer and meter, above.
+    """
+    if not ENABLED:
+        return None
+    trace_globals = trace.get_tracer_provider.__globals__
+    metrics_globals = metrics.get_meter_provider.__globals__
+    if "_TRACER_PROVIDER" not in trace_globals or "_METER_PROVIDER" not in metrics_globals:
+        return None
+    return trace_globals, metrics_globals
+
+
+_SETTERS_GLOBALS = _where_providers_are_set()
+
+
 def _sdk_recording() -> bool:
     """Whether an SDK's tracer or meter provider is set: else the API's own answer everything with a no-op.
 
@@ -132,11 +155,18 @@ def _sdk_recording() -> bool:
     API's proxies cost tens of microseconds per acquire.
     """
     global _sdk_set, _api_providers
-    if not _sdk_set:
-        providers = (trace.get_tracer_provider(), metrics.get_meter_provider())
-        if providers != _api_providers:  # the same proxies as last time (compared by identity): still none
-            _sdk_set = any(not type(provider).__module__.startswith(_API_MODULES) for provider in providers)
-            _api_providers = None if _sdk_set else providers
+    if _sdk_set:
+        return True
+    if (
+        _SETTERS_GLOBALS is not None
+        and _SETTERS_GLOBALS[0]["_TRACER_PROVIDER"] is None
+        and _SETTERS_GLOBALS[1]["_METER_PROVIDER"] is None
+    ):
+        return False  # no provider set at all: the getters would answer their proxies
+    providers = (trace.get_tracer_provider(), metrics.get_meter_provider())
+    if providers != _api_providers:  # the same proxies as last time (compared by identity): still none
+        _sdk_set = any(not type(provider).__module__.startswith(_API_MODULES) for provider in providers)
+        _api_providers = None if _sdk_set else providers
     return _sdk_set
 
 
