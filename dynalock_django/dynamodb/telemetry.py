@@ -122,47 +122,25 @@ if ENABLED:
 _API_MODULES = ("opentelemetry.trace", "opentelemetry.metrics")
 _sdk_set = False
 _api_providers: tuple[object, object] | None = None  # the API's own providers, as the last look found them
-
-
-def _where_providers_are_set() -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """The globals of the API's modules that ``set_tracer_provider`` and ``set_meter_provider`` write; None
-    (an API that keeps its providers elsewhere): ask its getters each time.
-
-    ``get_tracer_provider()`` and ``get_meter_provider()`` look up an environment variable on every
-    call while no provider is set (two lookups on each of an acquire and release's five checks: a
-    few percent of their CPU). Both globals still None means neither setter ran, so the getters
-    would answer their proxies again. A provider named in the environment
-    (``OTEL_PYTHON_TRACER_PROVIDER``) is in its global already: the getters loaded it when this
-    module asked them for its tracer and meter, above.
-    """
-    if not ENABLED:
-        return None
-    trace_globals = trace.get_tracer_provider.__globals__
-    metrics_globals = metrics.get_meter_provider.__globals__
-    if "_TRACER_PROVIDER" not in trace_globals or "_METER_PROVIDER" not in metrics_globals:
-        return None
-    return trace_globals, metrics_globals
-
-
-_SETTERS_GLOBALS = _where_providers_are_set()
+# The API modules' globals its two setters write: both still None, the getters (which look up an environment
+# variable each call: ten a lock) would answer their proxies again. A provider named in the environment is set
+# already, loaded when this module asked for its tracer and meter above. None: an API keeping them elsewhere.
+_SET = (trace.get_tracer_provider.__globals__, metrics.get_meter_provider.__globals__) if ENABLED else None
+if _SET is not None and not ("_TRACER_PROVIDER" in _SET[0] and "_METER_PROVIDER" in _SET[1]):
+    _SET = None
 
 
 def _sdk_recording() -> bool:
     """Whether an SDK's tracer or meter provider is set: else the API's own answer everything with a no-op.
 
     Asked on every wrapped call until it is yes, then never again (a global provider is set once per
-    process): the check costs a look at two globals, where a span and its context through the
-    API's proxies cost tens of microseconds per acquire.
+    process): a look at two globals, where a span through the API's proxies costs tens of microseconds.
     """
     global _sdk_set, _api_providers
     if _sdk_set:
         return True
-    if (
-        _SETTERS_GLOBALS is not None
-        and _SETTERS_GLOBALS[0]["_TRACER_PROVIDER"] is None
-        and _SETTERS_GLOBALS[1]["_METER_PROVIDER"] is None
-    ):
-        return False  # no provider set at all: the getters would answer their proxies
+    if _SET is not None and _SET[0]["_TRACER_PROVIDER"] is None and _SET[1]["_METER_PROVIDER"] is None:
+        return False  # no provider set at all
     providers = (trace.get_tracer_provider(), metrics.get_meter_provider())
     if providers != _api_providers:  # the same proxies as last time (compared by identity): still none
         _sdk_set = any(not type(provider).__module__.startswith(_API_MODULES) for provider in providers)

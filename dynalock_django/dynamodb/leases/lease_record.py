@@ -34,6 +34,21 @@ _LOST_EVENTS = threading.Lock()
 Callback = Callable[[], None]
 
 
+class _ThisProcess:
+    """This process's id, as ``os.getpid()`` says it, kept: a lock asks it three times (a system call each),
+    and only a fork changes it (the child renews it before any of its code runs)."""
+
+    id = os.getpid()
+
+    @classmethod
+    def renew(cls) -> None:
+        cls.id = os.getpid()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_ThisProcess.renew)
+
+
 class LeaseRecord:
     """One lease as the protocol keeps it (its holder's handle is a :class:`~.lease.Lease`)."""
 
@@ -82,7 +97,7 @@ class LeaseRecord:
         self.lost_to: LockInfo | None = None
         # Let go by this process, but DynamoDB did not confirm the release: the item frees itself within one lease.
         self.release_unconfirmed = False
-        self.process_id = os.getpid()
+        self.process_id = _ThisProcess.id
         # Serializes writes to this lease (heartbeat, extend, release); re-entrant
         # because an on_lost callback may release the lease it is told about.
         self.write_lock = threading.RLock()
@@ -125,14 +140,14 @@ class LeaseRecord:
 
     def remaining(self) -> float:
         """Seconds the holder may still rely on the lock; 0 once lost or released, and in a forked child."""
-        if self.state != "held" or not self.belongs_to_this_process:
+        if self.state != "held" or self.process_id != _ThisProcess.id:  # lost, released, or a forked child's
             return 0.0
-        return max(0.0, self.safe_until - self.clock.monotonic())
+        return max(0.0, self.valid_from + self.lease_duration - self.clock.monotonic())  # safe_until
 
     @property
     def belongs_to_this_process(self) -> bool:
         """False in a forked child: the parent's leases stay the parent's."""
-        return self.process_id == os.getpid()
+        return self.process_id == _ThisProcess.id
 
     def holding(self) -> Holding:
         """How this lease's writes recognise its holding (the rule is :func:`.conditions.still_held`'s)."""
