@@ -174,7 +174,7 @@ class Acquirer:
             logger.warning(
                 "Took over %s from a holder that stopped renewing (token %d)", printable(lock_id[0]), fencing_token
             )
-        else:
+        elif logger.isEnabledFor(logging.DEBUG):  # as the release's: the call costs a grant more than the check
             logger.debug("Acquired %r (token %d)", lock_id[0], fencing_token)
         return lease
 

@@ -85,6 +85,9 @@ class Shape:
             else:
                 raise ValueError(f"{placeholder} = {value!r} depends on the call through no slot")
         self._names = first.get("ExpressionAttributeNames", {})
+        # The slots as two columns, so that a fill puts them in without a loop of its own.
+        self._placeholders = tuple(placeholder for placeholder, _ in self._slots)
+        self._slot_names = tuple(slot for _, slot in self._slots)
         self._fixed = {
             name: value
             for name, value in first.items()
@@ -105,8 +108,7 @@ class Shape:
     def fill(self, key: dict[str, Any], slots: dict[str, Any]) -> dict[str, Any]:
         """The request for the item ``key``, with ``slots``' values (slot -> value, as in the probes)."""
         values = dict(self._constants)
-        for placeholder, slot in self._slots:
-            values[placeholder] = slots[slot]
+        values.update(zip(self._placeholders, map(slots.__getitem__, self._slot_names), strict=True))
         return {
             **self._fixed,
             "Key": key,

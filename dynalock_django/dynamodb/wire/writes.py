@@ -311,7 +311,9 @@ def _filled(
             else release(layout, id_n, stamp_n, holding=holding, shaped=False)
         ), _slots(layout, id_n, stamp_n, data_n, f"held-{n}")
 
-    shape = Shape.of((kind, layout, data is not None), probe)
+    # Keyed by the layout's fields, not the layout: a frozen dataclass hashes and compares in Python, twice a lock.
+    fields = (layout.table_name, layout.partition_key_name, layout.sort_key_name, layout.ttl_attribute)
+    shape = Shape.of((kind, *fields, data is not None), probe)
     return shape.fill(layout.key(lock_id), _slots(layout, lock_id, stamp, data, held))
 
 
