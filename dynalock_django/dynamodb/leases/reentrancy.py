@@ -171,6 +171,9 @@ class Reentrancy:
             hold = self._holds.get(record.lock_id)
             if hold is None or hold.record is not record or record.state != "held":
                 return lease
+            if len(hold.handles) == 1 and hold.handles[0] is lease:  # the usual hold: one handle, its last
+                del self._holds[record.lock_id]
+                return hold.granted
             if not any(handle is lease for handle in hold.handles):
                 return None  # this lease was released already: a no-op, as releasing a lease twice is
             hold.handles = [handle for handle in hold.handles if handle is not lease]
