@@ -9,16 +9,18 @@ token (:class:`Detached`), or the holding an operator read
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import item
 from .expressions import Expressions
 from .item import LockInfo
 
 
-@dataclass(frozen=True)
-class KeptAlive:
-    """A holding whose every version since its grant this process wrote (see :func:`still_held`)."""
+class KeptAlive(NamedTuple):
+    """A holding whose every version since its grant this process wrote (see :func:`still_held`).
+
+    A named tuple: each release makes one, and a frozen dataclass's fields cost four times as much to set.
+    """
 
     owner_name: str
     versions: tuple[str, ...]  # the last confirmed one, then any whose answer was lost
