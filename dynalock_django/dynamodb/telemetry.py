@@ -124,10 +124,10 @@ _sdk_set = False
 _api_providers: tuple[object, object] | None = None  # the API's own providers, as the last look found them
 # The API modules' globals its two setters write: both still None, the getters (which look up an environment
 # variable each call: ten a lock) would answer their proxies again. A provider named in the environment is set
-# already, loaded when this module asked for its tracer and meter above. None: an API keeping them elsewhere.
-_SET = (trace.get_tracer_provider.__globals__, metrics.get_meter_provider.__globals__) if ENABLED else None
-if _SET is not None and not ("_TRACER_PROVIDER" in _SET[0] and "_METER_PROVIDER" in _SET[1]):
-    _SET = None
+# already, loaded when this module asked for its tracer and meter above. False: an API keeping them elsewhere.
+_TRACE_SET: dict[str, Any] = trace.get_tracer_provider.__globals__ if ENABLED else {}
+_METER_SET: dict[str, Any] = metrics.get_meter_provider.__globals__ if ENABLED else {}
+_SET = "_TRACER_PROVIDER" in _TRACE_SET and "_METER_PROVIDER" in _METER_SET
 
 
 def _sdk_recording() -> bool:
@@ -139,7 +139,7 @@ def _sdk_recording() -> bool:
     global _sdk_set, _api_providers
     if _sdk_set:
         return True
-    if _SET is not None and _SET[0]["_TRACER_PROVIDER"] is None and _SET[1]["_METER_PROVIDER"] is None:
+    if _SET and _TRACE_SET["_TRACER_PROVIDER"] is None and _METER_SET["_METER_PROVIDER"] is None:
         return False  # no provider set at all
     providers = (trace.get_tracer_provider(), metrics.get_meter_provider())
     if providers != _api_providers:  # the same proxies as last time (compared by identity): still none

@@ -106,6 +106,8 @@ class Holdings:
 
     def wait_until_free(self, lock_id: LockId, deadline: float | None) -> bool:
         """Wait, without asking DynamoDB, while another thread of this client holds the lock; False at the deadline."""
+        if lock_id not in self._held:  # the usual acquire: nobody here holds it (a look the mutex would not change)
+            return True
         while True:
             with self._mutex:
                 if lock_id not in self._held or self._closed.is_set():

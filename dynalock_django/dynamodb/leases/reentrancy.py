@@ -217,6 +217,8 @@ class Reentrancy:
 
     def _forget(self, lease: Lease) -> None:
         record = record_of(lease)
+        if record.lock_id not in self._holds:  # the usual release: its hold ended already, in ``releasing``
+            return
         with self._mutex:
             hold = self._holds.get(record.lock_id)
             if hold is not None and hold.record is record:
