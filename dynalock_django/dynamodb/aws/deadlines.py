@@ -72,7 +72,11 @@ def within(seconds: float | None) -> contextlib.AbstractContextManager[None]:
 
 def ours() -> contextlib.AbstractContextManager[None]:
     """A call of the lock client: the rule applies (with the deadline of an enclosing :func:`within`, if any)."""
-    return _DeadlineBlock(math.inf if _deadline.get() is None else None)
+    return _DeadlineBlock(math.inf) if _deadline.get() is None else _KEPT
+
+
+# The block that keeps the deadline set: it sets nothing, so every thread may share it.
+_KEPT = _DeadlineBlock(None)
 
 
 def longest_backoff(attempts: int) -> float:

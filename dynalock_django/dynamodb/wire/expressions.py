@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
-# Probe: the builder's request of a shape for probe 0 or 1, and the values of its slots in it.
-Probe = Callable[[int], tuple[dict[str, Any], dict[str, Any]]]
+# Probe: the builder's request of a shape for probe 0 or 1 (its last argument), and the values of its slots in it.
+Probe = Callable[..., tuple[dict[str, Any], dict[str, Any]]]
 
 
 class Expressions:
@@ -95,11 +95,12 @@ class Shape:
         }
 
     @classmethod
-    def of(cls, kind: Hashable, probe: Probe) -> Shape:
-        """The shape of requests of ``kind`` (built at its first use, from ``probe``)."""
+    def of(cls, kind: Hashable, probe: Probe, *args: Any) -> Shape:
+        """The shape of requests of ``kind`` (built at its first use, from ``probe(*args, n)``: no probe need be
+        made for the calls that find their shape built)."""
         shape = _SHAPES.get(kind)
         if shape is None:
-            (first, first_slots), (second, second_slots) = probe(0), probe(1)
+            (first, first_slots), (second, second_slots) = probe(*args, 0), probe(*args, 1)
             if len(_SHAPES) >= MAX_SHAPES:  # clients of ever new tables: start over rather than grow without end
                 _SHAPES.clear()
             shape = _SHAPES[kind] = cls((first, second), (first_slots, second_slots))
