@@ -122,21 +122,29 @@ if ENABLED:
 _API_MODULES = ("opentelemetry.trace", "opentelemetry.metrics")
 _sdk_set = False
 _api_providers: tuple[object, object] | None = None  # the API's own providers, as the last look found them
+# The API modules' globals its two setters write: both still None, the getters (which look up an environment
+# variable each call: ten a lock) would answer their proxies again. A provider named in the environment is set
+# already, loaded when this module asked for its tracer and meter above. False: an API keeping them elsewhere.
+_TRACE_SET: dict[str, Any] = trace.get_tracer_provider.__globals__ if ENABLED else {}
+_METER_SET: dict[str, Any] = metrics.get_meter_provider.__globals__ if ENABLED else {}
+_SET = "_TRACER_PROVIDER" in _TRACE_SET and "_METER_PROVIDER" in _METER_SET
 
 
 def _sdk_recording() -> bool:
     """Whether an SDK's tracer or meter provider is set: else the API's own answer everything with a no-op.
 
     Asked on every wrapped call until it is yes, then never again (a global provider is set once per
-    process): the check costs a look at two globals, where a span and its context through the
-    API's proxies cost tens of microseconds per acquire.
+    process): a look at two globals, where a span through the API's proxies costs tens of microseconds.
     """
     global _sdk_set, _api_providers
-    if not _sdk_set:
-        providers = (trace.get_tracer_provider(), metrics.get_meter_provider())
-        if providers != _api_providers:  # the same proxies as last time (compared by identity): still none
-            _sdk_set = any(not type(provider).__module__.startswith(_API_MODULES) for provider in providers)
-            _api_providers = None if _sdk_set else providers
+    if _sdk_set:
+        return True
+    if _SET and _TRACE_SET["_TRACER_PROVIDER"] is None and _METER_SET["_METER_PROVIDER"] is None:
+        return False  # no provider set at all
+    providers = (trace.get_tracer_provider(), metrics.get_meter_provider())
+    if providers != _api_providers:  # the same proxies as last time (compared by identity): still none
+        _sdk_set = any(not type(provider).__module__.startswith(_API_MODULES) for provider in providers)
+        _api_providers = None if _sdk_set else providers
     return _sdk_set
 
 

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from ..clock import Clock
     from ..options import AcquireOptions, AcquireRequest
     from ..wire.layout import LockId
+    from .line_seats import Seat
     from .parts import EngineParts
 
 logger = logging.getLogger("dynalock_django.acquire")
@@ -78,8 +79,8 @@ class Acquirer:
             plan = self.plan(lock_id, deadline)
             lease = self._take_turn(plan, options, deadline, my_turn=True)
         else:  # the process's seat is kept until its last waiter is done, who takes it out of line
-            with self.seats.kept(lock_id, deadline), self._turns.in_thread(lock_id, deadline) as my_turn:
-                plan = self.plan(lock_id, deadline, waiting=my_turn)
+            with self.seats.kept(lock_id, deadline) as seat, self._turns.in_thread(lock_id, deadline) as my_turn:
+                plan = self.plan(lock_id, deadline, seat=seat if my_turn else None)
                 lease = self._take_turn(plan, options, deadline, my_turn=my_turn)
         if lease is not None:
             return lease
@@ -174,13 +175,17 @@ class Acquirer:
             logger.warning(
                 "Took over %s from a holder that stopped renewing (token %d)", printable(lock_id[0]), fencing_token
             )
-        else:
+        elif logger.isEnabledFor(logging.DEBUG):  # as the release's: the call costs a grant more than the check
             logger.debug("Acquired %r (token %d)", lock_id[0], fencing_token)
         return lease
 
-    def plan(self, lock_id: LockId, deadline: float | None, *, waiting: bool = False) -> Acquisition:
-        """The plan of one acquire; ``waiting`` (a wait's, whose turn it is): with the process's seat in the line."""
-        seat = self.seats.seat(lock_id) if waiting else None
+    def plan(
+        self, lock_id: LockId, deadline: float | None, *, waiting: bool = False, seat: Seat | None = None
+    ) -> Acquisition:
+        """The plan of one acquire; ``waiting`` (a wait's, whose turn it is): with the process's seat in the line
+        (``seat``, when the wait has it at hand)."""
+        if waiting and seat is None:
+            seat = self.seats.seat(lock_id)
         return Acquisition(
             lock_id,
             self._observations,

@@ -148,12 +148,15 @@ class Seats:
         self._seats: dict[LockId, Seat] = {}
         self._waiters: dict[LockId, int] = {}  # per key, this process's waiters that have not departed
 
-    def arrive(self, lock_id: LockId) -> None:
-        """A waiter of this process starts waiting for the key: the process keeps the key's seat until it departs."""
+    def arrive(self, lock_id: LockId) -> Seat:
+        """A waiter of this process starts waiting for the key: the process keeps the key's seat (returned) until
+        it departs."""
         with self._mutex:
-            if lock_id not in self._seats:
-                self._seats[lock_id] = Seat(self._owner_name())
+            seat = self._seats.get(lock_id)
+            if seat is None:
+                seat = self._seats[lock_id] = Seat(self._owner_name())
             self._waiters[lock_id] = self._waiters.get(lock_id, 0) + 1
+            return seat
 
     def depart(self, lock_id: LockId) -> Seat | None:
         """A waiter is done, granted or not: if it is the last, the key's seat, forgotten (then :meth:`vacate` it).
@@ -169,7 +172,8 @@ class Seats:
             return self._seats.pop(lock_id)
 
     def kept(self, lock_id: LockId, deadline: float | None) -> _Kept:
-        """A thread's wait: arrive, and on the way out depart (and vacate, the last out; ``deadline``: the wait's)."""
+        """A thread's wait: arrive (``as``: the key's seat), and on the way out depart (and vacate, the last out;
+        ``deadline``: the wait's)."""
         return _Kept(self, lock_id, deadline)
 
     def own_seats(self, lock_ids: Sequence[LockId]) -> dict[LockId, Seat]:
@@ -263,8 +267,8 @@ class _Kept:
     def __init__(self, seats: Seats, lock_id: LockId, deadline: float | None) -> None:
         self._seats, self._lock_id, self._deadline = seats, lock_id, deadline
 
-    def __enter__(self) -> None:
-        self._seats.arrive(self._lock_id)
+    def __enter__(self) -> Seat:
+        return self._seats.arrive(self._lock_id)
 
     def __exit__(self, *exc_info: object) -> None:
         seat = self._seats.depart(self._lock_id)

@@ -95,10 +95,14 @@ class Observations:
         return True
 
     def get(self, lock_id: LockId) -> Observation | None:
+        if lock_id not in self._entries:  # never seen held (an uncontended acquire's): as the mutex would answer
+            return None
         with self._mutex:
             return self._entries.get(lock_id)
 
     def forget(self, lock_id: LockId) -> None:
+        if lock_id not in self._entries:  # nothing to forget (every uncontended grant asks)
+            return
         with self._mutex:
             self._entries.pop(lock_id, None)
 

@@ -155,6 +155,24 @@ class UnansweredWrites:
 class Acquisition:
     """One acquire's state: what the lock looked like, what failed, and what of ours may have landed."""
 
+    # What an acquire starts from, kept on the class: an instance sets only what it changes (most
+    # acquires win at their first write and change none of it; an instance's every set costs them).
+    place = NO_LINE  # where we stood in the line at the last look
+    as_read: tuple[LockInfo | None] | None = None  # the item at the last read or refused write; None: none yet
+    holder: LockInfo | None = None  # the last holder found in the way
+    error: DynamoDBError | None = None  # why the last attempt failed, if it did
+    _write_next = True  # False while the last look says: held, and not ours to take yet
+    _join_next = False  # the last look says: wait, and we are not in the line
+    _refused_joins = 0  # joins refused in a row (a full line): then join again only at the next look
+    _joined_in_vain = False  # the last write to the line was written, yet shows us out of it
+    _failures_in_a_row = 0  # attempts that failed since the last answer: a seat's look backs off
+    _last: Literal["held", "queued", "free", "failed"] | None = None
+    _attempts = 0
+    _unheld_in_a_row = 0  # attempts since the lock was last found held
+    _takeable_in_a_row = 0  # attempts in a row that found a holder we could take over at once
+    late_answers = 0  # writes that took the lock but were answered after their lease had run out
+    _answered_late = False  # the last attempt's answer came after its lease had run out
+
     def __init__(
         self,
         lock_id: LockId,
@@ -169,26 +187,11 @@ class Acquisition:
         self.lock_id = lock_id
         self.seat = seat  # this process's seat in the line, for a wait (with its timing); None: never joins
         self.timing = timing
-        self.place = NO_LINE  # where we stood in the line at the last look
         self.deadline = deadline
         self.unanswered = UnansweredWrites()
-        self.as_read: tuple[LockInfo | None] | None = None  # the item at the last read or refused write; None: none yet
-        self.holder: LockInfo | None = None  # the last holder found in the way
-        self.error: DynamoDBError | None = None  # why the last attempt failed, if it did
         self._observations = observations
         self._refresh_period = refresh_period
         self._jitter = jitter or random.uniform  # looked up now, so a test may fix the jitter
-        self._write_next = True  # False while the last look says: held, and not ours to take yet
-        self._join_next = False  # the last look says: wait, and we are not in the line
-        self._refused_joins = 0  # joins refused in a row (a full line): then join again only at the next look
-        self._joined_in_vain = False  # the last write to the line was written, yet shows us out of it
-        self._failures_in_a_row = 0  # attempts that failed since the last answer: a seat's look backs off
-        self._last: Literal["held", "queued", "free", "failed"] | None = None
-        self._attempts = 0
-        self._unheld_in_a_row = 0  # attempts since the lock was last found held
-        self._takeable_in_a_row = 0  # attempts in a row that found a holder we could take over at once
-        self.late_answers = 0  # writes that took the lock but were answered after their lease had run out
-        self._answered_late = False  # the last attempt's answer came after its lease had run out
 
     @property
     def retry_at_once(self) -> bool:

@@ -72,7 +72,11 @@ def within(seconds: float | None) -> contextlib.AbstractContextManager[None]:
 
 def ours() -> contextlib.AbstractContextManager[None]:
     """A call of the lock client: the rule applies (with the deadline of an enclosing :func:`within`, if any)."""
-    return _DeadlineBlock(math.inf if _deadline.get() is None else None)
+    return _DeadlineBlock(math.inf) if _deadline.get() is None else _KEPT
+
+
+# The block that keeps the deadline set: it sets nothing, so every thread may share it.
+_KEPT = _DeadlineBlock(None)
 
 
 def longest_backoff(attempts: int) -> float:
@@ -110,6 +114,8 @@ def _stop_retries(
 
 
 def _retryable(http: Any, parsed: dict[str, Any]) -> bool:
-    """An answer botocore may retry: a 5xx or throttling."""
-    code = str(parsed.get("Error", {}).get("Code", ""))
-    return bool(http.status_code >= 500 or code in THROTTLING_CODES)
+    """An answer botocore may retry: a 5xx or throttling (every answer is asked, a success first of all)."""
+    status = http.status_code
+    if status < 300:
+        return False  # a success: botocore parses an error only from a status of 301 and up
+    return bool(status >= 500 or str(parsed.get("Error", {}).get("Code", "")) in THROTTLING_CODES)

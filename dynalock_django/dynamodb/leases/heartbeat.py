@@ -113,7 +113,8 @@ class Heartbeat:
             if not self._stopping.is_set() and not self.is_alive():
                 self._thread = start_thread(self._clock, self._run, self._name)
             asleep_until = self._asleep_until
-        first_look = None if lease is None else min(lease.safe_until, record_of(lease).valid_from + self._period)
+        record = None if lease is None else record_of(lease)
+        first_look = None if record is None else min(record.safe_until, record.valid_from + self._period)
         if asleep_until is None or first_look is None or first_look < asleep_until:
             self._wake.set()
 

@@ -45,8 +45,9 @@ class Holdings:
             return self._held.get(lock_id)
 
     def add(self, lease: Lease) -> None:
+        lock_id = record_of(lease).lock_id
         with self._mutex:
-            self._held[lease.lock_id] = lease
+            self._held[lock_id] = lease
 
     def forget(
         self,
@@ -61,17 +62,21 @@ class Holdings:
 
         ``released`` by this process (``confirmed`` False: DynamoDB did not answer the release), or ``lost``.
         """
+        record = record_of(lease)
+        lock_id = record.lock_id
         with self._mutex:
-            if self._held.get(lease.lock_id) is lease:
-                del self._held[lease.lock_id]
-            self._announce_end()
-            listeners = list(self._listeners.get(lease.lock_id, ()))
+            if self._held.get(lock_id) is lease:
+                del self._held[lock_id]
+            if self._end_watched:
+                self._announce_end()
+            waiting = self._listeners.get(lock_id)
+            listeners = list(waiting) if waiting else ()
         for wake in listeners:
             wake()
         if released:
-            record_of(lease).mark_released(confirmed=confirmed)
+            record.mark_released(confirmed=confirmed)
         elif lost is not None:
-            record_of(lease).mark_lost(lost[0], lost[1], superseded=superseded)
+            record.mark_lost(lost[0], lost[1], superseded=superseded)
 
     def wake_waiters(self) -> None:
         """The client closed: the threads waiting here stop waiting."""
@@ -101,6 +106,8 @@ class Holdings:
 
     def wait_until_free(self, lock_id: LockId, deadline: float | None) -> bool:
         """Wait, without asking DynamoDB, while another thread of this client holds the lock; False at the deadline."""
+        if lock_id not in self._held:  # the usual acquire: nobody here holds it (a look the mutex would not change)
+            return True
         while True:
             with self._mutex:
                 if lock_id not in self._held or self._closed.is_set():

@@ -20,6 +20,8 @@ from ..wire.display import printable
 
 if TYPE_CHECKING:
     from ..clock import Clock
+    from ..telemetry import Described, LostCause
+    from ..telemetry import Holding as Measured
     from ..wire.item import LockInfo
     from ..wire.layout import LockId
     from ..wire.readers_mark import ReadersSeen
@@ -34,8 +36,48 @@ _LOST_EVENTS = threading.Lock()
 Callback = Callable[[], None]
 
 
+class _ThisProcess:
+    """This process's id, as ``os.getpid()`` says it, kept: a lock asks it three times (a system call each),
+    and only a fork changes it (the child renews it before any of its code runs)."""
+
+    id = os.getpid()
+
+    @classmethod
+    def renew(cls) -> None:
+        cls.id = os.getpid()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_ThisProcess.renew)
+
+
 class LeaseRecord:
     """One lease as the protocol keeps it (its holder's handle is a :class:`~.lease.Lease`)."""
+
+    # What a lease starts with, kept on the class: a record sets only what changes (one is made a lock).
+    state: State = "held"
+    # Lost because another writer changed the item (not merely expired):
+    # a release would only fail its condition, so it is not attempted.
+    superseded = False
+    lost_reason: str | None = None
+    lost_to: LockInfo | None = None
+    # Let go by this process, but DynamoDB did not confirm the release: the item frees itself within one lease.
+    release_unconfirmed = False
+    # Set when the lease is lost: made at the first wait for it (see ``lost``), as few leases ever have one.
+    _lost: threading.Event | None = None
+    _lost_set = False  # the event's state, made or not
+    # LockClient.stop_renewing wrote its last renewal: the heartbeat leaves it alone (one may be queued already).
+    renewals_stopped = False
+    # A renewal failed since the last that succeeded: running out now is DynamoDB's doing, not a pause.
+    renewal_failed = False
+    # What telemetry counts of this lease from its grant (None: not granted here, or no OpenTelemetry).
+    telemetry: Measured | None = None
+    # How telemetry names the lock, as its acquire's caller described it (None: not described).
+    described: Described | None = None
+    # A readers-writer lock's writer: what its grant told about the readers (None: nothing, or not a
+    # writer's grant), and the mark its release leaves while it has not seen them gone (readers_mark.py).
+    readers_seen: ReadersSeen | None = None
+    release_readers_mark: str | None = None
 
     def __init__(
         self,
@@ -74,33 +116,10 @@ class LeaseRecord:
         self.versions: list[str] = [version] if version is not None else []
         # The monotonic time the last successful write to this lease started (its lease counts from there).
         self.valid_from = valid_from
-        self.state: State = "held"
-        # Lost because another writer changed the item (not merely expired):
-        # a release would only fail its condition, so it is not attempted.
-        self.superseded = False
-        self.lost_reason: str | None = None
-        self.lost_to: LockInfo | None = None
-        # Let go by this process, but DynamoDB did not confirm the release: the item frees itself within one lease.
-        self.release_unconfirmed = False
-        self.process_id = os.getpid()
+        self.process_id = _ThisProcess.id
         # Serializes writes to this lease (heartbeat, extend, release); re-entrant
         # because an on_lost callback may release the lease it is told about.
         self.write_lock = threading.RLock()
-        # Set when the lease is lost: made at the first wait for it (see ``lost``), as few leases ever have one.
-        self._lost: threading.Event | None = None
-        self._lost_set = False  # the event's state, made or not
-        # LockClient.stop_renewing wrote its last renewal: the heartbeat leaves it alone (one may be queued already).
-        self.renewals_stopped = False
-        # A renewal failed since the last that succeeded: running out now is DynamoDB's doing, not a pause.
-        self.renewal_failed = False
-        # What telemetry counts of this lease from its grant (None: not granted here, or no OpenTelemetry).
-        self.telemetry: telemetry.Holding | None = None
-        # How telemetry names the lock, as its acquire's caller described it (None: not described).
-        self.described: telemetry.Described | None = None
-        # A readers-writer lock's writer: what its grant told about the readers (None: nothing, or not a
-        # writer's grant), and the mark its release leaves while it has not seen them gone (readers_mark.py).
-        self.readers_seen: ReadersSeen | None = None
-        self.release_readers_mark: str | None = None
         self._lost_callbacks: list[Callback] = []
         self._release_callbacks: list[Callback] = []
 
@@ -125,14 +144,14 @@ class LeaseRecord:
 
     def remaining(self) -> float:
         """Seconds the holder may still rely on the lock; 0 once lost or released, and in a forked child."""
-        if self.state != "held" or not self.belongs_to_this_process:
+        if self.state != "held" or self.process_id != _ThisProcess.id:  # lost, released, or a forked child's
             return 0.0
-        return max(0.0, self.safe_until - self.clock.monotonic())
+        return max(0.0, self.valid_from + self.lease_duration - self.clock.monotonic())  # safe_until
 
     @property
     def belongs_to_this_process(self) -> bool:
         """False in a forked child: the parent's leases stay the parent's."""
-        return self.process_id == os.getpid()
+        return self.process_id == _ThisProcess.id
 
     def holding(self) -> Holding:
         """How this lease's writes recognise its holding (the rule is :func:`.conditions.still_held`'s)."""
@@ -199,7 +218,7 @@ class LeaseRecord:
         for callback in list(self._lost_callbacks):
             self._run_callback(callback)
 
-    def _lost_cause(self, current: LockInfo | None, superseded: bool) -> telemetry.LostCause | None:
+    def _lost_cause(self, current: LockInfo | None, superseded: bool) -> LostCause | None:
         """Why the lease was lost, for telemetry; None when it was not lost to anyone (closed without a release)."""
         if superseded:
             if current is None:

@@ -128,7 +128,7 @@ class LeaseWriter:
             if record.superseded:
                 error = LockLost(f"Cannot release {lease.key!r}: {lease.lost_reason}.", lease.lost_to)
                 return _release_failed(error, best_effort)
-            was_held = lease.is_held()
+            was_held = record.remaining() > 0
             outcome: _Released | LockLost | DynamoDBError
             try:
                 outcome = self._write_release(lease)
@@ -217,15 +217,17 @@ class LeaseWriter:
         return True
 
     def release_request(self, lease: Lease, stamp: Stamp) -> dict[str, Any]:
-        holding = record_of(lease).holding()
+        record = record_of(lease)
+        holding = record.holding()
         if self._delete_on_release:
-            return writes.delete(self._layout, lease.lock_id, holding=holding)
-        mark = record_of(lease).release_readers_mark
-        return writes.release(self._layout, lease.lock_id, stamp, holding=holding, readers_mark=mark)
+            return writes.delete(self._layout, record.lock_id, holding=holding)
+        mark = record.release_readers_mark
+        return writes.release(self._layout, record.lock_id, stamp, holding=holding, readers_mark=mark)
 
     def _write_release(self, lease: Lease) -> _Released | LockLost:
         """One conditional write that marks our lock released (or deletes it)."""
-        stamp = Stamp.new(lease.owner_name, lease.lease_duration, self._clock)
+        record = record_of(lease)
+        stamp = Stamp.new(record.owner_name, record.lease_duration, self._clock)
         request = self.release_request(lease, stamp)
         try:
             if self._delete_on_release:

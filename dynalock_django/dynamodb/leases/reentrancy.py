@@ -28,7 +28,7 @@ import asyncio
 import contextvars
 import functools
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..exceptions import InvalidLockRequest, LockLost, WouldDeadlock
@@ -67,17 +67,16 @@ def _current_holder(*, mark: bool) -> Holder | None:
     return marker, _runner()
 
 
-@dataclass
 class _Hold:
-    holder: Holder
-    granted: Lease  # the lease the acquire was granted: the holdings' and the heartbeat's
-    handles: list[Lease] = field(default_factory=list)
-    # Taken as a member of a lease group: the group releases it as a whole, so no handle may outlive it.
-    shareable: bool = True
+    __slots__ = ("granted", "handles", "holder", "record", "shareable")
 
-    @property
-    def record(self) -> LeaseRecord:
-        return record_of(self.granted)
+    def __init__(self, holder: Holder, granted: Lease, handles: list[Lease], shareable: bool) -> None:
+        self.holder = holder
+        self.granted = granted  # the lease the acquire was granted: the holdings' and the heartbeat's
+        self.record: LeaseRecord = record_of(granted)
+        self.handles = handles
+        # Taken as a member of a lease group: the group releases it as a whole, so no handle may outlive it.
+        self.shareable = shareable
 
 
 @dataclass
@@ -226,13 +225,15 @@ class Reentrancy:
 
     def held(self, lease: Lease, *, shareable: bool = True) -> Lease:
         """Record ``lease``, just granted (and renewed by this client), as held by the calling context."""
-        if lease.keep_alive:
+        record = record_of(lease)
+        if record.keep_alive:
             holder = _current_holder(mark=True)
             assert holder is not None  # marked
             with self._mutex:
-                self._holds[lease.lock_id] = _Hold(holder, lease, [lease], shareable)
-            lease.add_release_callback(self._forget)
-            lease.add_lost_callback(self._forget)
+                self._holds[record.lock_id] = _Hold(holder, lease, [lease], shareable)
+            forget = functools.partial(self._forget, lease)  # as Lease.add_*_callback binds it, once for both
+            record.add_release_callback(forget)
+            record.add_lost_callback(forget)
         return lease
 
     def _reading(self, write_id: LockId, lease: Lease) -> Lease:
@@ -285,15 +286,19 @@ class Reentrancy:
         the hold's granted lease: the one the holdings and the heartbeat know. ``lease`` itself when it
         is no hold's of this registry (then it is released or lost as any lease is).
         """
+        record = record_of(lease)
         with self._mutex:
-            hold = self._holds.get(lease.lock_id)
-            if hold is None or hold.record is not record_of(lease) or hold.record.state != "held":
+            hold = self._holds.get(record.lock_id)
+            if hold is None or hold.record is not record or record.state != "held":
                 return lease
+            if len(hold.handles) == 1 and hold.handles[0] is lease:  # the usual hold: one handle, its last
+                del self._holds[record.lock_id]
+                return hold.granted
             if not any(handle is lease for handle in hold.handles):
                 return None  # this lease was released already: a no-op, as releasing a lease twice is
             hold.handles = [handle for handle in hold.handles if handle is not lease]
             if not hold.handles:
-                del self._holds[lease.lock_id]
+                del self._holds[record.lock_id]
                 return hold.granted
         if not lease.is_held() and not best_effort:
             # The outer holder still has the lock to release; this block was not protected all through.
@@ -301,6 +306,10 @@ class Reentrancy:
         return None
 
     def _held_here(self, lock_id: LockId) -> _Hold | None:
+        # No hold of the key at all (an uncontended acquire): nobody's, so not the caller's. A hold of the
+        # caller's own was recorded by the caller itself, before it asks: the look needs no mutex.
+        if lock_id not in self._holds:
+            return None
         holder = _current_holder(mark=False)
         if holder is None:
             return None
@@ -327,10 +336,13 @@ class Reentrancy:
         )
 
     def _forget(self, lease: Lease) -> None:
+        record = record_of(lease)
+        if record.lock_id not in self._holds:  # the usual release: its hold ended already, in ``releasing``
+            return
         with self._mutex:
-            hold = self._holds.get(lease.lock_id)
-            if hold is not None and hold.record is record_of(lease):
-                del self._holds[lease.lock_id]
+            hold = self._holds.get(record.lock_id)
+            if hold is not None and hold.record is record:
+                del self._holds[record.lock_id]
 
 
 def _check_reentrant(reentrant: bool, options: AcquireOptions) -> None:

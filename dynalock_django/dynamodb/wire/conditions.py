@@ -11,7 +11,7 @@ request around them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import item, queue_writes, waiters
 from .expressions import Expressions
@@ -21,9 +21,11 @@ if TYPE_CHECKING:
     from .layout import TableLayout
 
 
-@dataclass(frozen=True)
-class KeptAlive:
-    """A holding whose every version since its grant this process wrote (see :func:`still_held`)."""
+class KeptAlive(NamedTuple):
+    """A holding whose every version since its grant this process wrote (see :func:`still_held`).
+
+    A named tuple: each release makes one, and a frozen dataclass's fields cost four times as much to set.
+    """
 
     owner_name: str
     versions: tuple[str, ...]  # the last confirmed one, then any whose answer was lost

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
-# Probe: the builder's request of a shape for probe 0 or 1, and the values of its slots in it.
-Probe = Callable[[int], tuple[dict[str, Any], dict[str, Any]]]
+# Probe: the builder's request of a shape for probe 0 or 1 (its last argument), and the values of its slots in it.
+Probe = Callable[..., tuple[dict[str, Any], dict[str, Any]]]
 
 
 class Expressions:
@@ -85,6 +85,9 @@ class Shape:
             else:
                 raise ValueError(f"{placeholder} = {value!r} depends on the call through no slot")
         self._names = first.get("ExpressionAttributeNames", {})
+        # The slots as two columns, so that a fill puts them in without a loop of its own.
+        self._placeholders = tuple(placeholder for placeholder, _ in self._slots)
+        self._slot_names = tuple(slot for _, slot in self._slots)
         self._fixed = {
             name: value
             for name, value in first.items()
@@ -92,11 +95,12 @@ class Shape:
         }
 
     @classmethod
-    def of(cls, kind: Hashable, probe: Probe) -> Shape:
-        """The shape of requests of ``kind`` (built at its first use, from ``probe``)."""
+    def of(cls, kind: Hashable, probe: Probe, *args: Any) -> Shape:
+        """The shape of requests of ``kind`` (built at its first use, from ``probe(*args, n)``: no probe need be
+        made for the calls that find their shape built)."""
         shape = _SHAPES.get(kind)
         if shape is None:
-            (first, first_slots), (second, second_slots) = probe(0), probe(1)
+            (first, first_slots), (second, second_slots) = probe(*args, 0), probe(*args, 1)
             if len(_SHAPES) >= MAX_SHAPES:  # clients of ever new tables: start over rather than grow without end
                 _SHAPES.clear()
             shape = _SHAPES[kind] = cls((first, second), (first_slots, second_slots))
@@ -105,8 +109,7 @@ class Shape:
     def fill(self, key: dict[str, Any], slots: dict[str, Any]) -> dict[str, Any]:
         """The request for the item ``key``, with ``slots``' values (slot -> value, as in the probes)."""
         values = dict(self._constants)
-        for placeholder, slot in self._slots:
-            values[placeholder] = slots[slot]
+        values.update(zip(self._placeholders, map(slots.__getitem__, self._slot_names), strict=True))
         return {
             **self._fixed,
             "Key": key,

@@ -13,7 +13,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeGuard
 
 from .waiters import LINE, WAITERS, Waiter, parse_waiters
 
@@ -270,9 +270,12 @@ def _value_size(value: AttributeValueTypeDef) -> int:
     return 1
 
 
-@dataclass(frozen=True)
-class Stamp:
-    """What one write stamps on the item: the writer, a new record version, the lease and the time."""
+class Stamp(NamedTuple):
+    """What one write stamps on the item: the writer, a new record version, the lease and the time.
+
+    A named tuple, not a frozen dataclass: two are made a lock, and a frozen dataclass sets each field
+    through ``object.__setattr__`` (four times the cost).
+    """
 
     owner_name: str
     version: str

@@ -92,7 +92,7 @@ def parse_waiters(value: Any) -> tuple[Waiter, ...]:
         entries = value["M"].items()
     except (KeyError, TypeError, AttributeError):
         return ()
-    return _first_asked_first(entries)[:MAX_WAITERS]
+    return _first_asked_first(entries)[:MAX_WAITERS] if entries else ()  # most grants find nobody waiting
 
 
 def _first_asked_first(entries: Any) -> tuple[Waiter, ...]:

@@ -284,32 +284,36 @@ def _filled(
     kind: str, layout: TableLayout, lock_id: LockId, stamp: Stamp, data: bytes | None, held: str
 ) -> dict[str, Any]:
     """The request :func:`acquire` (``kind`` "acquire") or :func:`release` builds for these, from its shape."""
-
-    def probe(n: int) -> tuple[dict[str, Any], dict[str, Any]]:
-        stamp_n = Stamp(f"owner-{n}", f"version-{n}", n + 1.5, 0.0, n + 1000.0)
-        id_n: LockId = (f"key-{n}", None if layout.sort_key_name is None else f"sort-{n}")
-        data_n = b"data-%d" % n if data is not None else None
-        holding = KeptAlive(stamp_n.owner_name, (f"held-{n}",))
-        return (
-            acquire(layout, id_n, stamp_n, data=data_n, observed=None, may_take_over=False, pending=[], shaped=False)
-            if kind == "acquire"
-            else release(layout, id_n, stamp_n, holding=holding, shaped=False)
-        ), _slots(layout, id_n, stamp_n, data_n, f"held-{n}")
-
-    shape = Shape.of((kind, layout, data is not None), probe)
+    # Keyed by the layout's fields, not the layout: a frozen dataclass hashes and compares in Python, twice a lock.
+    fields = (layout.table_name, layout.partition_key_name, layout.sort_key_name, layout.ttl_attribute)
+    shape = Shape.of((kind, *fields, data is not None), _probe, kind, layout, data is not None)
     return shape.fill(layout.key(lock_id), _slots(layout, lock_id, stamp, data, held))
+
+
+def _probe(kind: str, layout: TableLayout, with_data: bool, n: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Probe ``n`` of :func:`_filled`'s shape: the request its builder builds for values unlike any other's."""
+    stamp_n = Stamp(f"owner-{n}", f"version-{n}", n + 1.5, 0.0, n + 1000.0)
+    id_n: LockId = (f"key-{n}", None if layout.sort_key_name is None else f"sort-{n}")
+    data_n = b"data-%d" % n if with_data else None
+    holding = KeptAlive(stamp_n.owner_name, (f"held-{n}",))
+    return (
+        acquire(layout, id_n, stamp_n, data=data_n, observed=None, may_take_over=False, pending=[], shaped=False)
+        if kind == "acquire"
+        else release(layout, id_n, stamp_n, holding=holding, shaped=False)
+    ), _slots(layout, id_n, stamp_n, data_n, f"held-{n}")
 
 
 def _slots(layout: TableLayout, lock_id: LockId, stamp: Stamp, data: bytes | None, held: str) -> dict[str, Any]:
     """The values that differ from call to call in those two requests, by slot (see :class:`.Shape`)."""
-    wall_ms = stamp.wall_ms
+    version, lease_duration, wall_time = stamp.version, stamp.lease_duration, stamp.wall_time
+    wall_ms = int(wall_time * 1000)  # as stamp.wall_ms, one call fewer
     return {
-        "version": {"S": stamp.version},
-        "duration": {"S": str(round(stamp.lease_duration * 1000))},
+        "version": {"S": version},
+        "duration": {"S": str(round(lease_duration * 1000))},
         "wall_ms": {"N": str(wall_ms)},
-        "sent_at": sent_at(stamp.version, wall_ms),
+        "sent_at": sent_at(version, wall_ms),
         "owner": {"S": stamp.owner_name},
-        "ttl": {"N": str(layout.ttl_seconds(stamp.wall_time, stamp.lease_duration))},
+        "ttl": {"N": str(layout.ttl_seconds(wall_time, lease_duration))},
         "key": {"S": lock_id[0]},
         "data": {"B": data},
         "held": {"S": held},
