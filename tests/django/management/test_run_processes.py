@@ -55,7 +55,7 @@ def ticker(tmp_path):
 
 
 # A runner's start and end (Django's, under coverage on a loaded machine) may be slow: waiting longer is never unsafe.
-STARTED = 4 * PATIENCE
+STARTED = 12 * PATIENCE  # a minute: a CI run beside other work saw 20 s pass
 
 # The runners' lease: each renewal has RUNNER_LEASE - RUNNER_HEARTBEAT to succeed while the runner starts
 # its command (Python processes under coverage, on a loaded machine); the suite's 1 s lease left 0.75 s,
@@ -248,18 +248,18 @@ def test_a_command_run_from_a_terminal_reads_dev_null_and_is_told(dynalock, tmp_
     script = f"import pathlib, sys; pathlib.Path({str(read)!r}).write_text(repr(sys.stdin.read()))"
     controller, terminal = os.openpty()
     try:
-        runner = subprocess.Popen(
+        with subprocess.Popen(  # its end closes the pipe, whatever happened (a time-out left it to the GC)
             [sys.executable, "manage.py", "dynalock", "run", "nightly", "--", sys.executable, "-c", script],
             cwd=ROOT,
             env=env,
             stdin=terminal,
             stderr=subprocess.PIPE,
             text=True,
-        )
-        try:
-            _, errors = runner.communicate(timeout=STARTED)
-        finally:
-            runner.kill()
+        ) as runner:
+            try:
+                _, errors = runner.communicate(timeout=STARTED)
+            finally:
+                runner.kill()
     finally:
         os.close(controller)
         os.close(terminal)

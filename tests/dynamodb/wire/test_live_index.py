@@ -158,7 +158,7 @@ def test_a_page_of_live_locks_is_one_scan_of_the_index_and_pages_resume(make_cli
     with pytest.raises(InvalidLockRequest, match="Invalid scan cursor"):
         client.live_page(cursor="not-a-cursor")
     for lease in leases:
-        lease.release()
+        lease.release(best_effort=True)  # clean-up: a loaded server may not answer it within the read time-out
 
 
 def test_without_the_index_listing_scans_the_table_and_says_so_once(make_client, dynamodb, caplog):
