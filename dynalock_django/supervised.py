@@ -27,7 +27,6 @@ docs/django/leader.md.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 import subprocess
@@ -48,12 +47,48 @@ FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
+# What a child of the runner runs first, on Linux, as its own fresh process: ask the kernel for a signal
+# when the runner's thread that started it ends (prctl PR_SET_PDEATHSIG), then check the runner did not die
+# before that call (the signal would never come). In the child, not in a preexec_fn: between fork and exec
+# a process with threads (the runner's heartbeat) may find a lock held for good by a thread the fork left
+# behind: a CI run caught a command's child blocked so before its exec, and its runner with it.
+_DEATH_SIGNAL = f"""
+import ctypes, os, signal, sys
+def dies_with_the_runner(runner, death_signal):
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    prctl({_PR_SET_PDEATHSIG}, death_signal, 0, 0, 0)
+    if os.getppid() != runner:
+        os.kill(os.getpid(), death_signal)
+"""
+
+# The command's first program (Linux): its death signal (SIGKILL), the signals Python changed at its start
+# given back their defaults as subprocess gives them (SIGINT; SIGPIPE and SIGXFSZ, which it ignores and
+# exec would keep ignored), then the command itself, in the same process.
+_COMMAND = (
+    _DEATH_SIGNAL
+    + """
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+runner, command = int(sys.argv[1]), sys.argv[2:]
+dies_with_the_runner(runner, signal.SIGKILL)
+for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ"):
+    if hasattr(signal, name):
+        signal.signal(getattr(signal, name), signal.SIG_DFL)
+try:
+    os.execvp(command[0], command)
+except OSError as error:
+    sys.stderr.write("dynalock run: cannot run %r: %s\\n" % (command[0], error.strerror))
+    os._exit(127)
+"""
+)
+
 # The sentinel: a member of the command's group (so the group id stays its own while it lives) that
 # kills the whole group once the runner is gone. Its parent-death signal is SIGURG, ignored by default,
 # so a runner dying before the handler is set only leaves the check after it to notice; it ignores
 # the signals the runner sends the group, and dies with the group's final SIGKILL.
-_SENTINEL = f"""
-import os, signal, sys
+_SENTINEL = (
+    _DEATH_SIGNAL
+    + f"""
 runner = int(sys.argv[1])
 for signum in {tuple(int(s) for s in (signal.SIGTERM, *FORWARDED_SIGNALS))}:
     signal.signal(signum, signal.SIG_IGN)
@@ -61,10 +96,12 @@ def orphaned(*_):
     if os.getppid() != runner:
         os.killpg(0, signal.SIGKILL)
 signal.signal(signal.SIGURG, orphaned)
+dies_with_the_runner(runner, signal.SIGURG)
 orphaned()
 while True:
     signal.pause()
 """
+)
 
 
 def fencing_token_from_environment() -> int:
@@ -123,11 +160,10 @@ class SupervisedCommand:
     def start(self) -> None:
         with self._starting:
             self._process = subprocess.Popen(  # noqa: S603 (the operator's own command line)
-                self._command,
+                _dying_with_this_thread(self._command),
                 env={**os.environ, FENCING_TOKEN_ENV: str(self._fencing_token)},
                 stdin=command_input(),
                 process_group=0,
-                preexec_fn=_dies_with_this_thread(signal.SIGKILL),  # safe with threads: see there
             )
             self._sentinel = _start_sentinel(self._process.pid)
             unsent, self._unsent = self._unsent, []
@@ -247,36 +283,22 @@ def command_input() -> int | None:
 
 def _start_sentinel(group: int) -> subprocess.Popen[bytes] | None:
     """The sentinel of the command's process group ``group`` (Linux only, like the parent-death signal)."""
-    dies_with_this_thread = _dies_with_this_thread(signal.SIGURG)
-    if dies_with_this_thread is None:
+    if not _HAS_DEATH_SIGNAL:
         return None
     # The group exists until the command is reaped, which only its wait() does: it cannot have gone.
     return subprocess.Popen(  # noqa: S603 (this interpreter, our own code)
-        [sys.executable, "-c", _SENTINEL, str(os.getpid())],
+        [sys.executable, "-I", "-S", "-c", _SENTINEL, str(os.getpid())],
         stdin=subprocess.DEVNULL,
         process_group=group,
-        preexec_fn=dies_with_this_thread,
     )
 
 
-def _dies_with_this_thread(death_signal: int) -> Callable[[], None] | None:
-    """What a child runs before exec: ask the kernel for ``death_signal`` when the thread that started it ends.
+def _dying_with_this_thread(command: list[str]) -> list[str]:
+    """``command``, run (on Linux) through :data:`_COMMAND`: killed by the kernel when the thread that starts
+    it (the one that waits for it) ends, though the runner be SIGKILLed."""
+    if not _HAS_DEATH_SIGNAL:
+        return command
+    return [sys.executable, "-I", "-S", "-c", _COMMAND, str(os.getpid()), *command]
 
-    Linux only (prctl PR_SET_PDEATHSIG); None elsewhere. The function is looked up here, before the
-    fork, so that the child only makes one C call: subprocess warns that a preexec_fn may deadlock
-    in a process with threads (ours has the heartbeat's) when it takes a lock another thread held
-    at the fork, and a bare foreign call takes none. The signal follows the *thread* that forked,
-    which is the one that waits for the command.
-    """
-    if not sys.platform.startswith("linux"):
-        return None
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-    runner = os.getpid()
 
-    def die_with_the_runner() -> None:
-        prctl(_PR_SET_PDEATHSIG, death_signal, 0, 0, 0)
-        if os.getppid() != runner:  # the runner died before the call above: the signal will not come
-            os.kill(os.getpid(), death_signal)
-
-    return die_with_the_runner
+_HAS_DEATH_SIGNAL = sys.platform.startswith("linux")

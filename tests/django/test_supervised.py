@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import threading
 import time
 
@@ -55,3 +56,37 @@ def test_a_signal_another_thread_takes_while_the_runner_waits_is_still_passed_on
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     taker.join()
     assert code == 128 + signal.SIGINT
+
+
+def test_the_command_and_its_sentinel_start_without_python_between_fork_and_exec(monkeypatch):
+    """No ``preexec_fn``: in a process with threads (the runner's heartbeat), Python code run between fork and
+    exec may block for good on a lock another thread held at the fork. A CI run caught a command's child so,
+    never exec'd, and its runner waiting for it with the lease held. The children ask for their death signal
+    themselves, after their exec."""
+    started: list[dict[str, object]] = []
+    popen = subprocess.Popen
+
+    def recording(*args: object, **kwargs: object) -> subprocess.Popen[bytes]:
+        started.append(kwargs)
+        return popen(*args, **kwargs)  # type: ignore[call-overload, no-any-return]
+
+    monkeypatch.setattr(subprocess, "Popen", recording)
+    command = SupervisedCommand(["true"], fencing_token=1, grace_period=1)
+    command.start()
+    assert command.wait() == 0
+    assert len(started) == 2  # the command and its group's sentinel (Linux)
+    assert all(kwargs.get("preexec_fn") is None for kwargs in started)
+
+
+def test_the_command_gets_the_signal_dispositions_a_plain_subprocess_gets(tmp_path):
+    """Python ignores SIGPIPE and SIGXFSZ, and an exec keeps what is ignored: the command must not inherit that
+    from what starts it (a pipeline in it would not end when its reader does)."""
+    status = tmp_path / "status"
+    command = SupervisedCommand(
+        ["sh", "-c", f"grep SigIgn /proc/self/status > {status}"], fencing_token=1, grace_period=1
+    )
+    command.start()
+    assert command.wait() == 0
+    ignored = int(status.read_text().split()[1], 16)
+    assert not ignored & (1 << (signal.SIGPIPE - 1))
+    assert not ignored & (1 << (signal.SIGXFSZ - 1))
