@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import re
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from dynalock_django.dynamodb.aws import local_server
-from dynalock_django.dynamodb.aws.local_server import LocalDynamoDB
+from dynalock_django.dynamodb.aws.local_server import STALLED_CLIENT_SECONDS, LocalDynamoDB
+
+from ...dynamodb_support import make_dynamodb
 
 
 class Endpoint(LocalDynamoDB):
@@ -84,3 +88,16 @@ def test_the_readme_shows_the_command_the_endpoint_runs_as():
     assert module == "dynalock_django.dynamodb.aws.local_server"
     readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
     assert f"python -m {module} --port 8765" in readme
+
+
+def test_a_client_that_connects_and_stops_does_not_hold_the_others_up():
+    """One request at a time, yet a paused client (connected, not a byte sent: SIGSTOP between its connect
+    and its send) is dropped after a while, and the next client is answered; it waited for good before."""
+    with LocalDynamoDB() as endpoint_url:
+        port = int(endpoint_url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port)):  # the paused client: open, silent
+            time.sleep(0.2)  # the server has taken it up and waits for its request
+            dynamodb = make_dynamodb(endpoint_url, connect_timeout=5, read_timeout=10 * STALLED_CLIENT_SECONDS)
+            started = time.monotonic()
+            dynamodb.list_tables(Limit=1)
+        assert time.monotonic() - started < 10 * STALLED_CLIENT_SECONDS  # answered, not left for good

@@ -22,11 +22,21 @@ from types import TracebackType
 STARTUP_TIMEOUT_SECONDS = 30.0
 
 
+STALLED_CLIENT_SECONDS = 2.0
+
+
 def serve(host: str, port: int) -> None:
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
-    from werkzeug.serving import run_simple
+    from werkzeug.serving import WSGIRequestHandler, run_simple
 
-    run_simple(host, port, DomainDispatcherApplication(create_backend_app), threaded=False)
+    class OneRequestAtATime(WSGIRequestHandler):
+        # Served one at a time, a client that connects and then stops (a paused process: SIGSTOP, Ctrl-Z)
+        # would hold every other client up until it resumed; DynamoDB serves each on its own. Its
+        # connection is dropped after this long without a byte, and the next one is served.
+        timeout = STALLED_CLIENT_SECONDS
+
+    app = DomainDispatcherApplication(create_backend_app)
+    run_simple(host, port, app, threaded=False, request_handler=OneRequestAtATime)
 
 
 def free_port() -> int:
