@@ -67,6 +67,11 @@ def _current_holder(*, mark: bool) -> Holder | None:
     return marker, _runner()
 
 
+def _same(holder: Holder, other: Holder) -> bool:
+    """The same context: its marker and its thread or task (a tuple compares by identity here, not equality)."""
+    return holder[0] is other[0] and holder[1] is other[1]
+
+
 class _Hold:
     __slots__ = ("granted", "handles", "holder", "record", "shareable")
 
@@ -259,12 +264,14 @@ class Reentrancy:
 
     def _read_here(self, write_id: LockId) -> _Read | None:
         """A reader of the lock whose write item is ``write_id`` the calling context holds, if any."""
+        if write_id not in self._reads:  # nobody here reads it (every writer's case but a mix): no mutex
+            return None
         holder = _current_holder(mark=False)
         if holder is None:
             return None
         with self._mutex:
             for read in self._reads.get(write_id, ()):
-                if read.holder[0] is holder[0] and read.holder[1] is holder[1] and read.lease.state == "held":
+                if _same(read.holder, holder) and read.lease.state == "held":
                     return read
         return None
 
@@ -318,7 +325,7 @@ class Reentrancy:
             if hold is not None and hold.record.state != "held":
                 del self._holds[lock_id]
                 return None
-        if hold is None or hold.holder[0] is not holder[0] or hold.holder[1] is not holder[1]:
+        if hold is None or not _same(hold.holder, holder):
             return None
         return hold
 
