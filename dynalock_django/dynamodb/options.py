@@ -142,17 +142,18 @@ class CallChecks:
         described: Described | None = None,
     ) -> AcquireRequest:
         """The request of one acquiring call; ``lock_ids``: one lock id, or a group's (a list)."""
-        many = isinstance(lock_ids, list)
-        ids = tuple(lock_ids) if isinstance(lock_ids, list) else (lock_ids,)
-        # The data budget depends on the key: check the longest.
-        longest = (
-            ids[0] if len(ids) == 1 else max(ids, key=lambda id_: len(id_[0].encode()) + len((id_[1] or "").encode()))
-        )
+        if isinstance(lock_ids, list):
+            many, ids = True, tuple(lock_ids)
+            # The data budget depends on the key: check the longest.
+            longest = max(ids, key=lambda id_: len(id_[0].encode()) + len((id_[1] or "").encode()))
+        else:
+            many, ids, longest = False, (lock_ids,), lock_ids
         options = self.acquire_options(longest, owner_name, lease_duration, keep_alive, data, on_lost)
         if permits is not None or described is not None:
             options = dataclasses.replace(options, permits=permits, described=self.described(described))
-        validation.check_timeout(timeout)
-        return AcquireRequest(ids, options, timeout, many=many)
+        if timeout is not None:  # None, the usual wait, needs no look
+            validation.check_timeout(timeout)
+        return AcquireRequest(ids, options, timeout, many)
 
     def acquire_options(
         self,

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import random
 import threading
 import uuid
@@ -99,12 +100,14 @@ class Seat:
     """This process's entry in one key's line; only the waiter whose turn it is touches it (and, once the seat
     is forgotten, the last waiter to depart, which takes it out of line)."""
 
+    # Each seat starts with these (class attributes: every acquire makes a seat, and most never join a line).
+    joined = False
+    sent_join = False  # a join (or the start of a line) was sent, and no answer since showed the line
+    unjoinable = False  # DynamoDB refused our entry (no room on the item): wait outside the line
+    refreshed_at = -math.inf  # monotonic: when a join or refresh of ours last landed
+
     def __init__(self, name: str) -> None:
         self.name = name
-        self.joined = False
-        self.sent_join = False  # a join (or the start of a line) was sent, and no answer since showed the line
-        self.unjoinable = False  # DynamoDB refused our entry (no room on the item): wait outside the line
-        self.refreshed_at = -float("inf")  # monotonic: when a join or refresh of ours last landed
 
     @functools.cached_property
     def waiter_id(self) -> str:

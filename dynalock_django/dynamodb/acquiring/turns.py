@@ -109,13 +109,16 @@ class Turns:
 
     def _enter(self, lock_id: LockId, ticket: _Ticket) -> bool:
         with self._mutex:
-            line = self._lines.setdefault(lock_id, deque())
-            line.append(ticket)
-            ticket.given = len(line) == 1
-            if not ticket.given and ticket.wake is None:
+            line = self._lines.get(lock_id)
+            if line is None:  # nobody of this client goes after the key (every uncontended acquire): ours at once
+                self._lines[lock_id] = deque((ticket,))
+                ticket.given = True
+                return True
+            line.append(ticket)  # a line is never left empty (``leave``): the turn is another's
+            if ticket.wake is None:
                 ticket.event = threading.Event()
                 ticket.wake = ticket.event.set
-            return ticket.given
+            return False
 
     def _given(self, ticket: _Ticket, deadline: float | None) -> bool:
         """The turn came; past the deadline it is passed on instead (no request starts after a deadline)."""
@@ -126,6 +129,9 @@ class Turns:
     def leave(self, lock_id: LockId, ticket: _Ticket) -> None:
         with self._mutex:
             line = self._lines[lock_id]
+            if len(line) == 1 and line[0] is ticket:  # alone (every uncontended acquire): nobody to pass it on to
+                del self._lines[lock_id]
+                return
             line.remove(ticket)
             following = line[0] if line and ticket.given else None
             if following is not None:

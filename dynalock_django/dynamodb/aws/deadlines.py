@@ -106,6 +106,7 @@ def _stop_retries(
             raise caught_exception
     elif (
         response is not None
+        and response[0].status_code >= 300  # a success (every answer is asked, a success first of all) is not retried
         and _retryable(*response)
         and not may_retry(attempts=attempts, timed_out=False, now=time.monotonic(), deadline=deadline)
     ):
@@ -114,8 +115,5 @@ def _stop_retries(
 
 
 def _retryable(http: Any, parsed: dict[str, Any]) -> bool:
-    """An answer botocore may retry: a 5xx or throttling (every answer is asked, a success first of all)."""
-    status = http.status_code
-    if status < 300:
-        return False  # a success: botocore parses an error only from a status of 301 and up
-    return bool(status >= 500 or str(parsed.get("Error", {}).get("Code", "")) in THROTTLING_CODES)
+    """An answer that is no success botocore may retry: a 5xx or throttling (it parses an error only from 301 up)."""
+    return bool(http.status_code >= 500 or str(parsed.get("Error", {}).get("Code", "")) in THROTTLING_CODES)

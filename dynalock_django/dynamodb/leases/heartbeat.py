@@ -110,12 +110,16 @@ class Heartbeat:
         otherwise wake the thread for each, to learn that nothing is due.
         """
         with self._mutex:
-            if not self._stopping.is_set() and not self.is_alive():
+            thread = self._thread  # alive, the usual case, asks no more (is_alive, inlined: every acquire asks)
+            if (thread is None or not thread.is_alive()) and not self._stopping.is_set():
                 self._thread = start_thread(self._clock, self._run, self._name)
             asleep_until = self._asleep_until
-        record = None if lease is None else record_of(lease)
-        first_look = None if record is None else min(record.safe_until, record.valid_from + self._period)
-        if asleep_until is None or first_look is None or first_look < asleep_until:
+        if asleep_until is None or lease is None:
+            self._wake.set()
+            return
+        record = record_of(lease)
+        # The first of its safe time's end and its first renewal (both from valid_from: one addition, no property).
+        if record.valid_from + min(record.lease_duration, self._period) < asleep_until:
             self._wake.set()
 
     def wake(self) -> None:

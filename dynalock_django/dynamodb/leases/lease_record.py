@@ -7,6 +7,7 @@ holdings read and change, each write under the record's ``write_lock``.
 
 from __future__ import annotations
 
+import _thread
 import logging
 import os
 import threading
@@ -118,8 +119,9 @@ class LeaseRecord:
         self.valid_from = valid_from
         self.process_id = _ThisProcess.id
         # Serializes writes to this lease (heartbeat, extend, release); re-entrant
-        # because an on_lost callback may release the lease it is told about.
-        self.write_lock = threading.RLock()
+        # because an on_lost callback may release the lease it is told about. The C lock that threading.RLock()
+        # makes, made here without that function's Python frame (one per grant).
+        self.write_lock = _thread.RLock()
         self._lost_callbacks: list[Callback] = []
         self._release_callbacks: list[Callback] = []
 
@@ -181,6 +183,13 @@ class LeaseRecord:
 
     def add_release_callback(self, callback: Callback) -> None:
         self._release_callbacks.append(callback)
+
+    def add_end_callback(self, callback: Callback) -> None:
+        """Call ``callback()`` once the lease ends here, released or lost (as both ``add_*_callback`` would)."""
+        self._release_callbacks.append(callback)
+        self._lost_callbacks.append(callback)
+        if self._lost_set:
+            self._run_callback(callback)
 
     def mark_released(self, *, confirmed: bool = True) -> None:
         """This process let go of the lease; ``confirmed`` False: DynamoDB did not answer the release."""

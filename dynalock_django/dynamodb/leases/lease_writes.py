@@ -21,7 +21,7 @@ from ..wire import queue_pruning, writes
 from ..wire.waiters import WAITERS, parse_waiters, stale_entries
 from ..wire.writes import Stamp
 from .lease import record_of
-from .lease_record import RAN_OUT, lost_message
+from .lease_record import RAN_OUT, LeaseRecord, lost_message
 
 if TYPE_CHECKING:
     from ..aws.store import LockStore
@@ -131,7 +131,7 @@ class LeaseWriter:
             was_held = record.remaining() > 0
             outcome: _Released | LockLost | DynamoDBError
             try:
-                outcome = self._write_release(lease)
+                outcome = self._write_release(lease, record)
             except DynamoDBError as unavailable:
                 unavailable.add_note(f"The lock expires by itself within {lease.lease_duration:g}s.")
                 outcome = unavailable
@@ -217,18 +217,19 @@ class LeaseWriter:
         return True
 
     def release_request(self, lease: Lease, stamp: Stamp) -> dict[str, Any]:
-        record = record_of(lease)
+        return self._release_request(record_of(lease), stamp)
+
+    def _release_request(self, record: LeaseRecord, stamp: Stamp) -> dict[str, Any]:
         holding = record.holding()
         if self._delete_on_release:
             return writes.delete(self._layout, record.lock_id, holding=holding)
         mark = record.release_readers_mark
         return writes.release(self._layout, record.lock_id, stamp, holding=holding, readers_mark=mark)
 
-    def _write_release(self, lease: Lease) -> _Released | LockLost:
-        """One conditional write that marks our lock released (or deletes it)."""
-        record = record_of(lease)
+    def _write_release(self, lease: Lease, record: LeaseRecord) -> _Released | LockLost:
+        """One conditional write that marks our lock released (or deletes it); ``record``: the lease's."""
         stamp = Stamp.new(record.owner_name, record.lease_duration, self._clock)
-        request = self.release_request(lease, stamp)
+        request = self._release_request(record, stamp)
         try:
             if self._delete_on_release:
                 self._store.delete(request)

@@ -75,11 +75,11 @@ def _same(holder: Holder, other: Holder) -> bool:
 class _Hold:
     __slots__ = ("granted", "handles", "holder", "record", "shareable")
 
-    def __init__(self, holder: Holder, granted: Lease, handles: list[Lease], shareable: bool) -> None:
+    def __init__(self, holder: Holder, granted: Lease, record: LeaseRecord, shareable: bool) -> None:
         self.holder = holder
         self.granted = granted  # the lease the acquire was granted: the holdings' and the heartbeat's
-        self.record: LeaseRecord = record_of(granted)
-        self.handles = handles
+        self.record = record  # granted's
+        self.handles = [granted]
         # Taken as a member of a lease group: the group releases it as a whole, so no handle may outlive it.
         self.shareable = shareable
 
@@ -235,10 +235,9 @@ class Reentrancy:
             holder = _current_holder(mark=True)
             assert holder is not None  # marked
             with self._mutex:
-                self._holds[record.lock_id] = _Hold(holder, lease, [lease], shareable)
-            forget = functools.partial(self._forget, lease)  # as Lease.add_*_callback binds it, once for both
-            record.add_release_callback(forget)
-            record.add_lost_callback(forget)
+                self._holds[record.lock_id] = _Hold(holder, lease, record, shareable)
+            # As Lease.add_*_callback binds it, once for both.
+            record.add_end_callback(functools.partial(self._forget, lease))
         return lease
 
     def _reading(self, write_id: LockId, lease: Lease) -> Lease:

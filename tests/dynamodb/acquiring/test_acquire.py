@@ -129,6 +129,28 @@ def test_threads_of_one_client_wait_locally_without_polling(make_client, dynamod
     assert counter.calls["GetItem"] == 0
 
 
+def test_threads_of_one_client_waiting_at_once_each_get_the_lock_in_turn(make_client, dynamodb, key):
+    """The key's turn passes from each waiting thread to the next: every one of them is granted the lock."""
+    client = make_client(dynamodb)
+    lease = client.acquire(key)
+    got: list[int] = []
+
+    def waiter() -> None:
+        with client.lock(key, timeout=10) as other:
+            got.append(other.fencing_token)
+
+    threads = [threading.Thread(target=waiter) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.3)  # they arrive while it is held: one waits for the holder, the others for their turn
+    lease.release()
+    for thread in threads:
+        thread.join(15)
+    assert len(got) == 3
+    assert got == sorted(got)  # granted one after another: each token above the one before
+    assert got[0] > lease.fencing_token
+
+
 def test_try_acquire_on_a_lock_held_by_this_client_sends_nothing(make_client, dynamodb, key):
     client = make_client(dynamodb)
     lease = client.acquire(key)
