@@ -78,7 +78,7 @@ class ReadersDrain:
         self._what = what  # for messages: "readers of 'report'"
         self._count = count
         self._record = record_of(writer)
-        seen = self._record.readers_seen
+        seen = readers_mark.ReadersSeen.of(self._record.grant_answer)
         stored = None if seen is None else seen.count
         # ``reader_ids(n)``: the keys of readers 0 to n-1; one more is the key past the last reader there may be.
         self._ids = reader_ids(max(count, stored or 0) + 1)
