@@ -39,10 +39,9 @@ import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..acquiring.backoff import Jitter, backoff, until_takeover, within_deadline
 from ..aws import deadlines
 from ..aws.store import Refused
-from ..clock import Instant
+from ..clock import Instant, Jitter, backoff, within_deadline
 from ..exceptions import DynamoDBError, DynamoDBUnavailable, LockTimeout
 from ..leases.lease import record_of
 from ..wire import permits, readers_mark
@@ -134,7 +133,7 @@ class ReadersDrain:
     def delay(self, now: float) -> float | None:
         """Until the next look: backing off up to ``refresh_period``, waking when a silent reader's lease ends."""
         delay = backoff(self._looks, cap=self._parts.refresh_period, jitter=self._jitter)
-        return within_deadline(until_takeover(delay, self._parts.observations, self._ids, now), self.deadline, now)
+        return within_deadline(self._parts.observations.wake_for_takeover(delay, self._ids, now), self.deadline, now)
 
     def gave_up(self, timeout: float | None) -> DynamoDBError | LockTimeout:
         if self.error is not None:
