@@ -6,7 +6,8 @@ attribute and the fencing-token seed, and is compared with another client's
 wall clock only by the opt-in clock-bound takeover rule (``max_clock_skew``,
 :mod:`.observations`). Every wait of the protocol's threads goes through
 ``wait``, so a clock that does not follow real time (:class:`VirtualClock`)
-also decides when those threads wake.
+also decides when those threads wake. How long a waiter pauses between tries
+is one rule too, :func:`backoff`, for every wait and the heartbeat's retries.
 """
 
 from __future__ import annotations
@@ -202,3 +203,29 @@ class VirtualClock:
                     "A thread that waits on something other than the clock (a join, a queue) holds time still."
                 )
             self._changed.wait(POLL_SECONDS)
+
+
+# The back-off rule of every wait (a single lock's, a group's, a permit's, a writer's drain) and of the
+# heartbeat's retries after a failed renewal. A waiter pauses a little longer each time, doubling from
+# FIRST_POLL_SECONDS (most locks are held briefly) up to a cap (the ``refresh_period``), jittered to from
+# 50 to 100 % so that waiters do not come back in step; it never pauses past its deadline.
+FIRST_POLL_SECONDS = 0.02
+
+Jitter = Callable[[float, float], float]
+
+
+def backoff(tries: int, *, cap: float, jitter: Jitter, first: float = FIRST_POLL_SECONDS) -> float:
+    """The pause after ``tries`` looks: ``first`` doubled each time up to ``cap``, jittered.
+
+    The exponent stops at 30 (far past any cap): a heartbeat failing thousands of renewals in a row of an
+    hours-long lease would otherwise overflow the float.
+    """
+    return min(cap, first * 2.0 ** min(tries, 30)) * jitter(0.5, 1.0)
+
+
+def within_deadline(delay: float, deadline: float | None, now: float) -> float | None:
+    """``delay``, never past ``deadline``; None when the deadline has passed."""
+    if deadline is None:
+        return delay
+    left = deadline - now
+    return min(delay, left) if left > 0 else None

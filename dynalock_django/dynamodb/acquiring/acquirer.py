@@ -37,8 +37,7 @@ from ..leases.lease import Lease
 from ..leases.lease_record import LeaseRecord
 from ..wire import item
 from ..wire.display import printable
-from ..wire.item import LockInfo
-from ..wire.readers_mark import ReadersSeen
+from ..wire.item import GrantAnswer, LockInfo
 from ..wire.waiters import WAITERS, Waiter, parse_waiters
 from ..wire.writes import Stamp
 from . import wait_loop
@@ -153,16 +152,16 @@ class Acquirer:
         *,
         taken_over: bool = False,
         waiters: tuple[Waiter, ...] = (),
-        readers_seen: ReadersSeen | None = None,
+        answer: GrantAnswer | None = None,
     ) -> Lease:
         """The lease a write that started at ``started`` won; the heartbeat renews it unless detached.
 
-        ``readers_seen``: what the granted item says of a readers-writer lock's readers (None: unknown).
+        ``answer``: what DynamoDB answered the write, kept for a counted lock's writer (None: unknown).
         """
         record = _granted_record(self._clock, lock_id, version, fencing_token, started, options, waiters)
         record.described = options.described
         record.telemetry = telemetry.lease_granted(options.described, taken_over=taken_over)
-        record.readers_seen = readers_seen
+        record.grant_answer = answer
         lease = Lease(self._client, record)
         if options.on_lost is not None:
             lease.add_lost_callback(options.on_lost)
@@ -251,8 +250,6 @@ class Acquirer:
             raise
         fencing_token = int(granted[item.FENCING_TOKEN]["N"])
         taken_over, queue = step.may_take_over, parse_waiters(granted.get(WAITERS))
-        # Only a grant answered now knows the item it wrote; grants recovered from lost answers know nothing.
-        readers_seen = ReadersSeen.at_grant(granted, stamp.wall_ms, taken_over=taken_over)
         return self._won(
             plan,
             stamp.version,
@@ -261,7 +258,8 @@ class Acquirer:
             options,
             taken_over=taken_over,
             waiters=queue,
-            readers_seen=readers_seen,
+            # Only a grant answered now knows the item it wrote; grants recovered from lost answers know nothing.
+            answer=GrantAnswer(granted, stamp.wall_ms, taken_over),
         )
 
     def _won(
@@ -274,7 +272,7 @@ class Acquirer:
         *,
         taken_over: bool = False,
         waiters: tuple[Waiter, ...] = (),
-        readers_seen: ReadersSeen | None = None,
+        answer: GrantAnswer | None = None,
     ) -> Lease | None:
         """The lease a write of ours sent at ``started`` won, stored as ``version``; None if it has no time left.
 
@@ -300,7 +298,7 @@ class Acquirer:
             options,
             taken_over=taken_over,
             waiters=waiters,
-            readers_seen=readers_seen,
+            answer=answer,
         )
 
     def _resolve_unanswered(self, plan: Acquisition, options: AcquireOptions) -> Lease | LockInfo | None:

@@ -22,10 +22,10 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
+from ..clock import FIRST_POLL_SECONDS, Jitter, backoff, within_deadline
 from ..exceptions import LockTimeout
 from ..wire.item import describe_holder
 from ..wire.writes import MAX_TRANSACTION_ITEMS
-from .backoff import FIRST_POLL_SECONDS, Jitter, backoff, within_deadline
 from .plan import Acquisition, Join, Read, Refresh, Write, late_answers_message
 
 if TYPE_CHECKING:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,6 +100,14 @@ class Observations:
             return None
         with self._mutex:
             return self._entries.get(lock_id)
+
+    def wake_for_takeover(self, delay: float, lock_ids: Iterable[LockId], now: float) -> float:
+        """``delay``, cut to wake just after a holder seen on one of ``lock_ids`` may be taken over, not later."""
+        for lock_id in lock_ids:
+            observation = self.get(lock_id)
+            if observation is not None and observation.takeover_at >= now:
+                delay = min(delay, observation.takeover_at - now + 0.001)
+        return delay
 
     def forget(self, lock_id: LockId) -> None:
         if lock_id not in self._entries:  # nothing to forget (every uncontended grant asks)

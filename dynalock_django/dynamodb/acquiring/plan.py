@@ -37,11 +37,11 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..clock import Jitter, backoff, within_deadline
 from ..exceptions import LockTimeout
 from ..wire import writes
 from ..wire.item import describe_holder
 from ..wire.waiters import NO_LINE, Place, place_in_line
-from .backoff import Jitter, backoff, until_takeover, within_deadline
 
 if TYPE_CHECKING:
     from ..clock import Instant
@@ -353,11 +353,11 @@ class Acquisition:
         head = self.place.joined and not self.place.ahead
         quick = self.place.joined and self.timing.looks_quickly(self.place.ahead)
         delay = self.timing.pause(quick=quick, jitter=self._jitter)
-        return until_takeover(delay, self._observations, [self.lock_id], now) if head else delay
+        return self._observations.wake_for_takeover(delay, [self.lock_id], now) if head else delay
 
     def _poll_delay(self, now: float) -> float:
         delay = backoff(self._attempts, cap=self._refresh_period, jitter=self._jitter)
-        return until_takeover(delay, self._observations, [self.lock_id], now)
+        return self._observations.wake_for_takeover(delay, [self.lock_id], now)
 
 
 def late_answers_message(count: int) -> str:

@@ -59,7 +59,7 @@ def exclude_permits(parts: EngineParts, lease: Lease, permit_ids: Callable[[int]
     renewing counts as gone once its version has stood for its lease on our clock (the takeover rule).
     The caller lets go of its lease when this raises. DynamoDBUnavailable when the permits cannot be read.
     """
-    seen = record_of(lease).readers_seen
+    seen = readers_mark.ReadersSeen.of(record_of(lease).grant_answer)
     if seen is None or seen.mark is None:
         return
     ids = permit_ids(seen.count or permits.MAX_PERMITS)

@@ -32,11 +32,10 @@ import random
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from ..acquiring.backoff import Jitter, backoff, until_takeover, within_deadline
 from ..acquiring.plan import Write, late_answers_message
 from ..aws import botocore_errors, deadlines
 from ..aws.store import Refused
-from ..clock import Instant
+from ..clock import Instant, Jitter, backoff, within_deadline
 from ..exceptions import CircuitOpen, DynamoDBUnavailable, LockTimeout
 from ..leases.lease import record_of
 from ..wire import permits, writes
@@ -296,8 +295,8 @@ class PermitRound:
         if self._retry_now:
             return 0.0
         delay = backoff(self._rounds, cap=self._parts.refresh_period, jitter=self._jitter)
-        delay = until_takeover(
-            delay, self._parts.observations, [*self._ids, *([self._gate] if self._gate else [])], now
+        delay = self._parts.observations.wake_for_takeover(
+            delay, [*self._ids, *([self._gate] if self._gate else [])], now
         )
         return within_deadline(delay, self.deadline, now)
 

@@ -39,10 +39,9 @@ import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..acquiring.backoff import Jitter, backoff, until_takeover, within_deadline
 from ..aws import deadlines
 from ..aws.store import Refused
-from ..clock import Instant
+from ..clock import Instant, Jitter, backoff, within_deadline
 from ..exceptions import DynamoDBError, DynamoDBUnavailable, LockTimeout
 from ..leases.lease import record_of
 from ..wire import permits, readers_mark
@@ -78,7 +77,7 @@ class ReadersDrain:
         self._what = what  # for messages: "readers of 'report'"
         self._count = count
         self._record = record_of(writer)
-        seen = self._record.readers_seen
+        seen = readers_mark.ReadersSeen.of(self._record.grant_answer)
         stored = None if seen is None else seen.count
         # ``reader_ids(n)``: the keys of readers 0 to n-1; one more is the key past the last reader there may be.
         self._ids = reader_ids(max(count, stored or 0) + 1)
@@ -134,7 +133,7 @@ class ReadersDrain:
     def delay(self, now: float) -> float | None:
         """Until the next look: backing off up to ``refresh_period``, waking when a silent reader's lease ends."""
         delay = backoff(self._looks, cap=self._parts.refresh_period, jitter=self._jitter)
-        return within_deadline(until_takeover(delay, self._parts.observations, self._ids, now), self.deadline, now)
+        return within_deadline(self._parts.observations.wake_for_takeover(delay, self._ids, now), self.deadline, now)
 
     def gave_up(self, timeout: float | None) -> DynamoDBError | LockTimeout:
         if self.error is not None:

@@ -18,12 +18,12 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Protocol
 
-from ..clock import start_thread
+from ..clock import Jitter, start_thread
 from ..exceptions import DynamoDBUnavailable, LockLost, TableNotFound
 from .lease import record_of
 from .lease_record import RAN_OUT
 from .renewal_capacity import OccasionalWarning, RenewalCapacity
-from .renewal_schedule import IDLE_WAKE_SECONDS, Jitter, Plan, Renewal, RenewalSchedule, urgency
+from .renewal_schedule import IDLE_WAKE_SECONDS, Plan, Renewal, RenewalSchedule, urgency
 from .renewal_workers import RenewalWorkers
 
 if TYPE_CHECKING:

@@ -23,9 +23,8 @@ if TYPE_CHECKING:
     from ..clock import Clock
     from ..telemetry import Described, LostCause
     from ..telemetry import Holding as Measured
-    from ..wire.item import LockInfo
+    from ..wire.item import GrantAnswer, LockInfo
     from ..wire.layout import LockId
-    from ..wire.readers_mark import ReadersSeen
     from ..wire.waiters import Waiter
 
 logger = logging.getLogger("dynalock_django.heartbeat")
@@ -75,9 +74,10 @@ class LeaseRecord:
     telemetry: Measured | None = None
     # How telemetry names the lock, as its acquire's caller described it (None: not described).
     described: Described | None = None
-    # A readers-writer lock's writer: what its grant told about the readers (None: nothing, or not a
-    # writer's grant), and the mark its release leaves while it has not seen them gone (readers_mark.py).
-    readers_seen: ReadersSeen | None = None
+    # What DynamoDB answered the grant (None: a grant recovered from a lost answer, or a permit's), which a
+    # readers-writer lock's writer reads for the readers; and the mark its release leaves while it has not seen
+    # them gone (readers_mark.py).
+    grant_answer: GrantAnswer | None = None
     release_readers_mark: str | None = None
 
     def __init__(

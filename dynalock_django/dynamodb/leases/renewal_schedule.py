@@ -15,10 +15,11 @@ the tests ask on a fake clock.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..clock import Jitter, backoff
 from .lease import record_of
 
 if TYPE_CHECKING:
@@ -30,8 +31,6 @@ FIRST_RETRY_SECONDS = 0.05
 # lease longer than two periods, the last of them still has more than 3/4 of a period
 # left for retries.
 SPREAD_SHARE = 0.25
-
-Jitter = Callable[[float, float], float]
 
 
 @dataclass(frozen=True)
@@ -146,7 +145,7 @@ class RenewalSchedule:
     def failed(self, lease: Lease, error: BaseException, now: float) -> int:
         """Record a failed renewal; the number of failures in a row."""
         count = 1 + (failures.count if (failures := self._current_failures(lease)) else 0)
-        delay = min(self._period, FIRST_RETRY_SECONDS * 2.0**count) * self._jitter(0.5, 1.0)
+        delay = backoff(count, cap=self._period, jitter=self._jitter, first=FIRST_RETRY_SECONDS)
         self._failures[lease] = _Failures(record_of(lease).valid_from, count, now + delay, error)
         return count
 

@@ -270,6 +270,17 @@ def _value_size(value: AttributeValueTypeDef) -> int:
     return 1
 
 
+class GrantAnswer(NamedTuple):
+    """What DynamoDB answered a grant: the item the write left (``ALL_NEW``), as a counted lock's writer reads it.
+
+    Kept raw: only a readers-writer lock's writer looks into it (readers_mark.py), so a plain grant parses nothing.
+    """
+
+    item: Item
+    wall_ms: int  # the wall clock the grant's stamp carried (a seeded token tells the item had no token of ours)
+    taken_over: bool
+
+
 class Stamp(NamedTuple):
     """What one write stamps on the item: the writer, a new record version, the lease and the time.
 

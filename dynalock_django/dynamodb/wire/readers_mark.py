@@ -33,7 +33,7 @@ from .item import READERS_COUNT as READERS_COUNT
 from .item import READERS_MAY_HOLD as READERS_MAY_HOLD
 
 if TYPE_CHECKING:
-    from .item import Item
+    from .item import GrantAnswer, Item
     from .layout import LockId, TableLayout
 
 # READERS_MAY_HOLD: the mark. READERS_COUNT: the count of the set whose reader marked last (N): a writer reads
@@ -58,6 +58,11 @@ class ReadersSeen:
     def none_in(self) -> bool:
         """No reader can be in: the item kept our attributes since the last writer that saw the set empty."""
         return self.known and self.mark is None
+
+    @classmethod
+    def of(cls, answer: GrantAnswer | None) -> ReadersSeen | None:
+        """What a writer's grant answer tells of the readers; None when there is no answer (a recovered grant)."""
+        return None if answer is None else cls.at_grant(answer.item, answer.wall_ms, taken_over=answer.taken_over)
 
     @classmethod
     def at_grant(cls, granted: Item, wall_ms: int, *, taken_over: bool) -> ReadersSeen:

@@ -126,6 +126,28 @@ def lost_by_the_broker(events: list[Event], missing: list[str]) -> list[str] | N
     ]
 
 
+# What the protocol raises when DynamoDB does not answer in time: a copy that raised it failed visibly, by its deadline
+# (docs/guarantees.md, "A bad day"), which a loaded CI core's local endpoint does now and then to a short lease.
+STORE_UNANSWERED = ("DynamoDBUnavailable", "CircuitOpen")
+# At most this share of the copies may fail so: a run where DynamoDB answers too few proves too little.
+MOST_UNANSWERED_SHARE = 0.1
+
+
+def raised_unanswered(events: list[Event], missing: list[str]) -> list[str]:
+    """The copies in ``missing`` whose last attempt raised because DynamoDB did not answer, with no retry to come.
+
+    Not lost: the task failed where its queue shows failures, as a call that cannot reach DynamoDB must.
+    """
+    last_failure = {e.data["id"]: e.data for e in events if e.kind == "failed"}
+    return [
+        task_id
+        for task_id in missing
+        if (failure := last_failure.get(task_id)) is not None
+        and failure["error"] in STORE_UNANSWERED
+        and failure.get("final", True)
+    ]
+
+
 def why_unaccounted(events: list[Event], missing: list[str]) -> dict[str, int]:
     """For the copies in ``missing``, how many ended each way: the error a copy last raised (and whether
     a retry was still to come), begun with no outcome, or never begun."""
@@ -213,6 +235,7 @@ class TaskChaosReport:
     unaccounted: list[str] = field(default_factory=list)
     lost_by_broker: list[str] | None = None  # see lost_by_the_broker(); None: its workers record no receipts
     why_unaccounted: dict[str, int] = field(default_factory=dict)  # see why_unaccounted()
+    raised_unanswered: list[str] = field(default_factory=list)  # see raised_unanswered()
     stuck_keys: list[str] = field(default_factory=list)
     freed_after: list[float] = field(default_factory=list)  # leases, each killed run's key
     last_freed_after: float | None = None  # leases after the last worker died, the slowest key
@@ -233,6 +256,8 @@ class TaskChaosReport:
         missing = unaccounted(events)
         lost = lost_by_the_broker(events, missing)
         missing = [task_id for task_id in missing if task_id not in (lost or [])]
+        unanswered = raised_unanswered(events, missing)
+        missing = [task_id for task_id in missing if task_id not in unanswered]
         return cls(
             framework=framework,
             lease=lease,
@@ -251,6 +276,7 @@ class TaskChaosReport:
             unaccounted=missing,
             lost_by_broker=lost,
             why_unaccounted=why_unaccounted(events, missing),
+            raised_unanswered=unanswered,
             stuck_keys=stuck_keys,
             freed_after=freed_after(runs, lease),
             unheld_at_last_kill=sorted(names - {run.name for run in killed_last}),
@@ -270,6 +296,11 @@ class TaskChaosReport:
             why = ", ".join(f"{how}: {count}" for how, count in sorted(self.why_unaccounted.items()))
             found.append(
                 f"{len(self.unaccounted)} enqueued copies neither ran nor skipped ({why}): {self.unaccounted[:5]}"
+            )
+        if len(self.raised_unanswered) > MOST_UNANSWERED_SHARE * self.enqueued:
+            found.append(
+                f"{len(self.raised_unanswered)} of {self.enqueued} copies raised, DynamoDB not answering: more than "
+                f"{MOST_UNANSWERED_SHARE:.0%}, too few answered to prove the run-once rule"
             )
         if self.stuck_keys:
             found.append(f"{len(self.stuck_keys)} keys still held two leases after the last worker died")
@@ -296,6 +327,7 @@ class TaskChaosReport:
             "limit=2 at once (most)": ", ".join(str(most) for most in self.limited_peak.values()) or "-",
             "leases lost": str(self.lost_leases),
             "unaccounted": str(len(self.unaccounted)),
+            "raised, DynamoDB not answering": str(len(self.raised_unanswered)),
             "lost by the broker (never received)": "-"
             if self.lost_by_broker is None
             else str(len(self.lost_by_broker)),

@@ -7,7 +7,6 @@ import dataclasses
 import pytest
 
 from dynalock_django.dynamodb import DynamoDBUnavailable, LockInfo
-from dynalock_django.dynamodb.acquiring.backoff import FIRST_POLL_SECONDS
 from dynalock_django.dynamodb.acquiring.line_seats import LineTiming, Seat
 from dynalock_django.dynamodb.acquiring.observations import Observations
 from dynalock_django.dynamodb.acquiring.plan import (
@@ -18,7 +17,7 @@ from dynalock_django.dynamodb.acquiring.plan import (
     UnansweredWrites,
     Write,
 )
-from dynalock_django.dynamodb.clock import Instant
+from dynalock_django.dynamodb.clock import FIRST_POLL_SECONDS, Instant
 from dynalock_django.dynamodb.wire.waiters import entry
 
 from ..clocks import TICK

@@ -7,11 +7,10 @@ import dataclasses
 import pytest
 
 from dynalock_django.dynamodb import DynamoDBUnavailable
-from dynalock_django.dynamodb.acquiring.backoff import FIRST_POLL_SECONDS
 from dynalock_django.dynamodb.acquiring.group_plan import GroupAcquisition, sorted_lock_ids
 from dynalock_django.dynamodb.acquiring.observations import Observations
 from dynalock_django.dynamodb.acquiring.plan import Write
-from dynalock_django.dynamodb.clock import Instant
+from dynalock_django.dynamodb.clock import FIRST_POLL_SECONDS, Instant
 
 from ..clocks import TICK
 from .test_acquisition import REFRESH, item
