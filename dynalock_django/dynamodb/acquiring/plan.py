@@ -63,7 +63,7 @@ def ran_out(started: float, lease_duration: float, now: float) -> bool:
     return started + lease_duration <= now
 
 
-# Not frozen, as the other steps are: nothing changes a step once made, and every acquire makes a Write,
+# Unlike the other steps, not frozen: nothing changes a step once made, and every acquire makes a Write,
 # whose six fields a frozen dataclass would set through ``object.__setattr__`` (about three times the cost).
 @dataclass
 class Write:

@@ -110,7 +110,7 @@ class Heartbeat:
         otherwise wake the thread for each, to learn that nothing is due.
         """
         with self._mutex:
-            thread = self._thread  # alive, the usual case, asks no more (is_alive, inlined: every acquire asks)
+            thread = self._thread  # a live one (the usual case) is asked nothing more: every grant asks
             if (thread is None or not thread.is_alive()) and not self._stopping.is_set():
                 self._thread = start_thread(self._clock, self._run, self._name)
             asleep_until = self._asleep_until

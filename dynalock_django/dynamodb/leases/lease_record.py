@@ -194,7 +194,8 @@ class LeaseRecord:
     def mark_released(self, *, confirmed: bool = True) -> None:
         """This process let go of the lease; ``confirmed`` False: DynamoDB did not answer the release."""
         if self.state == "held":  # a lease lost, then released, ended when it was lost
-            telemetry.lease_ended(self.telemetry, release_failed=not confirmed)
+            if self.telemetry is not None:  # measured (else telemetry has nothing to end: no call)
+                telemetry.lease_ended(self.telemetry, release_failed=not confirmed)
             self.release_unconfirmed = not confirmed
         self.state = "released"
         for callback in list(self._release_callbacks):

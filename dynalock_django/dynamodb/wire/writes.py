@@ -285,8 +285,17 @@ def _filled(
 ) -> dict[str, Any]:
     """The request :func:`acquire` (``kind`` "acquire") or :func:`release` builds for these, from its shape."""
     # Keyed by the layout's fields, not the layout: a frozen dataclass hashes and compares in Python, twice a lock.
-    fields = (layout.table_name, layout.partition_key_name, layout.sort_key_name, layout.ttl_attribute)
-    shape = Shape.of((kind, *fields, data is not None), _probe, kind, layout, data is not None)
+    # One tuple, written out (a starred one is built as a list first).
+    with_data = data is not None
+    kind_key = (
+        kind,
+        layout.table_name,
+        layout.partition_key_name,
+        layout.sort_key_name,
+        layout.ttl_attribute,
+        with_data,
+    )
+    shape = Shape.of(kind_key, _probe, kind, layout, with_data)
     return shape.fill(layout.key(lock_id), _slots(layout, lock_id, stamp, data, held))
 
 
