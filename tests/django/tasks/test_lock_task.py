@@ -394,9 +394,9 @@ def test_a_copy_gives_up_waiting_for_a_renewing_holder_when_its_clients_clock_sa
     key = unique("renewing-holder")
     holder = short_lease_client(make_dynamodb(dynalock["ENDPOINT_URL"]), dynalock["TABLE_NAME"], lease_duration=60)
     held = holder.acquire(key)  # renewed every heartbeat period (real time) while the copy watches
-    # A quarter second of the copy's clock a read, some thirty reads a real second: a renewal late by
-    # eight real seconds would still come before the copy's clock saw the minute of a takeover.
-    copy = short_lease_client(make_dynamodb(dynalock["ENDPOINT_URL"]), dynalock["TABLE_NAME"], clock=TickingClock(0.25))
+    # Half a second of the copy's clock a read, some thirty reads a real second: a renewal late by
+    # four real seconds would still come before the copy's clock saw the minute of a takeover.
+    copy = short_lease_client(make_dynamodb(dynalock["ENDPOINT_URL"]), dynalock["TABLE_NAME"], clock=TickingClock(0.5))
     try:
         # waits_for: as if the holder were this copy's own earlier attempt, which it waits for, up to the deadline
         # The copy's own lease is the holder's minute too: its wait is bounded by the shorter of the two.
