@@ -35,14 +35,15 @@ CAPABILITIES = {
     "add_index": "no way to add an index to an existing table (UpdateTable refuses or ignores it)",
     "binary_size": "a 400 KB limit that counts binary values as their base64 text (a third larger)",
     "http_endpoint": "no HTTP endpoint (a proxy in front of it, a client built from its URL)",
+    "in_process_backend": "no backend in this process (the in-memory store's own faults and rollback)",
 }
 
-# What each store lacks (DynamoDB itself lacks nothing the tests use).
+# What each store lacks (DynamoDB itself lacks nothing the tests use but the in-process backend, a test tool).
 LACKS = {
     "memory": frozenset({"binary_size", "http_endpoint"}),  # moto's backend, in this process
-    "dynalite": frozenset({"ttl", "transactions", "old_item_on_refusal", "add_index"}),
-    "moto": frozenset({"binary_size"}),
-    "dynamodb_local": frozenset(),
+    "dynalite": frozenset({"ttl", "transactions", "old_item_on_refusal", "add_index", "in_process_backend"}),
+    "moto": frozenset({"binary_size", "in_process_backend"}),
+    "dynamodb_local": frozenset({"in_process_backend"}),
 }
 
 NODE_MODULES = Path(__file__).resolve().parent.parent / "node_modules"

@@ -190,6 +190,7 @@ def test_the_head_reads_as_often_as_docs_say(make_client, key, virtual_clock, fi
     assert calls["GetItem"] + calls["UpdateItem"] - 3 == pytest.approx(60 / HEAD_LOOK_SECONDS, abs=2)
 
 
+@pytest.mark.requires("old_item_on_refusal")  # else a refused write is followed by a read
 def test_the_third_in_line_refreshes_its_entry_as_docs_say(make_client, key, virtual_clock, fixed_jitter):
     fixed_jitter(1.0)
     calls = wait_for_a_held_key(make_client, key, virtual_clock, threads=1, seconds=20.0, ahead=2)
@@ -280,6 +281,7 @@ def test_a_granted_wait_leaves_no_seat_behind(make_client, key, virtual_clock):
     assert waiter.process_state.seats.waiting_keys() == set()
 
 
+@pytest.mark.requires("in_process_backend")  # the in-memory store's faults
 def test_a_join_whose_answer_was_lost_is_taken_out_when_the_waiter_gives_up(make_client, dynamodb, key, virtual_clock):
     """A join that landed without an answer is an entry of ours all the same: giving up takes it out, or it
     would head the line for a whole window, and nobody could take the released lock."""
@@ -372,6 +374,7 @@ def test_a_waiter_refreshes_its_entry_within_the_window_others_read_of_it(refres
     assert timing.line_look <= read.window / 5
 
 
+@pytest.mark.requires("in_process_backend")  # the in-memory store's faults
 def test_a_thread_interrupted_as_its_join_lands_takes_its_entry_out(make_client, dynamodb, key):
     """Ctrl-C (KeyboardInterrupt) during a join that landed: the wait ends, and its entry leaves the line with it."""
     holder = make_client()

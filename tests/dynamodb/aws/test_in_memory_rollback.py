@@ -18,6 +18,9 @@ from dynalock_django.dynamodb import InMemoryDynamoDB
 
 from ...dynamodb_support import unique
 
+# The in-memory store's own rollback: a server has none of this process's to test.
+pytestmark = pytest.mark.requires("in_process_backend")
+
 
 def _create(dynamodb: Any, name: str, *, sort_key: bool) -> None:
     schema = [{"AttributeName": "pk", "KeyType": "HASH"}]
