@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 from ..aws import botocore_errors, deadlines
 from ..aws.store import Refused
-from ..clock import Instant, start_thread
+from ..clock import Instant, Jitter, start_thread
 from ..exceptions import DynamoDBError
 from ..wire import queue_writes, waiters
 
@@ -48,7 +48,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("dynalock_django.acquire")
 
-Jitter = Callable[[float, float], float]
 # What a join or refresh showed: the item after it (or as found, if refused), when, whether written, and sent when.
 LineAnswer = tuple["LockInfo | None", Instant, bool, float]
 

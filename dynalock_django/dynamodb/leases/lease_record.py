@@ -187,9 +187,7 @@ class LeaseRecord:
     def add_end_callback(self, callback: Callback) -> None:
         """Call ``callback()`` once the lease ends here, released or lost (as both ``add_*_callback`` would)."""
         self._release_callbacks.append(callback)
-        self._lost_callbacks.append(callback)
-        if self._lost_set:
-            self._run_callback(callback)
+        self.add_lost_callback(callback)
 
     def mark_released(self, *, confirmed: bool = True) -> None:
         """This process let go of the lease; ``confirmed`` False: DynamoDB did not answer the release."""

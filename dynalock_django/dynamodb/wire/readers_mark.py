@@ -7,7 +7,7 @@ mark is there or the grant cannot vouch for the item's past. Every write of
 ours to a lock item is an UpdateItem that leaves attributes it does not
 name alone, so grants, heartbeats and releases keep the mark; the AWS Java
 client ignores it (and its ``PutItem`` drops it, which the grant notices:
-see :meth:`ReadersSeen.at_grant`).
+see :meth:`ReadersSeen.of`).
 
 Why a grant without the mark may skip the read (docs/protocol.md, "Readers
 and writers"): a reader keeps its permit only after its mark landed while
@@ -33,7 +33,7 @@ from .item import READERS_COUNT as READERS_COUNT
 from .item import READERS_MAY_HOLD as READERS_MAY_HOLD
 
 if TYPE_CHECKING:
-    from .item import GrantAnswer, Item
+    from .item import GrantAnswer
     from .layout import LockId, TableLayout
 
 # READERS_MAY_HOLD: the mark. READERS_COUNT: the count of the set whose reader marked last (N): a writer reads
@@ -61,19 +61,18 @@ class ReadersSeen:
 
     @classmethod
     def of(cls, answer: GrantAnswer | None) -> ReadersSeen | None:
-        """What a writer's grant answer tells of the readers; None when there is no answer (a recovered grant)."""
-        return None if answer is None else cls.at_grant(answer.item, answer.wall_ms, taken_over=answer.taken_over)
+        """What a writer's grant tells of the readers, from the item it wrote (``ALL_NEW``); None: no answer
+        (a grant recovered from a lost answer knows nothing).
 
-    @classmethod
-    def at_grant(cls, granted: Item, wall_ms: int, *, taken_over: bool) -> ReadersSeen:
-        """From the item a grant wrote (``ALL_NEW``) stamped at ``wall_ms``.
-
-        A token equal to ``wall_ms + 1`` was seeded by this grant: the item had no
+        A token equal to the stamp's ``wall_ms + 1`` was seeded by this grant: the item had no
         token of ours (new, deleted, or rewritten by the Java client); ``wall_ms``
         itself, a token that was not a number was overwritten. A takeover's
         holder died between its grant and its drain. In all three cases the
         mark may be missing while readers are in, so the grant knows nothing.
         """
+        if answer is None:
+            return None
+        granted, wall_ms, taken_over = answer
         stored = granted.get(READERS_MAY_HOLD)
         mark = stored.get("S") if isinstance(stored, dict) else None
         if stored is not None and not isinstance(mark, str):
