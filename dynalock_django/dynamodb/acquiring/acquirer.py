@@ -78,9 +78,17 @@ class Acquirer:
             plan = self.plan(lock_id, deadline)
             lease = self._take_turn(plan, options, deadline, my_turn=True)
         else:  # the process's seat is kept until its last waiter is done, who takes it out of line
-            with self.seats.kept(lock_id, deadline) as seat, self._turns.in_thread(lock_id, deadline) as my_turn:
-                plan = self.plan(lock_id, deadline, seat=seat if my_turn else None)
-                lease = self._take_turn(plan, options, deadline, my_turn=my_turn)
+            seat = self.seats.arrive(lock_id)
+            try:
+                ticket, my_turn = self._turns.wait_in_thread(lock_id, deadline)
+                try:
+                    plan = self.plan(lock_id, deadline, seat=seat if my_turn else None)
+                    lease = self._take_turn(plan, options, deadline, my_turn=my_turn)
+                finally:
+                    self._turns.leave(lock_id, ticket)
+            finally:
+                if (last := self.seats.depart(lock_id)) is not None:
+                    self.seats.vacate(lock_id, last, deadline)
         if lease is not None:
             return lease
         raise plan.gave_up(timeout)

@@ -173,11 +173,6 @@ class Seats:
             del self._waiters[lock_id]
             return self._seats.pop(lock_id)
 
-    def kept(self, lock_id: LockId, deadline: float | None) -> _Kept:
-        """A thread's wait: arrive (``as``: the key's seat), and on the way out depart (and vacate, the last out;
-        ``deadline``: the wait's)."""
-        return _Kept(self, lock_id, deadline)
-
     def own_seats(self, lock_ids: Sequence[LockId]) -> dict[LockId, Seat]:
         """A wait's own seats, one per key, outside the process's shared ones: a group's, which takes no turns.
 
@@ -258,21 +253,3 @@ class Seats:
         except DynamoDBError as error:
             # Its window ends it: the others pass over an entry nobody refreshes.
             logger.debug("Could not take %r out of the line of %r: %s", waiter_id, lock_id[0], error)
-
-
-class _Kept:
-    """A thread's wait keeping its process's seat (:meth:`Seats.kept`): a class, not a generator, as every
-    waiting acquire enters one."""
-
-    __slots__ = ("_deadline", "_lock_id", "_seats")
-
-    def __init__(self, seats: Seats, lock_id: LockId, deadline: float | None) -> None:
-        self._seats, self._lock_id, self._deadline = seats, lock_id, deadline
-
-    def __enter__(self) -> Seat:
-        return self._seats.arrive(self._lock_id)
-
-    def __exit__(self, *exc_info: object) -> None:
-        seat = self._seats.depart(self._lock_id)
-        if seat is not None:
-            self._seats.vacate(self._lock_id, seat, self._deadline)
