@@ -98,16 +98,14 @@ class Acquirer:
     ) -> Lease | None:
         """Wait for the lock when the turn is ours (else the deadline came first), then clean up."""
         try:
-            if my_turn:
-                return self._wait(plan, options, deadline)
-            self.held_here(plan)
-            return None
+            if not my_turn:
+                self.held_here(plan)
+                return None
+            round_ = PlannedRound(plan, functools.partial(self.attempt_while_waiting, plan, options))
+            return wait_loop.wait(round_, self.parts, ready=functools.partial(self._free_here, plan, deadline))
         finally:
-            self.clean_up(plan, options)
-
-    def _wait(self, plan: Acquisition, options: AcquireOptions, deadline: float | None) -> Lease | None:
-        round_ = PlannedRound(plan, functools.partial(self.attempt_while_waiting, plan, options))
-        return wait_loop.wait(round_, self.parts, ready=functools.partial(self._free_here, plan, deadline))
+            if plan.unanswered:  # writes of ours whose answer was lost: cleaned up now if the deadline allows
+                self.clean_up(plan, options)
 
     def _free_here(self, plan: Acquisition, deadline: float | None) -> bool:
         """Wait, without requests, while another holder of this client has the lock; False at the deadline."""
