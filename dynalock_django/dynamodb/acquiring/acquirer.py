@@ -46,7 +46,6 @@ from .unanswered_cleanup import UnansweredCleanup
 from .wait_loop import PlannedRound
 
 if TYPE_CHECKING:
-    from ..clock import Clock
     from ..options import AcquireOptions, AcquireRequest
     from ..wire.layout import LockId
     from .line_seats import Seat
@@ -164,7 +163,21 @@ class Acquirer:
 
         ``answer``: what DynamoDB answered the write, kept for a counted lock's writer (None: unknown).
         """
-        record = _granted_record(self._clock, lock_id, version, fencing_token, started, options, waiters)
+        clock = self._clock
+        record = LeaseRecord(
+            clock,
+            key=lock_id[0],
+            sort_key=lock_id[1],
+            owner_name=options.owner_name,
+            version=version,
+            fencing_token=fencing_token,
+            data=options.data,
+            lease_duration=options.lease_duration,
+            valid_from=started,
+            acquired_at=datetime.fromtimestamp(clock.time(), tz=UTC),
+            keep_alive=options.keep_alive,
+            waiters=waiters,
+        )
         record.described = options.described
         record.telemetry = telemetry.lease_granted(options.described, taken_over=taken_over)
         record.grant_answer = answer
@@ -340,31 +353,6 @@ class Acquirer:
     def abandon(self, lock_id: LockId, unanswered: UnansweredWrites, options: AcquireOptions) -> None:
         """Best effort: release versions we may have written but never heard back about."""
         self._unanswered.abandon(lock_id, unanswered, options)
-
-
-def _granted_record(
-    clock: Clock,
-    lock_id: LockId,
-    version: str,
-    fencing_token: int,
-    started: float,
-    options: AcquireOptions,
-    waiters: tuple[Waiter, ...],
-) -> LeaseRecord:
-    return LeaseRecord(
-        clock,
-        key=lock_id[0],
-        sort_key=lock_id[1],
-        owner_name=options.owner_name,
-        version=version,
-        fencing_token=fencing_token,
-        data=options.data,
-        lease_duration=options.lease_duration,
-        valid_from=started,
-        acquired_at=datetime.fromtimestamp(clock.time(), tz=UTC),
-        keep_alive=options.keep_alive,
-        waiters=waiters,
-    )
 
 
 def _answered_at_once(error: DynamoDBError) -> bool:
