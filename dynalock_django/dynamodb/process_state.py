@@ -124,11 +124,6 @@ class ProcessState:
         take = functools.partial(self.async_acquirer.try_acquire, request)
         return await self.reentrancy.atry_acquire(request.lock_id, request.options, reentrant, take)
 
-    def release(self, lease: Lease, *, best_effort: bool) -> bool:
-        """The façade's release: a reentrant hold's lease but its last ends without a request."""
-        releasing = self.reentrancy.releasing(lease, best_effort=best_effort)
-        return releasing is not None and self.lease_writer.release(releasing, best_effort=best_effort)
-
     def ensure_open(self) -> None:
         if self.closed.is_set():
             raise ClientClosed(f"{self._client!r} is closed; create a new LockClient.")
