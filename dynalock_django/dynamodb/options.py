@@ -10,7 +10,6 @@ import dataclasses
 import os
 import socket
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -19,6 +18,7 @@ from .telemetry import Described
 from .wire import item, readers_mark, validation, waiters, writes
 
 if TYPE_CHECKING:
+    from .acquiring.line_seats import Owner
     from .leases.lease import LostCallback
     from .wire.item import Item
     from .wire.layout import LockId, TableLayout
@@ -101,11 +101,9 @@ class AcquireRequest(NamedTuple):
 class CallChecks:
     """Each call's arguments, checked against the client's table layout and durations."""
 
-    def __init__(
-        self, layout: TableLayout, *, lease_duration: float, heartbeat_period: float, owner_name: Callable[[], str]
-    ) -> None:
+    def __init__(self, layout: TableLayout, *, lease_duration: float, heartbeat_period: float, owner: Owner) -> None:
         self._layout = layout
-        self._owner_name = owner_name  # the client's, which a forked child renews
+        self._owner = owner  # the client, whose owner name a forked child renews
         self._lease_duration = lease_duration
         self._heartbeat_period = heartbeat_period
         # The options of a call that gives none of its own (most calls), for the owner name they were made
@@ -165,7 +163,7 @@ class CallChecks:
         on_lost: LostCallback | None,
     ) -> AcquireOptions:
         if owner_name is None and lease_duration is None and keep_alive is True and data is None and on_lost is None:
-            owner = self._owner_name()
+            owner = self._owner.owner_name
             usual = self._usual
             if usual is None or usual.owner_name != owner:
                 usual = self._usual = AcquireOptions(
@@ -174,7 +172,7 @@ class CallChecks:
             return usual
         validation.check_name("owner_name", owner_name, optional=True)
         options = AcquireOptions(
-            owner_name=owner_name or self._owner_name(),
+            owner_name=owner_name or self._owner.owner_name,
             lease_duration=self.lease_duration(lease_duration, keep_alive=keep_alive),
             keep_alive=keep_alive,
             data=data,

@@ -77,7 +77,7 @@ class ProcessState:
             store,
             layout,
             clock,
-            owner_name=lambda: client.owner_name,
+            owner=client,
             timing=LineTiming.for_refresh_period(client.refresh_period),
         )
         # Coroutines: a few threads for their requests (built per process, so a forked child has its own).

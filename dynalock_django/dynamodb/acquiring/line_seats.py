@@ -30,9 +30,9 @@ import math
 import random
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..aws import botocore_errors, deadlines
 from ..aws.store import Refused
@@ -135,16 +135,22 @@ class Seat:
         return self.joined and now - self.refreshed_at >= timing.line_look
 
 
+class Owner(Protocol):
+    """Whose name a client's writes carry (a LockClient): read at each use, as it changes (a forked child's, or set)."""
+
+    owner_name: str
+
+
 class Seats:
     """Per key, the seat this process keeps in its line while any of its waiters waits, and the writes that keep it."""
 
     def __init__(
-        self, store: LockStore, layout: TableLayout, clock: Clock, *, owner_name: Callable[[], str], timing: LineTiming
+        self, store: LockStore, layout: TableLayout, clock: Clock, *, owner: Owner, timing: LineTiming
     ) -> None:
         self._store = store
         self._layout = layout
         self._clock = clock
-        self._owner_name = owner_name
+        self._owner = owner
         self.timing = timing
         self._mutex = threading.Lock()
         self._seats: dict[LockId, Seat] = {}
@@ -156,7 +162,7 @@ class Seats:
         with self._mutex:
             seat = self._seats.get(lock_id)
             if seat is None:
-                seat = self._seats[lock_id] = Seat(self._owner_name())
+                seat = self._seats[lock_id] = Seat(self._owner.owner_name)
             self._waiters[lock_id] = self._waiters.get(lock_id, 0) + 1
             return seat
 
@@ -179,7 +185,7 @@ class Seats:
         Its entries stand in line beside the process's shared one (a group that waited for a turn per key
         could wait for a thread of its own process that holds one key and waits for another's turn).
         """
-        return {lock_id: Seat(self._owner_name()) for lock_id in lock_ids}
+        return {lock_id: Seat(self._owner.owner_name) for lock_id in lock_ids}
 
     def vacate_all(self, seats: dict[LockId, Seat], deadline: float | None) -> None:
         """Take a wait's own seats out of line (those that may be there), as :meth:`vacate` does one."""
