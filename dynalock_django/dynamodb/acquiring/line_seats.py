@@ -167,7 +167,8 @@ class Seats:
             return seat
 
     def depart(self, lock_id: LockId) -> Seat | None:
-        """A waiter is done, granted or not: if it is the last, the key's seat, forgotten (then :meth:`vacate` it).
+        """A waiter is done, granted or not: if it is the last, the key's seat, forgotten, when its entry may be in
+        line (then :meth:`vacate` it; a grant took it out already, and most seats never joined).
 
         Counted under the mutex that forgets the seat: of waiters done together, exactly one is the last,
         and a waiter arriving after it gets a new seat (a new id, which no leave of the old one takes out).
@@ -177,7 +178,8 @@ class Seats:
             if self._waiters[lock_id]:
                 return None
             del self._waiters[lock_id]
-            return self._seats.pop(lock_id)
+            seat = self._seats.pop(lock_id)
+        return seat if seat.may_be_in_line else None
 
     def own_seats(self, lock_ids: Sequence[LockId]) -> dict[LockId, Seat]:
         """A wait's own seats, one per key, outside the process's shared ones: a group's, which takes no turns.
