@@ -90,12 +90,8 @@ class AcquireRequest(NamedTuple):
     lock_ids: tuple[LockId, ...]
     options: AcquireOptions
     timeout: float | None  # None: as long as it takes; 0: a try (never waits)
-    many: bool = False  # a group (acquire_many), even of one key
-
-    @property
-    def lock_id(self) -> LockId:
-        """The lock of a single acquire (or a counted lock's first permit)."""
-        return self.lock_ids[0]
+    many: bool  # a group (acquire_many), even of one key
+    lock_id: LockId  # the lock of a single acquire (or a counted lock's first permit): lock_ids[0]
 
 
 class CallChecks:
@@ -146,14 +142,22 @@ class CallChecks:
             longest = max(ids, key=lambda id_: len(id_[0].encode()) + len((id_[1] or "").encode()))
         else:
             many, ids, longest = False, (lock_ids,), lock_ids
-        options = self.acquire_options(longest, owner_name, lease_duration, keep_alive, data, on_lost)
+        if owner_name is None and lease_duration is None and keep_alive is True and data is None and on_lost is None:
+            owner = self._owner.owner_name  # a call that gives no options of its own (most calls): the usual ones
+            options = self._usual
+            if options is None or options.owner_name != owner:
+                options = self._usual = AcquireOptions(
+                    owner_name=owner, lease_duration=self._lease_duration, keep_alive=True, data=None, on_lost=None
+                )
+        else:
+            options = self._given_options(longest, owner_name, lease_duration, keep_alive, data, on_lost)
         if permits is not None or described is not None:
             options = dataclasses.replace(options, permits=permits, described=self.described(described))
         if timeout is not None:  # None, the usual wait, needs no look
             validation.check_timeout(timeout)
-        return AcquireRequest(ids, options, timeout, many)
+        return AcquireRequest(ids, options, timeout, many, ids[0])
 
-    def acquire_options(
+    def _given_options(
         self,
         lock_id: LockId,
         owner_name: str | None,
@@ -162,14 +166,6 @@ class CallChecks:
         data: bytes | None,
         on_lost: LostCallback | None,
     ) -> AcquireOptions:
-        if owner_name is None and lease_duration is None and keep_alive is True and data is None and on_lost is None:
-            owner = self._owner.owner_name
-            usual = self._usual
-            if usual is None or usual.owner_name != owner:
-                usual = self._usual = AcquireOptions(
-                    owner_name=owner, lease_duration=self._lease_duration, keep_alive=True, data=None, on_lost=None
-                )
-            return usual
         validation.check_name("owner_name", owner_name, optional=True)
         options = AcquireOptions(
             owner_name=owner_name or self._owner.owner_name,
