@@ -106,7 +106,7 @@ class LockClient(
             self.layout,
             lease_duration=self.lease_duration,
             heartbeat_period=self.heartbeat_period,
-            owner_name=lambda: self.owner_name,
+            owner=self,
         )
         self._connection = Connection(dynamodb, on_new_client=self._check_retry_budget)
         self.breaker = CircuitBreaker(clock, threshold=breaker_threshold, cool_down=float(breaker_cool_down))

@@ -140,7 +140,9 @@ class LockMethods:
         and so is releasing a holding its owner released already (through
         another handle on a detached lease), or a reentrant hold's lease but its last: False.
         """
-        return self.process_state.release(lease, best_effort=best_effort)
+        state = self.process_state
+        releasing = state.reentrancy.releasing(lease, best_effort=best_effort)  # None: a reentrant hold's but its last
+        return releasing is not None and state.lease_writer.release(releasing, best_effort=best_effort)
 
     def force_release(self, lock: LockInfo, *, released_by: str, described: Described | None = None) -> LockInfo:
         """Release someone else's lock (an operator's action), and return it as released.

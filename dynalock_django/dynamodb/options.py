@@ -10,7 +10,6 @@ import dataclasses
 import os
 import socket
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -19,6 +18,7 @@ from .telemetry import Described
 from .wire import item, readers_mark, validation, waiters, writes
 
 if TYPE_CHECKING:
+    from .acquiring.line_seats import Owner
     from .leases.lease import LostCallback
     from .wire.item import Item
     from .wire.layout import LockId, TableLayout
@@ -90,22 +90,16 @@ class AcquireRequest(NamedTuple):
     lock_ids: tuple[LockId, ...]
     options: AcquireOptions
     timeout: float | None  # None: as long as it takes; 0: a try (never waits)
-    many: bool = False  # a group (acquire_many), even of one key
-
-    @property
-    def lock_id(self) -> LockId:
-        """The lock of a single acquire (or a counted lock's first permit)."""
-        return self.lock_ids[0]
+    many: bool  # a group (acquire_many), even of one key
+    lock_id: LockId  # the lock of a single acquire (or a counted lock's first permit): lock_ids[0]
 
 
 class CallChecks:
     """Each call's arguments, checked against the client's table layout and durations."""
 
-    def __init__(
-        self, layout: TableLayout, *, lease_duration: float, heartbeat_period: float, owner_name: Callable[[], str]
-    ) -> None:
+    def __init__(self, layout: TableLayout, *, lease_duration: float, heartbeat_period: float, owner: Owner) -> None:
         self._layout = layout
-        self._owner_name = owner_name  # the client's, which a forked child renews
+        self._owner = owner  # the client, whose owner name a forked child renews
         self._lease_duration = lease_duration
         self._heartbeat_period = heartbeat_period
         # The options of a call that gives none of its own (most calls), for the owner name they were made
@@ -148,14 +142,22 @@ class CallChecks:
             longest = max(ids, key=lambda id_: len(id_[0].encode()) + len((id_[1] or "").encode()))
         else:
             many, ids, longest = False, (lock_ids,), lock_ids
-        options = self.acquire_options(longest, owner_name, lease_duration, keep_alive, data, on_lost)
+        if owner_name is None and lease_duration is None and keep_alive is True and data is None and on_lost is None:
+            owner = self._owner.owner_name  # a call that gives no options of its own (most calls): the usual ones
+            options = self._usual
+            if options is None or options.owner_name != owner:
+                options = self._usual = AcquireOptions(
+                    owner_name=owner, lease_duration=self._lease_duration, keep_alive=True, data=None, on_lost=None
+                )
+        else:
+            options = self._given_options(longest, owner_name, lease_duration, keep_alive, data, on_lost)
         if permits is not None or described is not None:
             options = dataclasses.replace(options, permits=permits, described=self.described(described))
         if timeout is not None:  # None, the usual wait, needs no look
             validation.check_timeout(timeout)
-        return AcquireRequest(ids, options, timeout, many)
+        return AcquireRequest(ids, options, timeout, many, ids[0])
 
-    def acquire_options(
+    def _given_options(
         self,
         lock_id: LockId,
         owner_name: str | None,
@@ -164,17 +166,9 @@ class CallChecks:
         data: bytes | None,
         on_lost: LostCallback | None,
     ) -> AcquireOptions:
-        if owner_name is None and lease_duration is None and keep_alive is True and data is None and on_lost is None:
-            owner = self._owner_name()
-            usual = self._usual
-            if usual is None or usual.owner_name != owner:
-                usual = self._usual = AcquireOptions(
-                    owner_name=owner, lease_duration=self._lease_duration, keep_alive=True, data=None, on_lost=None
-                )
-            return usual
         validation.check_name("owner_name", owner_name, optional=True)
         options = AcquireOptions(
-            owner_name=owner_name or self._owner_name(),
+            owner_name=owner_name or self._owner.owner_name,
             lease_duration=self.lease_duration(lease_duration, keep_alive=keep_alive),
             keep_alive=keep_alive,
             data=data,

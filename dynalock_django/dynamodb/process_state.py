@@ -77,7 +77,7 @@ class ProcessState:
             store,
             layout,
             clock,
-            owner_name=lambda: client.owner_name,
+            owner=client,
             timing=LineTiming.for_refresh_period(client.refresh_period),
         )
         # Coroutines: a few threads for their requests (built per process, so a forked child has its own).
@@ -123,11 +123,6 @@ class ProcessState:
         """:meth:`try_acquire` for coroutines."""
         take = functools.partial(self.async_acquirer.try_acquire, request)
         return await self.reentrancy.atry_acquire(request.lock_id, request.options, reentrant, take)
-
-    def release(self, lease: Lease, *, best_effort: bool) -> bool:
-        """The façade's release: a reentrant hold's lease but its last ends without a request."""
-        releasing = self.reentrancy.releasing(lease, best_effort=best_effort)
-        return releasing is not None and self.lease_writer.release(releasing, best_effort=best_effort)
 
     def ensure_open(self) -> None:
         if self.closed.is_set():

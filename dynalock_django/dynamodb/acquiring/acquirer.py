@@ -46,7 +46,6 @@ from .unanswered_cleanup import UnansweredCleanup
 from .wait_loop import PlannedRound
 
 if TYPE_CHECKING:
-    from ..clock import Clock
     from ..options import AcquireOptions, AcquireRequest
     from ..wire.layout import LockId
     from .line_seats import Seat
@@ -78,9 +77,17 @@ class Acquirer:
             plan = self.plan(lock_id, deadline)
             lease = self._take_turn(plan, options, deadline, my_turn=True)
         else:  # the process's seat is kept until its last waiter is done, who takes it out of line
-            with self.seats.kept(lock_id, deadline) as seat, self._turns.in_thread(lock_id, deadline) as my_turn:
-                plan = self.plan(lock_id, deadline, seat=seat if my_turn else None)
-                lease = self._take_turn(plan, options, deadline, my_turn=my_turn)
+            seat = self.seats.arrive(lock_id)
+            try:
+                ticket, my_turn = self._turns.wait_in_thread(lock_id, deadline)
+                try:
+                    plan = self.plan(lock_id, deadline, seat=seat if my_turn else None)
+                    lease = self._take_turn(plan, options, deadline, my_turn=my_turn)
+                finally:
+                    self._turns.leave(lock_id, ticket)
+            finally:
+                if (last := self.seats.depart(lock_id)) is not None:
+                    self.seats.vacate(lock_id, last, deadline)
         if lease is not None:
             return lease
         raise plan.gave_up(timeout)
@@ -90,16 +97,14 @@ class Acquirer:
     ) -> Lease | None:
         """Wait for the lock when the turn is ours (else the deadline came first), then clean up."""
         try:
-            if my_turn:
-                return self._wait(plan, options, deadline)
-            self.held_here(plan)
-            return None
+            if not my_turn:
+                self.held_here(plan)
+                return None
+            round_ = PlannedRound(plan, functools.partial(self.attempt_while_waiting, plan, options))
+            return wait_loop.wait(round_, self.parts, ready=functools.partial(self._free_here, plan, deadline))
         finally:
-            self.clean_up(plan, options)
-
-    def _wait(self, plan: Acquisition, options: AcquireOptions, deadline: float | None) -> Lease | None:
-        round_ = PlannedRound(plan, functools.partial(self.attempt_while_waiting, plan, options))
-        return wait_loop.wait(round_, self.parts, ready=functools.partial(self._free_here, plan, deadline))
+            if plan.unanswered:  # writes of ours whose answer was lost: cleaned up now if the deadline allows
+                self.clean_up(plan, options)
 
     def _free_here(self, plan: Acquisition, deadline: float | None) -> bool:
         """Wait, without requests, while another holder of this client has the lock; False at the deadline."""
@@ -158,7 +163,21 @@ class Acquirer:
 
         ``answer``: what DynamoDB answered the write, kept for a counted lock's writer (None: unknown).
         """
-        record = _granted_record(self._clock, lock_id, version, fencing_token, started, options, waiters)
+        clock = self._clock
+        record = LeaseRecord(
+            clock,
+            key=lock_id[0],
+            sort_key=lock_id[1],
+            owner_name=options.owner_name,
+            version=version,
+            fencing_token=fencing_token,
+            data=options.data,
+            lease_duration=options.lease_duration,
+            valid_from=started,
+            acquired_at=datetime.fromtimestamp(clock.time(), tz=UTC),
+            keep_alive=options.keep_alive,
+            waiters=waiters,
+        )
         record.described = options.described
         record.telemetry = telemetry.lease_granted(options.described, taken_over=taken_over)
         record.grant_answer = answer
@@ -334,31 +353,6 @@ class Acquirer:
     def abandon(self, lock_id: LockId, unanswered: UnansweredWrites, options: AcquireOptions) -> None:
         """Best effort: release versions we may have written but never heard back about."""
         self._unanswered.abandon(lock_id, unanswered, options)
-
-
-def _granted_record(
-    clock: Clock,
-    lock_id: LockId,
-    version: str,
-    fencing_token: int,
-    started: float,
-    options: AcquireOptions,
-    waiters: tuple[Waiter, ...],
-) -> LeaseRecord:
-    return LeaseRecord(
-        clock,
-        key=lock_id[0],
-        sort_key=lock_id[1],
-        owner_name=options.owner_name,
-        version=version,
-        fencing_token=fencing_token,
-        data=options.data,
-        lease_duration=options.lease_duration,
-        valid_from=started,
-        acquired_at=datetime.fromtimestamp(clock.time(), tz=UTC),
-        keep_alive=options.keep_alive,
-        waiters=waiters,
-    )
 
 
 def _answered_at_once(error: DynamoDBError) -> bool:

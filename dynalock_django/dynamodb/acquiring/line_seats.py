@@ -30,9 +30,9 @@ import math
 import random
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..aws import botocore_errors, deadlines
 from ..aws.store import Refused
@@ -135,16 +135,22 @@ class Seat:
         return self.joined and now - self.refreshed_at >= timing.line_look
 
 
+class Owner(Protocol):
+    """Whose name a client's writes carry (a LockClient): read at each use, as it changes (a forked child's, or set)."""
+
+    owner_name: str
+
+
 class Seats:
     """Per key, the seat this process keeps in its line while any of its waiters waits, and the writes that keep it."""
 
     def __init__(
-        self, store: LockStore, layout: TableLayout, clock: Clock, *, owner_name: Callable[[], str], timing: LineTiming
+        self, store: LockStore, layout: TableLayout, clock: Clock, *, owner: Owner, timing: LineTiming
     ) -> None:
         self._store = store
         self._layout = layout
         self._clock = clock
-        self._owner_name = owner_name
+        self._owner = owner
         self.timing = timing
         self._mutex = threading.Lock()
         self._seats: dict[LockId, Seat] = {}
@@ -156,12 +162,13 @@ class Seats:
         with self._mutex:
             seat = self._seats.get(lock_id)
             if seat is None:
-                seat = self._seats[lock_id] = Seat(self._owner_name())
+                seat = self._seats[lock_id] = Seat(self._owner.owner_name)
             self._waiters[lock_id] = self._waiters.get(lock_id, 0) + 1
             return seat
 
     def depart(self, lock_id: LockId) -> Seat | None:
-        """A waiter is done, granted or not: if it is the last, the key's seat, forgotten (then :meth:`vacate` it).
+        """A waiter is done, granted or not: if it is the last, the key's seat, forgotten, when its entry may be in
+        line (then :meth:`vacate` it; a grant took it out already, and most seats never joined).
 
         Counted under the mutex that forgets the seat: of waiters done together, exactly one is the last,
         and a waiter arriving after it gets a new seat (a new id, which no leave of the old one takes out).
@@ -171,12 +178,8 @@ class Seats:
             if self._waiters[lock_id]:
                 return None
             del self._waiters[lock_id]
-            return self._seats.pop(lock_id)
-
-    def kept(self, lock_id: LockId, deadline: float | None) -> _Kept:
-        """A thread's wait: arrive (``as``: the key's seat), and on the way out depart (and vacate, the last out;
-        ``deadline``: the wait's)."""
-        return _Kept(self, lock_id, deadline)
+            seat = self._seats.pop(lock_id)
+        return seat if seat.may_be_in_line else None
 
     def own_seats(self, lock_ids: Sequence[LockId]) -> dict[LockId, Seat]:
         """A wait's own seats, one per key, outside the process's shared ones: a group's, which takes no turns.
@@ -184,7 +187,7 @@ class Seats:
         Its entries stand in line beside the process's shared one (a group that waited for a turn per key
         could wait for a thread of its own process that holds one key and waits for another's turn).
         """
-        return {lock_id: Seat(self._owner_name()) for lock_id in lock_ids}
+        return {lock_id: Seat(self._owner.owner_name) for lock_id in lock_ids}
 
     def vacate_all(self, seats: dict[LockId, Seat], deadline: float | None) -> None:
         """Take a wait's own seats out of line (those that may be there), as :meth:`vacate` does one."""
@@ -258,21 +261,3 @@ class Seats:
         except DynamoDBError as error:
             # Its window ends it: the others pass over an entry nobody refreshes.
             logger.debug("Could not take %r out of the line of %r: %s", waiter_id, lock_id[0], error)
-
-
-class _Kept:
-    """A thread's wait keeping its process's seat (:meth:`Seats.kept`): a class, not a generator, as every
-    waiting acquire enters one."""
-
-    __slots__ = ("_deadline", "_lock_id", "_seats")
-
-    def __init__(self, seats: Seats, lock_id: LockId, deadline: float | None) -> None:
-        self._seats, self._lock_id, self._deadline = seats, lock_id, deadline
-
-    def __enter__(self) -> Seat:
-        return self._seats.arrive(self._lock_id)
-
-    def __exit__(self, *exc_info: object) -> None:
-        seat = self._seats.depart(self._lock_id)
-        if seat is not None:
-            self._seats.vacate(self._lock_id, seat, self._deadline)

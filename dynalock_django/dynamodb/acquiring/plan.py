@@ -114,44 +114,33 @@ class Refresh:
 Step = Write | Read | Join | Refresh
 
 
-class UnansweredWrites:
-    """Versions this acquire wrote whose answer was lost, with when each write started."""
+class UnansweredWrites(dict[str, float]):
+    """Versions this acquire wrote whose answer was lost (the keys), with when each write started.
 
-    def __init__(self) -> None:
-        self._started: dict[str, float] = {}
+    A dict, not a class around one: every acquire makes one and asks its size and truth, which a
+    dict answers without a Python call.
+    """
 
     def add(self, version: str, started: float) -> None:
-        self._started[version] = started
-
-    def versions(self) -> tuple[str, ...]:
-        return tuple(self._started)
+        self[version] = started
 
     def keep_only(self, stored_version: str | None) -> None:
         """An answer showed the lock's version: of ours, only that one (if it is ours) may still be stored."""
-        self._started = {v: t for v, t in self._started.items() if v == stored_version}
+        kept = {version: started for version, started in self.items() if version == stored_version}
+        self.clear()
+        self.update(kept)
 
     def copy(self) -> UnansweredWrites:
-        copied = UnansweredWrites()
-        copied._started = dict(self._started)
-        return copied
-
-    def __len__(self) -> int:
-        return len(self._started)
-
-    def clear(self) -> None:
-        self._started.clear()
-
-    def __bool__(self) -> bool:
-        return bool(self._started)
+        return UnansweredWrites(self)
 
     def landed_in(self, current: LockInfo | None, owner_name: str) -> float | None:
         """When the write that ``current`` shows started, if it is one of ours (then it is answered)."""
-        version = current.record_version_number if current is not None else None
-        if current is None or version not in self._started or current.owner_name != owner_name:
+        if current is None or current.owner_name != owner_name or current.fencing_token is None:
             return None
-        if current.fencing_token is None:
+        version = current.record_version_number
+        if version is None or version not in self:
             return None
-        return self._started.pop(version)
+        return self.pop(version)
 
 
 class Acquisition:
@@ -231,7 +220,7 @@ class Acquisition:
         # Held at the last look but not observed (evicted from the cache): the write finds out.
         me = self.seat.waiter_id if self.seat is not None and self.place.joined else None
         observed = observation.info if observation else None
-        return Write(observed, may_take_over, self.unanswered.versions(), self.place, me, self.as_read)
+        return Write(observed, may_take_over, tuple(self.unanswered), self.place, me, self.as_read)
 
     def _look(self, now: float) -> Step:
         """The head and the next read (and refresh their entries now and then); the others' every look is a refresh."""

@@ -21,7 +21,6 @@ import contextlib
 import threading
 from collections import deque
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -30,12 +29,14 @@ if TYPE_CHECKING:
     from ..wire.layout import LockId
 
 
-@dataclass(eq=False)
 class _Ticket:
+    """One waiter's place in a key's line of turns (compared by identity)."""
+
+    # What a place starts with, kept on the class (every acquire takes one, and most never wait).
     # From any thread: the turn is this waiter's now. None: a thread's, made only if the turn is not its at
     # once (an uncontended acquire's is, and makes no event): the waiter that leaves before it calls it.
-    wake: Callable[[], None] | None
-    given: bool = False
+    wake: Callable[[], None] | None = None
+    given = False
     event: threading.Event | None = None  # a thread's, to wait on (made with its ``wake``)
 
 
@@ -47,21 +48,26 @@ class Turns:
         self._mutex = threading.Lock()
         self._lines: dict[LockId, deque[_Ticket]] = {}
 
-    def in_thread(self, lock_id: LockId, deadline: float | None) -> _ThreadTurn:
-        """Hold the key's turn for the block, from a thread; its ``as`` is False when the deadline came first."""
-        return _ThreadTurn(self, lock_id, deadline)
-
-    def wait_in_thread(self, lock_id: LockId, ticket: _Ticket, deadline: float | None) -> bool:
-        """Take a place in the key's line and wait for the turn, from a thread; False when the deadline came first."""
-        got = self._enter(lock_id, ticket)
-        while not got:
-            left = self._left(deadline)
-            if left is not None and left <= 0:
-                break
-            assert ticket.event is not None  # made by _enter, the turn not being ours
-            self._clock.wait(ticket.event, left)
-            got = self._given(ticket, deadline)
-        return got
+    def wait_in_thread(self, lock_id: LockId, deadline: float | None) -> tuple[_Ticket, bool]:
+        """Take a place in the key's line and wait for the turn, from a thread: the place, to give back with
+        :meth:`leave` when done (whatever this returned), and whether the turn is ours (False: the deadline
+        came first)."""
+        ticket = _Ticket()
+        if self._enter(lock_id, ticket):  # nobody of this client goes after the key (every uncontended acquire)
+            return ticket, True
+        try:
+            got = False
+            while not got:
+                left = self._left(deadline)
+                if left is not None and left <= 0:
+                    break
+                assert ticket.event is not None  # made by _enter, the turn not being ours
+                self._clock.wait(ticket.event, left)
+                got = self._given(ticket, deadline)
+        except BaseException:
+            self.leave(lock_id, ticket)
+            raise
+        return ticket, got
 
     @contextlib.asynccontextmanager
     async def turn(self, lock_id: LockId, deadline: float | None) -> AsyncIterator[bool]:
@@ -73,7 +79,8 @@ class Turns:
             with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits there any more
                 loop.call_soon_threadsafe(given.set)
 
-        ticket = _Ticket(wake)
+        ticket = _Ticket()
+        ticket.wake = wake
         try:
             got = self._enter(lock_id, ticket)
             if not got:
@@ -143,27 +150,3 @@ class Turns:
 
     def _left(self, deadline: float | None) -> float | None:
         return None if deadline is None else deadline - self._clock.monotonic()
-
-
-class _ThreadTurn:
-    """A thread's turn on one key for a ``with`` block (:meth:`Turns.in_thread`).
-
-    A class, not a generator: every waiting acquire enters one, and a generator's context manager
-    costs an uncontended acquire more than the rest of its turn.
-    """
-
-    __slots__ = ("_deadline", "_lock_id", "_ticket", "_turns")
-
-    def __init__(self, turns: Turns, lock_id: LockId, deadline: float | None) -> None:
-        self._turns, self._lock_id, self._deadline = turns, lock_id, deadline
-        self._ticket = _Ticket(None)
-
-    def __enter__(self) -> bool:
-        try:
-            return self._turns.wait_in_thread(self._lock_id, self._ticket, self._deadline)
-        except BaseException:
-            self._turns.leave(self._lock_id, self._ticket)
-            raise
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._turns.leave(self._lock_id, self._ticket)

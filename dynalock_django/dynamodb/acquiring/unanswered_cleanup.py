@@ -51,7 +51,7 @@ class UnansweredCleanup:
             return
         stamp = Stamp.new(options.owner_name, options.lease_duration, self._clock)
         # Only this process knows these versions, whatever kind of lease they would have granted.
-        holding = KeptAlive(options.owner_name, unanswered.versions())
+        holding = KeptAlive(options.owner_name, tuple(unanswered))
         try:
             self._store.update(writes.release(self._layout, lock_id, stamp, holding=holding))
             logger.info("Released %r, written by an attempt whose answer was lost", lock_id[0])

@@ -110,8 +110,9 @@ class Heartbeat:
         otherwise wake the thread for each, to learn that nothing is due.
         """
         with self._mutex:
-            thread = self._thread  # a live one (the usual case) is asked nothing more: every grant asks
-            if (thread is None or not thread.is_alive()) and not self._stopping.is_set():
+            # A thread forgets itself as it ends (_run): a live one (the usual case) is asked nothing, as every
+            # grant asks.
+            if self._thread is None and not self._stopping.is_set():
                 self._thread = start_thread(self._clock, self._run, self._name)
             asleep_until = self._asleep_until
         if asleep_until is None or lease is None:
@@ -135,7 +136,8 @@ class Heartbeat:
             thread.join(timeout)
 
     def is_alive(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        thread = self._thread  # read once: an ending thread sets it to None
+        return thread is not None and thread.is_alive()
 
     @property
     def lag(self) -> float:
@@ -177,25 +179,29 @@ class Heartbeat:
             return self._schedule.plan(leases, now, busy=busy, running=running)
 
     def _run(self) -> None:
-        while not self._stopping.is_set():
-            self._wake.clear()
-            looked = self._clock.monotonic()
-            try:
-                next_wake = self.beat()
-            except Exception:
-                # Only a bug lands here; the thread must outlive it.
-                logger.exception("Heartbeat loop failed; retrying")
-                next_wake = self._clock.monotonic() + min(1.0, self._period)
-            # Said under the mutex: a lease granted after this look and due before ``next_wake`` wakes the thread
-            # (which, woken or not, looks again no sooner than the look interval allows).
+        try:
+            while not self._stopping.is_set():
+                self._wake.clear()
+                looked = self._clock.monotonic()
+                try:
+                    next_wake = self.beat()
+                except Exception:
+                    # Only a bug lands here; the thread must outlive it.
+                    logger.exception("Heartbeat loop failed; retrying")
+                    next_wake = self._clock.monotonic() + min(1.0, self._period)
+                # Said under the mutex: a lease granted after this look and due before ``next_wake`` wakes the thread
+                # (which, woken or not, looks again no sooner than the look interval allows).
+                with self._mutex:
+                    self._asleep_until = next_wake
+                # Not again before the look interval has passed: what falls due meanwhile goes out together.
+                if self._clock.wait(self._stopping, max(0.0, looked + self._look_interval - self._clock.monotonic())):
+                    return
+                self._clock.wait(self._wake, max(0.0, next_wake - self._clock.monotonic()))
+                with self._mutex:
+                    self._asleep_until = None
+        finally:
             with self._mutex:
-                self._asleep_until = next_wake
-            # Not again before the look interval has passed: what falls due meanwhile goes out together.
-            if self._clock.wait(self._stopping, max(0.0, looked + self._look_interval - self._clock.monotonic())):
-                return
-            self._clock.wait(self._wake, max(0.0, next_wake - self._clock.monotonic()))
-            with self._mutex:
-                self._asleep_until = None
+                self._thread = None  # the next start runs another (after a stop, or a bug this one died of)
 
     def _hand_out(self, renewal: Renewal) -> None:
         with self._mutex:

@@ -196,7 +196,10 @@ class LeaseRecord:
                 telemetry.lease_ended(self.telemetry, release_failed=not confirmed)
             self.release_unconfirmed = not confirmed
         self.state = "released"
-        for callback in list(self._release_callbacks):
+        # Each runs once, so none is kept after (nor a lost one: a released lease is never lost). A callback that
+        # holds its record (the reentrancy's) would otherwise keep the two alive until the garbage collector ran.
+        callbacks, self._release_callbacks, self._lost_callbacks = self._release_callbacks, [], []
+        for callback in callbacks:
             self._run_callback(callback)
 
     def mark_lost(self, reason: str, current: LockInfo | None = None, *, superseded: bool) -> None:
@@ -223,7 +226,8 @@ class LeaseRecord:
             event = self._lost
         if event is not None:
             event.set()
-        for callback in list(self._lost_callbacks):
+        callbacks, self._lost_callbacks = self._lost_callbacks, []  # each runs once (as a release's do)
+        for callback in callbacks:
             self._run_callback(callback)
 
     def _lost_cause(self, current: LockInfo | None, superseded: bool) -> LostCause | None:

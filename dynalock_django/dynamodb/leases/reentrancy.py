@@ -48,14 +48,6 @@ _MARKER: contextvars.ContextVar[object] = contextvars.ContextVar("dynalock_holde
 Holder = tuple[object, object]  # (the context's marker, the task or thread running it)
 
 
-def _runner() -> object:
-    # Asked before every acquire: asyncio's own probe answers None in a plain thread, where
-    # current_task() would raise (and an exception costs a sync acquire more than the rest of this).
-    loop = asyncio._get_running_loop()  # in asyncio.__all__: the running loop or None, never raising
-    task = asyncio.current_task(loop) if loop is not None else None
-    return task if task is not None else threading.current_thread()
-
-
 def _current_holder(*, mark: bool) -> Holder | None:
     """Who is calling; None when its context never held a lock (and ``mark`` is False)."""
     marker = _MARKER.get(None)
@@ -64,7 +56,11 @@ def _current_holder(*, mark: bool) -> Holder | None:
             return None
         marker = object()
         _MARKER.set(marker)
-    return marker, _runner()
+    # The task or thread running it. asyncio's own probe answers None in a plain thread, where current_task()
+    # would raise (and an exception costs a sync acquire more than the rest of this).
+    loop = asyncio._get_running_loop()  # in asyncio.__all__: the running loop or None, never raising
+    task = asyncio.current_task(loop) if loop is not None else None
+    return marker, task if task is not None else threading.current_thread()
 
 
 def _same(holder: Holder, other: Holder) -> bool:
@@ -171,14 +167,16 @@ class Reentrancy:
         and, with ``waits_for_readers``, when it holds a reader of the lock (a writer would wait for it).
         The handle is the hold's lease (its data, owner and duration); only ``on_lost`` is its own.
         """
-        _check_reentrant(reentrant, options)
+        if reentrant is not False:  # the usual acquire's needs no look
+            _check_reentrant(reentrant, options)
         if waits_for_readers and (read := self._read_here(lock_id)) is not None:
             raise WouldDeadlock(
                 f"This thread or task holds a read lock of {lock_id[0]!r} through this client: its writer would "
                 "wait for that reader, itself. A read lock is not upgraded: release the read before asking to write.",
                 self._holdings.holder(read.lease.lock_id),
             )
-        hold = self._held_here(lock_id)
+        # No hold of the key at all (an uncontended acquire): nobody's, so not the caller's.
+        hold = self._held_here(lock_id) if lock_id in self._holds else None
         if hold is None:
             return None
         if not reentrant or not hold.shareable:
@@ -236,8 +234,8 @@ class Reentrancy:
             assert holder is not None  # marked
             with self._mutex:
                 self._holds[record.lock_id] = _Hold(holder, lease, record, shareable)
-            # As Lease.add_*_callback binds it, once for both.
-            record.add_end_callback(functools.partial(self._forget, lease))
+            # Once for both ends, a release or a loss (a record tells its callbacks nothing: bound here).
+            record.add_end_callback(functools.partial(self._forget, record))
         return lease
 
     def _reading(self, write_id: LockId, lease: Lease) -> Lease:
@@ -341,8 +339,7 @@ class Reentrancy:
             holders=holders,
         )
 
-    def _forget(self, lease: Lease) -> None:
-        record = record_of(lease)
+    def _forget(self, record: LeaseRecord) -> None:
         if record.lock_id not in self._holds:  # the usual release: its hold ended already, in ``releasing``
             return
         with self._mutex:

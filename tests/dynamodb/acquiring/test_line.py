@@ -17,8 +17,8 @@ import pytest
 from botocore.exceptions import ReadTimeoutError
 
 from dynalock_django.dynamodb import DynamoDBUnavailable, InMemoryDynamoDB, LockClient, LockTimeout, VirtualClock
-from dynalock_django.dynamodb.acquiring.acquirer import Acquirer
 from dynalock_django.dynamodb.acquiring.line_seats import HEAD_LOOK_SECONDS, LINE_LOOK_PERIODS, LineTiming
+from dynalock_django.dynamodb.acquiring.turns import Turns
 from dynalock_django.dynamodb.wire.waiters import LINE, entry, parse_waiters
 
 from ...dynamodb_support import REFRESH, RequestCounter, error_response
@@ -316,13 +316,13 @@ def test_two_waiters_of_one_process_giving_up_together_take_the_seat_out_of_line
     lease = holder.acquire(key)
     waiter = make_client(clock=virtual_clock, owner_name="gave-up")
     both_done = threading.Barrier(2)
-    clean_up = Acquirer.clean_up
+    leave = Turns.leave
 
-    def clean_up_together(self: Acquirer, *args: Any) -> None:
-        clean_up(self, *args)
-        both_done.wait(5)  # both are done waiting before either leaves: each still sees the other
+    def leave_together(self: Turns, *args: Any) -> None:
+        leave(self, *args)
+        both_done.wait(5)  # both are done waiting before either departs: each still sees the other
 
-    monkeypatch.setattr(Acquirer, "clean_up", clean_up_together)
+    monkeypatch.setattr(Turns, "leave", leave_together)
     threads = [start_waiter(virtual_clock, timing_out(lambda: waiter.acquire(key, timeout=1))) for _ in range(2)]
     virtual_clock.advance(0.05)
     assert line_of(holder, key) == ["gave-up"]

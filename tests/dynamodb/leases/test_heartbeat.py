@@ -105,6 +105,33 @@ def test_a_failing_callback_does_not_stop_other_leases(make_client, key, virtual
     second.release()
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the death is the test's
+def test_a_heartbeat_thread_that_died_runs_again_at_the_next_grant(make_client, key, virtual_clock, monkeypatch):
+    """A thread killed outright (no Exception its loop outlives) is replaced at the next grant: no lease runs out."""
+    client = make_client(clock=virtual_clock)
+    heartbeat = client.process_state.heartbeat
+    beat, deaths = heartbeat.beat, [SystemExit("killed")]
+
+    def beat_or_die() -> float:
+        if deaths:
+            raise deaths.pop()
+        return beat()
+
+    monkeypatch.setattr(heartbeat, "beat", beat_or_die)
+    first = client.acquire(key)  # starts the thread, which dies at its first look
+    for _ in range(int(PATIENCE / 0.01)):
+        if not heartbeat.is_alive():
+            break
+        time.sleep(0.01)
+    assert not heartbeat.is_alive()
+    second = client.acquire(key + "-2")
+    virtual_clock.advance(10 * LEASE)
+    assert first.is_held()
+    assert second.is_held()
+    first.release()
+    second.release()
+
+
 def test_manual_extend_renews_and_can_change_the_lease(make_client, dynamodb, key):
     client = make_client(dynamodb)
     lease = client.acquire(key)
