@@ -53,9 +53,11 @@ class Turns:
         :meth:`leave` when done (whatever this returned), and whether the turn is ours (False: the deadline
         came first)."""
         ticket = _Ticket()
-        if self._enter(lock_id, ticket):  # nobody of this client goes after the key (every uncontended acquire)
-            return ticket, True
+        # From before the place is taken: an interrupt (a signal's exception, checked as _enter's mutex is let go)
+        # that lands once it is taken must give it back, or every later waiter of the key waits behind it.
         try:
+            if self._enter(lock_id, ticket):  # nobody of this client goes after the key (every uncontended acquire)
+                return ticket, True
             got = False
             while not got:
                 left = self._left(deadline)
@@ -135,11 +137,16 @@ class Turns:
 
     def leave(self, lock_id: LockId, ticket: _Ticket) -> None:
         with self._mutex:
-            line = self._lines[lock_id]
+            line = self._lines.get(lock_id)
+            if line is None:  # an interrupt came before the ticket took its place: nothing to give back
+                return
             if len(line) == 1 and line[0] is ticket:  # alone (every uncontended acquire): nobody to pass it on to
                 del self._lines[lock_id]
                 return
-            line.remove(ticket)
+            try:
+                line.remove(ticket)
+            except ValueError:  # the same, in a line of others
+                return
             following = line[0] if line and ticket.given else None
             if following is not None:
                 following.given = True

@@ -88,37 +88,36 @@ class Connection:
         self._on_new_client = on_new_client
         self._mutex = threading.Lock()
         self._factory: ClientFactory | None = dynamodb if callable(dynamodb) else None
-        self._made: DynamoDBClient | None = None  # the factory's client, once made
+        self._client: DynamoDBClient | None = None if callable(dynamodb) else dynamodb
         self._owns_client = self._factory is not None
-        if not callable(dynamodb):
-            self.client = dynamodb  # a plain attribute from the start (see client)
-            on_new_client(dynamodb)
+        if self._client is not None:
+            on_new_client(self._client)
 
-    @functools.cached_property
+    @property
     def client(self) -> DynamoDBClient:
-        """The boto3 client. Made by the factory at the first use, once whatever the threads asking; then (and for
-        a given client from the start) a plain attribute: every request reads it, and a property's call costs
-        an uncontended acquire more than the read."""
-        with self._mutex:
-            if self._made is None:
-                assert self._factory is not None
-                self._made = self._factory()
-                self._on_new_client(self._made)
-            return self._made
+        client = self._client
+        if client is None:
+            assert self._factory is not None
+            with self._mutex:
+                if self._client is None:
+                    self._client = self._factory()
+                    self._on_new_client(self._client)
+                client = self._client
+        return client
 
     def close(self) -> None:
         """Close the client's connections if this object made it (a given client is its owner's)."""
-        if self._owns_client and self._made is not None:
-            self._made.close()
+        if self._owns_client and self._client is not None:
+            self._client.close()
 
     def after_fork_in_child(self) -> None:
         """The parent's connections stay the parent's: the child makes its own on first use."""
         self._mutex = threading.Lock()
-        if self._factory is None:
-            self._factory = _rebuild_factory(self.client)
+        if self._client is not None and self._factory is None:
+            self._factory = _rebuild_factory(self._client)
             self._owns_client = True
-        self._made = None
-        vars(self).pop("client", None)  # the next read makes one (cached_property keeps it in the instance)
+        if self._factory is not None:
+            self._client = None
 
 
 def _rebuild_factory(client: DynamoDBClient) -> ClientFactory:

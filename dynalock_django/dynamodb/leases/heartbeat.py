@@ -201,7 +201,8 @@ class Heartbeat:
                     self._asleep_until = None
         finally:
             with self._mutex:
-                self._thread = None  # the next start runs another (after a stop, or a bug this one died of)
+                if self._thread is threading.current_thread():  # only ever itself: one runs at a time, but say so
+                    self._thread = None  # the next start runs another (after a stop, or a bug this one died of)
 
     def _hand_out(self, renewal: Renewal) -> None:
         with self._mutex:
