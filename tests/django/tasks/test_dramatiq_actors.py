@@ -20,9 +20,11 @@ from dynalock_django.exceptions import ConfigurationError
 from dynalock_django.signals import task_skipped
 from dynalock_django.tasks import enqueue_unique, lock_task
 
-from ...dynamodb_support import PATIENCE
+from ...dynamodb_support import HEARTBEAT, PATIENCE
 
 pytestmark = pytest.mark.uses_dynalock
+
+HELD_FOR = 8 * HEARTBEAT  # seconds: a holder's lease that outlives a few missed renewals
 
 
 @pytest.fixture
@@ -50,8 +52,8 @@ def key_of(actor: Any, *args: Any) -> str:
     return str(actor.fn.dynalock_task.keys.run_key(args, {}, injected=False))
 
 
-def until(condition: Any) -> None:
-    deadline = time.monotonic() + PATIENCE
+def until(condition: Any, patience: float = PATIENCE) -> None:
+    deadline = time.monotonic() + patience
     while not condition():
         assert time.monotonic() < deadline, "not within the test's patience"
         time.sleep(0.02)
@@ -75,12 +77,15 @@ def test_a_conflict_puts_the_message_back_uncounted_and_it_runs_once_the_holder_
         message = CurrentMessage.get_current_message()
         runs.append((message.message_id, message.options.get("retries", 0)))
 
-    held = other_holder.acquire(key_of(rebuild, 7))
+    # The holder keeps its lock throughout: a lease of 8 heartbeats, not the suite's 4, which a busy machine's
+    # starved heartbeat let run out once (the message then took over at its first try). A message goes back
+    # for the holder's remaining lease: the waits below allow one more.
+    held = other_holder.acquire(key_of(rebuild, 7), lease_duration=HELD_FOR)
     sent = rebuild.send(7)
-    until(lambda: len(begun) >= 2)  # it met the holder, went back, came back and met it again
+    until(lambda: len(begun) >= 2, PATIENCE + HELD_FOR)  # it met the holder, went back, came back and met it again
     assert runs == []
     held.release()
-    until(lambda: runs)
+    until(lambda: runs, PATIENCE + HELD_FOR)
     assert runs == [(sent.message_id, 0)]  # it ran, and no retry was counted
     assert {message_id for message_id, _ in begun} == {sent.message_id}
     assert {retries for _, retries in begun} == {0}
