@@ -11,14 +11,13 @@ import os
 import socket
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from .exceptions import ConfigurationError, InvalidLockRequest
 from .telemetry import Described
 from .wire import item, readers_mark, validation, waiters, writes
 
 if TYPE_CHECKING:
-    from .acquiring.line_seats import Owner
     from .leases.lease import LostCallback
     from .wire.item import Item
     from .wire.layout import LockId, TableLayout
@@ -64,6 +63,12 @@ def default_owner_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+class Owner(Protocol):
+    """Whose name a client's writes carry (a LockClient): read at each use, as it changes (a forked child's, or set)."""
+
+    owner_name: str
+
+
 @dataclass(frozen=True)
 class AcquireOptions:
     """What one acquire, try_acquire or take_over asks for, checked: every write it makes uses these."""
@@ -91,7 +96,11 @@ class AcquireRequest(NamedTuple):
     options: AcquireOptions
     timeout: float | None  # None: as long as it takes; 0: a try (never waits)
     many: bool  # a group (acquire_many), even of one key
-    lock_id: LockId  # the lock of a single acquire (or a counted lock's first permit): lock_ids[0]
+
+    @property
+    def lock_id(self) -> LockId:
+        """The lock of a single acquire (or a counted lock's first permit)."""
+        return self.lock_ids[0]
 
 
 class CallChecks:
@@ -155,7 +164,7 @@ class CallChecks:
             options = dataclasses.replace(options, permits=permits, described=self.described(described))
         if timeout is not None:  # None, the usual wait, needs no look
             validation.check_timeout(timeout)
-        return AcquireRequest(ids, options, timeout, many, ids[0])
+        return AcquireRequest(ids, options, timeout, many)
 
     def _given_options(
         self,

@@ -32,7 +32,7 @@ import threading
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from ..aws import botocore_errors, deadlines
 from ..aws.store import Refused
@@ -43,6 +43,7 @@ from ..wire import queue_writes, waiters
 if TYPE_CHECKING:
     from ..aws.store import LockStore
     from ..clock import Clock
+    from ..options import Owner
     from ..wire.item import LockInfo
     from ..wire.layout import LockId, TableLayout
 
@@ -133,12 +134,6 @@ class Seat:
 
     def refresh_due(self, now: float, timing: LineTiming) -> bool:
         return self.joined and now - self.refreshed_at >= timing.line_look
-
-
-class Owner(Protocol):
-    """Whose name a client's writes carry (a LockClient): read at each use, as it changes (a forked child's, or set)."""
-
-    owner_name: str
 
 
 class Seats:
